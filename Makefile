@@ -1,0 +1,51 @@
+# The front door. `make demo` and `make test` set everything up on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+# Defaults that let the embedded demo and a laptop run without any configuration; every one can
+# be overridden from the environment. The keys are the sandbox's test keys, never live ones.
+export RECON_GATEWAY_API_KEY ?= ak_test_recon
+export RECON_COMPANY_API_KEY ?= ck_test_recon
+export RECON_ADMIN_TOKEN ?= demo-admin-token-change-me
+
+.PHONY: demo test lint fmt venv clean bench-receiver bench-catchup bench-reconcile sandbox
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/recon demo
+
+test: $(STAMP)
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+fmt: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+sandbox: $(STAMP)
+	$(BIN)/recon sandbox --port 8080
+
+bench-receiver: $(STAMP)
+	$(BIN)/python bench/receiver.py
+
+bench-catchup: $(STAMP)
+	$(BIN)/python bench/catchup.py
+
+bench-reconcile: $(STAMP)
+	$(BIN)/python bench/reconcile.py
+
+clean:
+	rm -rf $(VENV) .recon .pytest_cache .mypy_cache .ruff_cache

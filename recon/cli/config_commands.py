@@ -1,0 +1,36 @@
+"""`recon config`: see the effective configuration without seeing a secret."""
+
+from __future__ import annotations
+
+import click
+
+from recon.cli.main import settings_or_exit
+
+
+@click.group()
+def config() -> None:
+    """Inspect and prepare configuration."""
+
+
+@config.command("check")
+def check() -> None:
+    """Validate the environment and print the effective configuration, secrets masked."""
+    settings = settings_or_exit()
+    shown = settings.masked()
+    width = max(len(k) for k in shown)
+    for key, value in shown.items():
+        click.echo(f"{key.ljust(width)}  {value}")
+    mode = (
+        "embedded (SQLite or in-process broker)"
+        if settings.embedded
+        else "distributed (Redis broker)"
+    )
+    click.echo(f"\nconfiguration is valid; mode: {mode}")
+
+
+@config.command("generate-key")
+def generate_key() -> None:
+    """Print a new key for RECON_SECRET_KEY (put it first; keep old keys after it to rotate)."""
+    from cryptography.fernet import Fernet
+
+    click.echo(Fernet.generate_key().decode())

@@ -1,0 +1,146 @@
+"""structlog set-up: JSON lines in production, a readable console in a terminal, no secrets ever.
+
+Redaction works three ways, because a secret can hide under any field name:
+- by field name: anything whose name mentions a key, secret, token, password, authorization,
+  cookie or signature is masked, at any depth;
+- by shape: values that look like provider keys, webhook secrets or bearer credentials;
+- by value: every secret the process was configured with is registered at start-up, and any
+  string containing one is masked wherever it appears, even inside an exception message.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+import threading
+from collections.abc import Iterable, Mapping, MutableMapping
+from typing import Any, Final
+
+import structlog
+from structlog.typing import EventDict, WrappedLogger
+
+from recon.secret import MASK, Secret
+
+#: Field names that always hold something secret, whatever else they are called.
+SECRET_FIELD_PATTERN: Final = re.compile(
+    r"(api[-_]?key|secret|token|passw|authorization|cookie|signature|credential|private)",
+    re.IGNORECASE,
+)
+
+#: Value shapes that are credentials wherever they appear.
+SECRET_VALUE_PATTERN: Final = re.compile(
+    r"(whsec_[A-Za-z0-9+/=]+|ak_(?:test|live)_[A-Za-z0-9_\-]+|ck_(?:test|live)_[A-Za-z0-9_\-]+"
+    r"|(?i:bearer)\s+[A-Za-z0-9._~+/=\-]+)"
+)
+
+_known_secrets: set[str] = set()
+_known_lock = threading.Lock()
+
+
+def register_secrets(secrets: Iterable[Secret | str | None]) -> None:
+    """Remember secret values so any log line containing them is masked."""
+    with _known_lock:
+        for s in secrets:
+            value = s.reveal() if isinstance(s, Secret) else s
+            # Very short values would mask ordinary words; real credentials are long.
+            if value and len(value) >= 8:
+                _known_secrets.add(value)
+
+
+def redact_text(text: str) -> str:
+    """Mask known secret values and credential-shaped substrings in free text."""
+    for value in _known_secrets:
+        if value in text:
+            text = text.replace(value, MASK)
+    return SECRET_VALUE_PATTERN.sub(MASK, text)
+
+
+def _redact(value: Any, depth: int = 0) -> Any:
+    if depth > 8:
+        return value
+    if isinstance(value, Secret):
+        return MASK
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, bytes):
+        return redact_text(value.decode("utf-8", "replace"))
+    if isinstance(value, Mapping):
+        return {
+            k: MASK
+            if isinstance(k, str) and SECRET_FIELD_PATTERN.search(k)
+            else _redact(v, depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_redact(v, depth + 1) for v in value]
+    return value
+
+
+def redact_secrets(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
+    """structlog processor: the last word before rendering, so nothing added later escapes it."""
+    for key in list(event_dict):
+        if SECRET_FIELD_PATTERN.search(key):
+            event_dict[key] = MASK
+        else:
+            event_dict[key] = _redact(event_dict[key])
+    return event_dict
+
+
+def configure_logging(log_format: str = "auto", level: str = "info") -> None:
+    """Configure structlog and route stdlib logging (uvicorn, dramatiq) through it."""
+    as_json = log_format == "json" or (log_format == "auto" and not sys.stderr.isatty())
+    shared: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.format_exc_info,
+        redact_secrets,
+    ]
+    renderer: Any = (
+        structlog.processors.JSONRenderer()
+        if as_json
+        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+    )
+    numeric = logging.getLevelName(level.upper())
+    structlog.configure(
+        processors=[*shared[:-2], structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=shared[:-2],
+        processors=[
+            structlog.processors.format_exc_info,
+            redact_secrets,
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            renderer,
+        ],
+    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(formatter)
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(numeric)
+    # httpx logs full URLs at INFO; our clients log their own redacted lines instead.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    logging.getLogger("httpcore").setLevel(logging.WARNING)
+
+
+def bind_correlation_id(correlation_id: str, **extra: Any) -> None:
+    """Put a correlation id on every line logged by this request or message."""
+    structlog.contextvars.clear_contextvars()
+    structlog.contextvars.bind_contextvars(correlation_id=correlation_id, **extra)
+
+
+def clear_correlation() -> None:
+    structlog.contextvars.clear_contextvars()
+
+
+def scrub_mapping(values: MutableMapping[str, Any]) -> dict[str, Any]:
+    """A redacted copy of a mapping, for error messages and API output built outside logging."""
+    result = _redact(dict(values))
+    assert isinstance(result, dict)
+    return result

@@ -1,0 +1,379 @@
+"""The local store: one metadata for SQLite and PostgreSQL.
+
+Money is integer minor units (BIGINT) everywhere; there is no float column. Every timestamp is
+aware UTC (`UTCDateTime`). Uniqueness constraints carry the idempotency of re-ingestion:
+postings on (journal_ref, line_ref), deliveries on (delivery_id, body_sha256), alerts on
+fingerprint, transfers on transfer_ref, outbound requests on idempotency_key.
+
+`match_status` on the three streams is what makes matching incremental: a pass looks only at
+rows still 'unmatched' (or changed back to it), never at the whole history.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, ClassVar, Final
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    Uuid,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from reconciliation.store.types import BigId, UTCDateTime, utcnow
+
+#: Constraint names are deterministic so migrations can drop and alter them on both databases.
+NAMING_CONVENTION: Final = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+#: match_status values shared by postings, transfers and notifications.
+UNMATCHED: Final = "unmatched"
+MATCHED: Final = "matched"
+EXCEPTION: Final = "exception"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        datetime: UTCDateTime(),
+        dict[str, Any]: JSON(),
+        uuid.UUID: Uuid(),
+    }
+
+
+class Holding(Base):
+    """A balance at the provider: account + endpoint + holding, in one value unit."""
+
+    __tablename__ = "holdings"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    account_ref: Mapped[uuid.UUID]
+    endpoint_ref: Mapped[uuid.UUID] = mapped_column(index=True)
+    holding_ref: Mapped[uuid.UUID] = mapped_column(unique=True)
+    owner_ref: Mapped[uuid.UUID | None]
+    unit_kind: Mapped[str] = mapped_column(String(16), default="fiat")
+    currency: Mapped[str] = mapped_column(String(8))
+    template: Mapped[str | None] = mapped_column(String(64))
+    ledger_partition: Mapped[str | None] = mapped_column(String(64))
+    watched: Mapped[bool] = mapped_column(Boolean, default=True)
+    discovered_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class Locator(Base):
+    """How the outside world addresses a holding (a bank account number)."""
+
+    __tablename__ = "locators"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    holding_id: Mapped[int] = mapped_column(ForeignKey("holdings.id"), index=True)
+    locator_ref: Mapped[uuid.UUID] = mapped_column(unique=True)
+    form: Mapped[str] = mapped_column(String(64))
+    display: Mapped[str] = mapped_column(String(255))
+    bank_code: Mapped[str | None] = mapped_column(String(16))
+    account_number: Mapped[str | None] = mapped_column(String(32), index=True)
+    account_name: Mapped[str | None] = mapped_column(String(255))
+
+
+class ActivityCursor(Base):
+    """Where the activity poller of one holding resumes, and who may poll it now.
+
+    The four cursor parts are kept as the exact text the gateway returned in `nextCursor`: they
+    are resumed verbatim, never rebuilt from max(posted_at) nor re-formatted.
+    """
+
+    __tablename__ = "activity_cursors"
+
+    holding_id: Mapped[int] = mapped_column(ForeignKey("holdings.id"), primary_key=True)
+    after_posted_at: Mapped[str | None] = mapped_column(Text)
+    after_receipt_ref: Mapped[str | None] = mapped_column(Text)
+    after_line_ref: Mapped[str | None] = mapped_column(Text)
+    sort_direction: Mapped[str | None] = mapped_column(Text)
+    lease_owner: Mapped[str | None] = mapped_column(String(128))
+    lease_expires_at: Mapped[datetime | None]
+    next_poll_at: Mapped[datetime | None] = mapped_column(index=True)
+    last_polled_at: Mapped[datetime | None]
+    last_advanced_at: Mapped[datetime | None]
+    consecutive_errors: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    postings_read: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class Posting(Base):
+    """A committed ledger line behind a holding's balance: the ledger's truth."""
+
+    __tablename__ = "postings"
+    __table_args__ = (
+        UniqueConstraint("journal_ref", "line_ref"),
+        Index("ix_postings_holding_posted", "holding_id", "posted_at"),
+        Index("ix_postings_match_status_id", "match_status", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    journal_ref: Mapped[uuid.UUID]
+    line_ref: Mapped[uuid.UUID]
+    receipt_ref: Mapped[uuid.UUID] = mapped_column(index=True)
+    holding_id: Mapped[int] = mapped_column(ForeignKey("holdings.id"))
+    posted_at: Mapped[datetime]
+    side: Mapped[str] = mapped_column(String(16))
+    effect: Mapped[str] = mapped_column(String(16))
+    kind: Mapped[str] = mapped_column(String(64))
+    amount_minor: Mapped[int] = mapped_column(BigInteger)
+    currency: Mapped[str] = mapped_column(String(8))
+    partition: Mapped[str | None] = mapped_column(String(64))
+    normal_side: Mapped[str | None] = mapped_column(String(32))
+    ingested_at: Mapped[datetime] = mapped_column(default=utcnow)
+    match_status: Mapped[str] = mapped_column(String(16), default=UNMATCHED)
+
+
+class BalanceSnapshot(Base):
+    """What the gateway said a holding's balance was, and when we asked."""
+
+    __tablename__ = "balance_snapshots"
+    __table_args__ = (Index("ix_balance_snapshots_holding_observed", "holding_id", "observed_at"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    holding_id: Mapped[int] = mapped_column(ForeignKey("holdings.id"))
+    settled_minor: Mapped[int] = mapped_column(BigInteger)
+    available_minor: Mapped[int] = mapped_column(BigInteger)
+    reserved_minor: Mapped[int] = mapped_column(BigInteger)
+    projection_state: Mapped[str | None] = mapped_column(String(32))
+    observed_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Transfer(Base):
+    """A move of value we asked for, were told of, or imported; polled until terminal."""
+
+    __tablename__ = "transfers"
+    __table_args__ = (
+        Index("ix_transfers_poll_due", "is_terminal", "next_poll_at"),
+        Index("ix_transfers_match_status_id", "match_status", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    transfer_ref: Mapped[uuid.UUID] = mapped_column(unique=True)
+    source_account_ref: Mapped[uuid.UUID | None]
+    source_endpoint_ref: Mapped[uuid.UUID | None]
+    source_holding_ref: Mapped[uuid.UUID | None]
+    dest_account_ref: Mapped[uuid.UUID | None]
+    dest_endpoint_ref: Mapped[uuid.UUID | None]
+    dest_holding_ref: Mapped[uuid.UUID | None]
+    currency: Mapped[str | None] = mapped_column(String(8))
+    amount_minor: Mapped[int | None] = mapped_column(BigInteger)
+    material_fingerprint: Mapped[str | None] = mapped_column(String(128))
+    requested_by: Mapped[uuid.UUID | None]
+    stage: Mapped[str | None] = mapped_column(String(64))
+    status: Mapped[str | None] = mapped_column(String(64))
+    reason: Mapped[str | None] = mapped_column(String(64))
+    revision: Mapped[int | None] = mapped_column(Integer)
+    is_terminal: Mapped[bool] = mapped_column(Boolean, default=False)
+    is_successful: Mapped[bool | None] = mapped_column(Boolean)
+    requested_at: Mapped[datetime | None]
+    decided_at: Mapped[datetime | None]
+    origin: Mapped[str] = mapped_column(String(16))
+    next_poll_at: Mapped[datetime | None]
+    poll_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_polled_at: Mapped[datetime | None]
+    finality_deadline_at: Mapped[datetime | None]
+    terminal_at: Mapped[datetime | None]
+    lease_owner: Mapped[str | None] = mapped_column(String(128))
+    lease_expires_at: Mapped[datetime | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+    match_status: Mapped[str] = mapped_column(String(16), default=UNMATCHED)
+
+
+class TransferChange(Base):
+    """Each stage, status or revision change we observed, for the audit trail."""
+
+    __tablename__ = "transfer_changes"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    transfer_id: Mapped[int] = mapped_column(ForeignKey("transfers.id"), index=True)
+    observed_at: Mapped[datetime] = mapped_column(default=utcnow)
+    stage: Mapped[str | None] = mapped_column(String(64))
+    status: Mapped[str | None] = mapped_column(String(64))
+    reason: Mapped[str | None] = mapped_column(String(64))
+    revision: Mapped[int | None] = mapped_column(Integer)
+
+
+class OutboundRequest(Base):
+    """Every write we send to the gateway, recorded before it goes out (invariant 6)."""
+
+    __tablename__ = "outbound_requests"
+    __table_args__ = (
+        Index("ix_outbound_requests_fingerprint", "operation", "material_fingerprint"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    idempotency_key: Mapped[uuid.UUID] = mapped_column(unique=True)
+    operation: Mapped[str] = mapped_column(String(64))
+    material_fingerprint: Mapped[str] = mapped_column(String(64))
+    request_body: Mapped[dict[str, Any]]
+    state: Mapped[str] = mapped_column(String(16), default="pending")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    sent_at: Mapped[datetime | None]
+    completed_at: Mapped[datetime | None]
+    response_status: Mapped[int | None] = mapped_column(Integer)
+    result_ref: Mapped[str | None] = mapped_column(String(128))
+
+
+class Delivery(Base):
+    """The webhook inbox: exactly the bytes received, kept before the 2xx (invariant 1)."""
+
+    __tablename__ = "deliveries"
+    __table_args__ = (
+        UniqueConstraint("delivery_id", "body_sha256"),
+        Index("ix_deliveries_state_received", "state", "received_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    delivery_id: Mapped[str] = mapped_column(String(255), index=True)
+    body_sha256: Mapped[str] = mapped_column(String(64))
+    body: Mapped[bytes] = mapped_column(LargeBinary)
+    headers: Mapped[dict[str, Any]]
+    scheme: Mapped[str] = mapped_column(String(32))
+    event_type: Mapped[str | None] = mapped_column(String(64))
+    received_at: Mapped[datetime] = mapped_column(default=utcnow)
+    state: Mapped[str] = mapped_column(String(16), default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text)
+    processed_at: Mapped[datetime | None]
+
+
+class Notification(Base):
+    """What a delivery claims, normalised: the provider's story, to be checked."""
+
+    __tablename__ = "notifications"
+    __table_args__ = (Index("ix_notifications_match_status_id", "match_status", "id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    delivery_pk: Mapped[int | None] = mapped_column(ForeignKey("deliveries.id"), unique=True)
+    event_id: Mapped[str] = mapped_column(String(255), index=True)
+    event_type: Mapped[str] = mapped_column(String(64))
+    transfer_ref: Mapped[uuid.UUID | None] = mapped_column(index=True)
+    receipt_ref: Mapped[uuid.UUID | None] = mapped_column(index=True)
+    account_ref: Mapped[uuid.UUID | None]
+    endpoint_ref: Mapped[uuid.UUID | None]
+    holding_ref: Mapped[uuid.UUID | None]
+    account_number: Mapped[str | None] = mapped_column(String(32), index=True)
+    amount_minor: Mapped[int | None] = mapped_column(BigInteger)
+    currency: Mapped[str | None] = mapped_column(String(8))
+    claimed_status: Mapped[str | None] = mapped_column(String(32))
+    narration: Mapped[str | None] = mapped_column(Text)
+    occurred_at: Mapped[datetime]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    match_status: Mapped[str] = mapped_column(String(16), default=UNMATCHED)
+
+
+class Match(Base):
+    """Which posting, transfer and notification belong together, and by which rule.
+
+    One transfer settles as several ledger legs, so one transfer appears in several rows; a
+    posting and a notification each appear in at most one active row.
+    """
+
+    __tablename__ = "matches"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    rule: Mapped[str] = mapped_column(String(32))
+    posting_id: Mapped[int | None] = mapped_column(ForeignKey("postings.id"), index=True)
+    transfer_id: Mapped[int | None] = mapped_column(ForeignKey("transfers.id"), index=True)
+    notification_id: Mapped[int | None] = mapped_column(ForeignKey("notifications.id"), index=True)
+    matched_at: Mapped[datetime] = mapped_column(default=utcnow)
+    matched_by: Mapped[str] = mapped_column(String(128), default="recon")
+    reason: Mapped[str | None] = mapped_column(Text)
+    unmatched_at: Mapped[datetime | None]
+    unmatched_by: Mapped[str | None] = mapped_column(String(128))
+    unmatch_reason: Mapped[str | None] = mapped_column(Text)
+
+
+class Alert(Base):
+    """A drift worth a person's attention, deduplicated by fingerprint."""
+
+    __tablename__ = "alerts"
+    __table_args__ = (Index("ix_alerts_state_opened", "state", "opened_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kind: Mapped[str] = mapped_column(String(64))
+    severity: Mapped[str] = mapped_column(String(16))
+    subject: Mapped[str] = mapped_column(Text)
+    fingerprint: Mapped[str] = mapped_column(String(128), unique=True)
+    evidence: Mapped[dict[str, Any]]
+    state: Mapped[str] = mapped_column(String(16), default="open")
+    opened_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_seen_at: Mapped[datetime] = mapped_column(default=utcnow)
+    occurrences: Mapped[int] = mapped_column(Integer, default=1)
+    acknowledged_at: Mapped[datetime | None]
+    acknowledged_by: Mapped[str | None] = mapped_column(String(128))
+    resolved_at: Mapped[datetime | None]
+    resolved_by: Mapped[str | None] = mapped_column(String(128))
+    note: Mapped[str | None] = mapped_column(Text)
+
+
+class Subscription(Base):
+    """Our webhook registration at the company API, as last read."""
+
+    __tablename__ = "subscriptions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    webhook_id: Mapped[str] = mapped_column(String(255), unique=True)
+    url: Mapped[str] = mapped_column(Text)
+    event_types: Mapped[dict[str, Any]]
+    status: Mapped[str] = mapped_column(String(16))
+    description: Mapped[str | None] = mapped_column(Text)
+    registered_by_recon: Mapped[bool] = mapped_column(Boolean, default=True)
+    total_deliveries: Mapped[int] = mapped_column(BigInteger, default=0)
+    successful_deliveries: Mapped[int] = mapped_column(BigInteger, default=0)
+    failed_deliveries: Mapped[int] = mapped_column(BigInteger, default=0)
+    last_triggered: Mapped[datetime | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    checked_at: Mapped[datetime | None]
+
+
+class WebhookSecret(Base):
+    """A signing secret the receiver accepts, encrypted at rest; several during a rotation."""
+
+    __tablename__ = "webhook_secrets"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    subscription_id: Mapped[int | None] = mapped_column(ForeignKey("subscriptions.id"), index=True)
+    secret_encrypted: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    valid_until: Mapped[datetime | None]
+
+
+class Lease(Base):
+    """A named, expiring lock in the store (the scheduler's singleton, one-off jobs)."""
+
+    __tablename__ = "leases"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(128))
+    expires_at: Mapped[datetime]
+
+
+class Watermark(Base):
+    """Progress markers of incremental passes (the highest row id a pass has looked at)."""
+
+    __tablename__ = "watermarks"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    value: Mapped[int] = mapped_column(BigInteger, default=0)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
