@@ -10,7 +10,7 @@ export RECON_GATEWAY_API_KEY ?= ak_test_recon
 export RECON_COMPANY_API_KEY ?= ck_test_recon
 export RECON_ADMIN_TOKEN ?= demo-admin-token-change-me
 
-.PHONY: demo test lint fmt venv clean bench-receiver bench-catchup bench-reconcile sandbox
+.PHONY: demo test lint fmt venv clean migration bench-receiver bench-catchup bench-reconcile sandbox
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,13 @@ bench-catchup: $(STAMP)
 
 bench-reconcile: $(STAMP)
 	$(BIN)/python bench/reconcile.py
+
+# Until the first release the schema is one migration, regenerated from the models.
+migration: $(STAMP)
+	rm -f migrations/versions/0001_initial_store.py /tmp/recon-migration.db
+	DATABASE_URL=sqlite:////tmp/recon-migration.db $(BIN)/alembic -c migrations/alembic.ini \
+		revision --autogenerate -m "initial store" --rev-id 0001
+	$(BIN)/ruff format migrations/versions >/dev/null
 
 clean:
 	rm -rf $(VENV) .recon .pytest_cache .mypy_cache .ruff_cache

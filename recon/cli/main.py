@@ -63,9 +63,11 @@ def _register() -> None:
     for name in (
         "recon.cli.sandbox_commands",
         "recon.cli.provider_commands",
+        "recon.cli.web_commands",
         "recon.cli.webhook_commands",
         "recon.cli.delivery_commands",
-        "recon.cli.process_commands",
+        "recon.cli.worker_commands",
+        "recon.cli.reconcile_commands",
         "recon.cli.alert_commands",
         "recon.cli.report_commands",
         "recon.cli.demo_commands",
