@@ -57,7 +57,9 @@ def major_to_minor(amount: str | int, currency: str) -> int:
     Accepts a JSON string or integer; a float is refused because it may already be inexact.
     """
     if isinstance(amount, bool) or not isinstance(amount, (str, int)):
-        raise AmountError(f"amount must be a decimal string, got {type(amount).__name__} {amount!r}")
+        raise AmountError(
+            f"amount must be a decimal string, got {type(amount).__name__} {amount!r}"
+        )
     text = str(amount).strip()
     if not _MAJOR_DECIMAL.fullmatch(text):
         raise AmountError(f"amount {text!r} is not a plain decimal number")
