@@ -1,0 +1,41 @@
+"""``python -m sandbox --port 8080``: the sandbox without the recon CLI."""
+
+from __future__ import annotations
+
+import argparse
+
+from sandbox.config import SandboxConfig
+from sandbox.server import serve
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m sandbox", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--finality-delay", type=float, default=2.0)
+    parser.add_argument("--projection-lag", type=float, default=0.5)
+    parser.add_argument(
+        "--signature-scheme",
+        default="standard",
+        choices=[
+            "standard",
+            "ed25519",
+            "hmac-sha256-hex",
+            "hmac-sha256-base64",
+            "hmac-sha512-hex",
+            "hmac-sha512-base64",
+        ],
+    )
+    args = parser.parse_args(argv)
+    config = SandboxConfig(
+        seed=args.seed,
+        transfer_finality_delay_seconds=args.finality_delay,
+        projection_lag_seconds=args.projection_lag,
+        signature_scheme=args.signature_scheme,
+    )
+    serve(args.host, args.port, config)
+
+
+if __name__ == "__main__":
+    main()

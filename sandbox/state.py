@@ -1,0 +1,310 @@
+"""The sandbox's whole world, in memory, behind one re-entrant lock.
+
+Routes, background jobs and tests all change state through the methods here while holding
+``state.lock``; nothing is shared with recon's store. The money moves (reservation, settlement,
+release, inbound posting) and the events they raise are all in this file so the ledger rules
+read in one place.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from sandbox.clock import Clock
+from sandbox.config import SandboxConfig
+from sandbox.endpoints import ACTIVE, Directory, Endpoint
+from sandbox.envelopes import conflict, invalid_input, not_found
+from sandbox.events import (
+    ACCOUNT_CREATED,
+    KYC_VERIFIED,
+    PAYMENT_RECEIVED,
+    TRANSACTION_COMPLETED,
+    TRANSACTION_FAILED,
+    account_data,
+    money_data,
+)
+from sandbox.faults import FaultBook
+from sandbox.idempotency import IdempotencyStore
+from sandbox.ids import IdSource, uuid_int, uuid_text
+from sandbox.ledger import CREDIT, DEBIT, Holding, append_row, posting_time, render_entry
+from sandbox.scheduler import BackgroundRunner, Scheduler
+from sandbox.transfers import DENIED, FAILED, RESERVED, SETTLED, OutcomeRule, Transfer
+from sandbox.webhooks import Attempt, Webhook, WebhookHub
+
+
+class SandboxState:
+    """Everything the sandbox knows; see the module docstring for the locking rule."""
+
+    def __init__(self, config: SandboxConfig | None = None, clock: Clock | None = None) -> None:
+        self.config = config or SandboxConfig()
+        self.clock = clock or Clock()
+        self.lock = threading.RLock()
+        self.scheduler = Scheduler(self.clock)
+        self.faults = FaultBook(self.config.seed)
+        self._runner = BackgroundRunner(
+            self.scheduler,
+            self.clock,
+            self.config.background_tick_seconds,
+            self.config.delivery_workers,
+        )
+        self.keys: dict[str, frozenset[str]] = dict(self.config.gateway_keys)
+        self._init_world()
+
+    def _init_world(self) -> None:
+        cfg = self.config
+        self.ids = IdSource(cfg.seed)
+        self.directory = Directory(self.ids)
+        self.holdings: dict[str, Holding] = {}
+        self.transfers: dict[str, Transfer] = {}
+        self.simulations: dict[str, dict[str, Any]] = {}
+        self.idempotency = IdempotencyStore(round(cfg.idempotency_retention_seconds * 1000))
+        self.outcomes = OutcomeRule(cfg.seed, cfg.transfer_failure_probability)
+        self.hub = WebhookHub(cfg, self.clock, self.ids, self.scheduler, self.faults, self.lock)
+
+    # --- life cycle -----------------------------------------------------------------
+
+    def start_background(self) -> None:
+        self._runner.start()
+
+    def stop_background(self) -> None:
+        self._runner.stop()
+
+    def close(self) -> None:
+        self.stop_background()
+        self.hub.close()
+
+    def reset(self) -> None:
+        """Forget every endpoint, posting, transfer, webhook and fault; keep config and keys."""
+        with self.lock:
+            self.scheduler.clear()
+            self.faults.clear()
+            self.faults.reseed(self.config.seed)
+            old_hub = self.hub
+            self._init_world()
+            old_hub.close()
+
+    def run_due(self) -> int:
+        """Run, in the caller's thread, everything the clock says is due; count the jobs."""
+        return self.scheduler.run_due()
+
+    def settle_now(self) -> int:
+        """Run every pending job however far ahead, and catch every projection up."""
+        ran = self.scheduler.run_due(everything=True)
+        with self.lock:
+            for holding in self.holdings.values():
+                holding.flush_projection()
+        return ran
+
+    # --- inspection ------------------------------------------------------------------
+
+    @property
+    def webhooks(self) -> dict[str, Webhook]:
+        return self.hub.webhooks
+
+    @property
+    def deliveries(self) -> list[Attempt]:
+        return self.hub.log
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        return self.hub.events
+
+    def postings(self, holding_ref: str) -> list[dict[str, Any]]:
+        """Every committed posting of a holding, oldest first, as activity entries."""
+        with self.lock:
+            holding = self.holdings[holding_ref]
+            return [render_entry(holding, row) for row in holding.rows]
+
+    def posted_sum(self, holding_ref: str) -> int:
+        with self.lock:
+            return self.holdings[holding_ref].settled
+
+    # --- endpoints --------------------------------------------------------------------
+
+    def create_endpoint(
+        self, template: str, owner_ref: str, owner_kind: str, currency: str, *, emit: bool = True
+    ) -> Endpoint:
+        with self.lock:
+            ep = self.directory.create(template, owner_ref, owner_kind, currency)
+            self.holdings[ep.holding_ref] = Holding(
+                ep.holding_ref, ep.account_ref, ep.endpoint_ref, currency
+            )
+            if emit:
+                self.hub.emit(ACCOUNT_CREATED, account_data(ep))
+            return ep
+
+    def endpoint(self, endpoint_ref: str) -> Endpoint | None:
+        return self.directory.endpoints.get(endpoint_ref)
+
+    def emit_kyc_verified(self, endpoint_ref: str) -> str:
+        with self.lock:
+            ep = self.directory.endpoints.get(endpoint_ref)
+            if ep is None:
+                raise not_found(f"No endpoint {endpoint_ref}.")
+            return self.hub.emit(KYC_VERIFIED, account_data(ep))
+
+    def holding_at(self, account_ref: str, endpoint_ref: str, holding_ref: str) -> Holding:
+        """The holding named by all three refs, or 404 when any of them names nothing."""
+        holding = self.holdings.get(holding_ref)
+        if holding is None or (holding.account_ref, holding.endpoint_ref) != (
+            account_ref,
+            endpoint_ref,
+        ):
+            raise not_found(
+                f"No holding {holding_ref} under account {account_ref}, endpoint {endpoint_ref}."
+            )
+        return holding
+
+    def _active_endpoint(self, holding: Holding) -> Endpoint:
+        ep = self.directory.endpoints[holding.endpoint_ref]
+        if ep.posture != ACTIVE:
+            raise conflict(
+                "EndpointSuspended",
+                f"Endpoint {ep.endpoint_ref} is {ep.posture} and refuses new operations.",
+            )
+        return ep
+
+    # --- money ---------------------------------------------------------------------
+
+    def _post(self, legs: list[tuple[Holding, int, int]], receipt: int) -> int:
+        """Commit one journal (one receiptRef, one journalRef, one line per leg)."""
+        journal = self.ids.new_int()
+        lines = [self.ids.new_int() for _ in legs]
+        posted = posting_time([h for h, _, _ in legs], self.clock.now_ms(), receipt, lines)
+        lag_ms = round(self.config.projection_lag_seconds * 1000)
+        for (holding, side, amount), line in zip(legs, lines, strict=True):
+            append_row(holding, (posted, receipt, line, journal, amount, side), lag_ms)
+        return posted
+
+    def check_transfer(
+        self, source: tuple[str, str, str], destination: dict[str, Any], currency: str
+    ) -> tuple[Holding, Holding]:
+        """References and units of a transfer or quote; the refusals docs/decisions.md names."""
+        src = self.holding_at(*source)
+        dst = self.holding_at(
+            destination["accountRef"], destination["endpointRef"], destination["holdingRef"]
+        )
+        if src is dst:
+            raise invalid_input("Source and destination are the same holding.")
+        for holding, side in ((src, "source"), (dst, "destination")):
+            if holding.currency != currency:
+                raise invalid_input(
+                    f"`valueUnit` {currency} does not match the {side} holding's unit "
+                    f"{holding.currency}."
+                )
+        return src, dst
+
+    def create_transfer(
+        self,
+        source: tuple[str, str, str],
+        destination: dict[str, Any],
+        currency: str,
+        amount: int,
+        requested_by: str,
+        material_fingerprint: str,
+    ) -> Transfer:
+        """Reserve against the available balance, or deny; finality is scheduled after."""
+        with self.lock:
+            src, dst = self.check_transfer(source, destination, currency)
+            self._active_endpoint(src)
+            self._active_endpoint(dst)
+            reserve = src.available >= amount
+            transfer = Transfer(
+                transfer_ref=self.ids.new(),
+                source=source,
+                destination=destination,
+                currency=currency,
+                amount=amount,
+                requested_by=requested_by,
+                material_fingerprint=material_fingerprint,
+                now_ms=self.clock.now_ms(),
+                stage=RESERVED if reserve else DENIED,
+            )
+            self.transfers[transfer.transfer_ref] = transfer
+            if reserve:
+                transfer.reservation_ref = self.ids.new()
+                src.reservations[transfer.reservation_ref] = amount
+                self.outcomes.claim_next(transfer.transfer_ref)
+                ref = transfer.transfer_ref
+                self.scheduler.after(
+                    self.config.transfer_finality_delay_seconds, lambda: self.finalize(ref)
+                )
+            return transfer
+
+    def finalize(self, transfer_ref: str, outcome: str | None = None) -> None:
+        """The rail's answer: settle (post both legs) or fail; either way release the reservation."""
+        with self.lock:
+            transfer = self.transfers.get(transfer_ref)
+            if transfer is None or transfer.stage != RESERVED:
+                return
+            decided = outcome or self.outcomes.decide(transfer_ref)
+            src = self.holdings[transfer.source[2]]
+            dst = self.holdings[transfer.destination["holdingRef"]]
+            if transfer.reservation_ref is not None:
+                src.reservations.pop(transfer.reservation_ref, None)
+            src_ep = self.directory.endpoints[src.endpoint_ref]
+            if decided == "settle":
+                receipt = self.ids.new_int()
+                self._post([(src, DEBIT, transfer.amount), (dst, CREDIT, transfer.amount)], receipt)
+                transfer.stage = SETTLED
+                transfer.receipt_ref = uuid_text(receipt)
+                data = money_data(
+                    src_ep,
+                    transfer_ref=transfer_ref,
+                    receipt_ref=transfer.receipt_ref,
+                    amount_minor=transfer.amount,
+                    status="SUCCESSFUL",
+                    narration=f"Transfer {transfer_ref}",
+                )
+                self.hub.emit(TRANSACTION_COMPLETED, data)
+            else:
+                transfer.stage = FAILED
+                data = money_data(
+                    src_ep,
+                    transfer_ref=transfer_ref,
+                    receipt_ref=None,
+                    amount_minor=transfer.amount,
+                    status="FAILED",
+                    narration=f"Transfer {transfer_ref} rejected by the rail",
+                )
+                self.hub.emit(TRANSACTION_FAILED, data)
+
+    def accept_inbound_credit(self, holding: Holding, amount: int, posting_receipt: str) -> None:
+        """Schedule the posting of an accepted simulation (the spec's asynchronous projection)."""
+        ep = self._active_endpoint(holding)
+        if not ep.receives_external:
+            raise invalid_input(
+                "Inbound credits need an endpoint whose receive posture is "
+                "`external_and_internal` (template `customer_balance_collection_child`)."
+            )
+
+        def land() -> None:
+            self.post_inbound_credit(holding.holding_ref, amount, posting_receipt)
+
+        self.scheduler.after(self.config.inbound_posting_delay_seconds, land)
+
+    def post_inbound_credit(self, holding_ref: str, amount: int, receipt_ref: str) -> None:
+        with self.lock:
+            holding = self.holdings[holding_ref]
+            self._post([(holding, CREDIT, amount)], uuid_int(receipt_ref))
+            ep = self.directory.endpoints[holding.endpoint_ref]
+            data = money_data(
+                ep,
+                transfer_ref=None,
+                receipt_ref=receipt_ref,
+                amount_minor=amount,
+                status="SUCCESSFUL",
+                narration="Inbound credit (sandbox simulation)",
+            )
+            self.hub.emit(PAYMENT_RECEIVED, data)
+
+    # --- bulk ----------------------------------------------------------------------
+
+    def build_bulk(
+        self, holdings: int = 1000, postings: int = 1_000_000, seed: int | None = None
+    ) -> list[dict[str, str]]:
+        """Straight into the ledger, no events: see ``sandbox.bulk``."""
+        from sandbox.bulk import build_bulk
+
+        return build_bulk(self, holdings=holdings, postings=postings, seed=seed)
