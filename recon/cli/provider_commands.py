@@ -1,0 +1,455 @@
+"""Operator commands on the provider clients: `recon check`, `transfer`, `endpoints`, `credit`.
+
+Thin on purpose: each command builds a client from the settings, calls one or two methods and
+prints the answer in plain words. Every provider failure ends the command with the client's own
+message (which says what to do) and a non-zero status; no traceback, no credential.
+
+Exit status: 0 done; 1 refused by the provider (bad credentials, missing capability, invalid
+input, a denied transfer, a stale guard); 2 configuration; 3 provider unreachable.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from recon.cli.main import fail, settings_or_exit
+from recon.settings import Settings
+from upstream import (
+    CompanyClient,
+    CreditRequest,
+    Destination,
+    Forbidden,
+    GatewayClient,
+    HoldingAddress,
+    ProviderError,
+    RateLimited,
+    RetryPolicy,
+    StaleGuard,
+    TransferAccepted,
+    TransferDenied,
+    TransferReplayed,
+    TransferRequest,
+    Unauthorized,
+    Unavailable,
+    ValueUnit,
+)
+from upstream.company import TEST_ACCOUNT_NUMBER
+from upstream.gateway import RESUME_REASONS, SUSPEND_REASONS
+from upstream.wire.endpoints import Endpoint
+
+F = TypeVar("F", bound=Callable[..., Any])
+EXIT_REFUSED, EXIT_UNREACHABLE = 1, 3
+#: An operator is waiting: try a few times, but answer within seconds.
+CLI_RETRY = RetryPolicy(max_attempts=4, base_delay=0.2, max_delay=2.0, deadline=15.0)
+
+
+def _exit(code: int, message: str) -> NoReturn:
+    click.echo(f"recon: {message}", err=True)
+    sys.exit(code)
+
+
+def provider_errors(func: F) -> F:
+    """Turn a provider failure into its plain message and an exit status."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except (Unavailable, RateLimited) as exc:
+            _exit(EXIT_UNREACHABLE, str(exc))
+        except ProviderError as exc:
+            _exit(EXIT_REFUSED, str(exc))
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _settings() -> Settings:
+    settings = settings_or_exit()
+    if settings.log_level != "debug":
+        # One line per HTTP request is for workers; an operator wants the answer (retries,
+        # logged as warnings, still show).
+        logging.getLogger("upstream").setLevel(logging.WARNING)
+    return settings
+
+
+@contextmanager
+def gateway_client(settings: Settings, *, durable_keys: bool = False) -> Iterator[GatewayClient]:
+    """A gateway client; with `durable_keys`, Idempotency-Keys are kept in the store."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    keys = None
+    if durable_keys:
+        from reconciliation.outbound import StoreIdempotencyKeys
+        from reconciliation.store.db import make_engine, make_session_factory
+
+        engine = make_engine(settings.database_url)
+        keys = StoreIdempotencyKeys(make_session_factory(engine))
+    client = GatewayClient(
+        settings.gateway_url,
+        settings.gateway_api_key.reveal(),
+        idempotency=keys,
+        retry=CLI_RETRY,
+    )
+    try:
+        yield client
+    except SQLAlchemyError as exc:
+        orig = getattr(exc, "orig", None)
+        reason = str(orig).strip().splitlines()[0] if orig else type(exc).__name__
+        fail(
+            f"the store could not record the Idempotency-Key ({reason}); check DATABASE_URL "
+            "and that `recon db upgrade` has run"
+        )
+    finally:
+        client.close()
+
+
+class HoldingParam(click.ParamType[HoldingAddress, Any]):
+    """`ACCOUNT:ENDPOINT:HOLDING`, three UUIDs naming one balance."""
+
+    name = "account:endpoint:holding"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> HoldingAddress:
+        if isinstance(value, HoldingAddress):
+            return value
+        parts = str(value).split(":")
+        try:
+            account, endpoint, holding = (uuid.UUID(p) for p in parts)
+        except ValueError:
+            self.fail(f"{value!r} is not ACCOUNT_REF:ENDPOINT_REF:HOLDING_REF (three UUIDs)")
+        return HoldingAddress(account_ref=account, endpoint_ref=endpoint, holding_ref=holding)
+
+
+HOLDING = HoldingParam()
+AMOUNT = click.IntRange(min=1)
+
+
+def _receipts(evidence: tuple[Any, ...]) -> str:
+    return ", ".join(f"{e.receipt_ref}{f' ({e.source})' if e.source else ''}" for e in evidence)
+
+
+# -- recon check ------------------------------------------------------------------------------
+
+
+def _check_company(settings: Settings, account_number: str) -> tuple[bool | None, list[str]]:
+    lines = [f"company API  {settings.company_url}/company/v1"]
+    client = CompanyClient(
+        settings.company_url,
+        settings.company_api_key.reveal(),
+        settings.company_app_id,
+        retry=CLI_RETRY,
+    )
+    try:
+        answer = client.name_enquiry(account_number)
+    except Unauthorized as exc:
+        if exc.local:
+            return False, [*lines, f"  credentials: BAD. {exc}"]
+        lines += [
+            "  credentials: BAD. The company API refused RECON_COMPANY_API_KEY and "
+            "RECON_COMPANY_APP_ID (401).",
+            "  Check both for stray spaces or characters, and that the key belongs to this app.",
+        ]
+        return False, lines
+    except ProviderError as exc:
+        lines.append(f"  credentials: could not be checked: {exc}")
+        return None, lines
+    finally:
+        client.close()
+    said = f" ({answer.message})" if answer.message else ""
+    lines.append(f"  credentials: good; name enquiry for {account_number} answered{said}")
+    return True, lines
+
+
+def _check_gateway(settings: Settings) -> tuple[bool | None, list[str]]:
+    lines = [f"gateway      {settings.gateway_url}/v1"]
+    client = GatewayClient(settings.gateway_url, settings.gateway_api_key.reveal(), retry=CLI_RETRY)
+    try:
+        env = client.environment().value
+    except Unauthorized as exc:
+        if exc.local:
+            return False, [*lines, f"  credentials: BAD. {exc}"]
+        lines += [
+            "  credentials: BAD. The gateway refused RECON_GATEWAY_API_KEY (401).",
+            "  Check it for stray spaces or characters, and that it is a key for this "
+            "environment (sandbox keys begin ak_test_).",
+        ]
+        return False, lines
+    except Forbidden:
+        lines += [
+            "  credentials: good, but the key lacks EnvironmentStatusRead, so the environment "
+            "cannot be named. Ask the provider to grant it."
+        ]
+        return True, lines
+    except ProviderError as exc:
+        lines.append(f"  credentials: could not be checked: {exc}")
+        return None, lines
+    finally:
+        client.close()
+    kind = "sandbox" if env.is_sandbox else "live"
+    name = f', "{env.display_name}"' if env.display_name else ""
+    lines += [
+        "  credentials: good",
+        f"  environment: {kind} ({env.environment_kind}{name}); app {env.app_status or '?'}, "
+        f"environment {env.environment_status or '?'}",
+        "  unavailable parts: "
+        + (", ".join(env.unavailable_parts) if env.unavailable_parts else "none"),
+    ]
+    return True, lines
+
+
+@click.command()
+@click.option(
+    "--account-number",
+    default=TEST_ACCOUNT_NUMBER,
+    show_default=True,
+    help="Account number for the company API's name enquiry (a 10-digit test number works).",
+)
+def check(account_number: str) -> None:
+    """Check both provider credentials and name the environment, in plain words."""
+    settings = _settings()
+    company_ok, company_lines = _check_company(settings, account_number)
+    gateway_ok, gateway_lines = _check_gateway(settings)
+    click.echo("\n".join([*company_lines, *gateway_lines]))
+    if company_ok is False or gateway_ok is False:
+        bad = [n for n, ok in (("company API", company_ok), ("gateway", gateway_ok)) if ok is False]
+        _exit(EXIT_REFUSED, f"verdict: credentials BAD for the {' and the '.join(bad)}")
+    if company_ok is None or gateway_ok is None:
+        _exit(EXIT_UNREACHABLE, "verdict: could not check everything (see above)")
+    click.echo("verdict: credentials good")
+
+
+# -- recon transfer ---------------------------------------------------------------------------
+
+
+@click.group()
+def transfer() -> None:
+    """Create, quote and follow transfers on the gateway."""
+
+
+def _transfer_request(
+    source: HoldingAddress, to: HoldingAddress, amount: int, currency: str
+) -> TransferRequest:
+    return TransferRequest(
+        source=source,
+        destination=Destination.internal(to),
+        value_unit=ValueUnit.fiat(currency.upper()),
+        amount_minor_units=amount,
+    )
+
+
+def _transfer_options(func: F) -> F:
+    for option in reversed(
+        [
+            click.option("--from", "source", type=HOLDING, required=True, help="Source holding."),
+            click.option("--to", "to", type=HOLDING, required=True, help="Destination holding."),
+            click.option("--amount", type=AMOUNT, required=True, help="Amount in minor units."),
+            click.option("--currency", default="NGN", show_default=True),
+        ]
+    ):
+        func = option(func)
+    return func
+
+
+@transfer.command("create")
+@_transfer_options
+@provider_errors
+def transfer_create(source: HoldingAddress, to: HoldingAddress, amount: int, currency: str) -> None:
+    """Create a transfer. Its Idempotency-Key is stored first: rerunning after a crash replays."""
+    settings = _settings()
+    with gateway_client(settings, durable_keys=True) as client:
+        outcome = client.create_transfer(_transfer_request(source, to, amount, currency))
+    match outcome:
+        case TransferAccepted():
+            t = outcome.transfer
+            click.echo(f"accepted: transfer {t.transfer_ref} {t.stage} (revision {t.revision})")
+        case TransferReplayed():
+            click.echo(f"already sent: the gateway replayed transfer {outcome.transfer_ref}")
+        case TransferDenied():
+            click.echo(f"denied: transfer {outcome.transfer_ref}: {outcome.reason or 'no reason'}")
+    click.echo(f"idempotency key: {outcome.idempotency_key}")
+    if outcome.evidence:
+        click.echo(f"receipts: {_receipts(outcome.evidence)}")
+    if isinstance(outcome, TransferDenied):
+        sys.exit(EXIT_REFUSED)
+
+
+@transfer.command("quote")
+@_transfer_options
+@provider_errors
+def transfer_quote(source: HoldingAddress, to: HoldingAddress, amount: int, currency: str) -> None:
+    """Quote fees and totals for a transfer; reserves nothing."""
+    with gateway_client(_settings()) as client:
+        quote = client.quote_transfer(_transfer_request(source, to, amount, currency)).value
+    click.echo(f"quote basis: {quote.quote_basis_transfer_ref}")
+    click.echo(f"amount: {quote.amount_minor_units} {quote.value_unit} (minor units)")
+    if quote.no_fee_reason:
+        click.echo(f"fees: none ({quote.no_fee_reason})")
+    for label, items in (("totals", quote.totals), ("lines", quote.lines)):
+        for item in items:
+            click.echo(f"{label}: {item}")
+
+
+@transfer.command("status")
+@click.argument("transfer_ref", type=click.UUID)
+@provider_errors
+def transfer_status(transfer_ref: uuid.UUID) -> None:
+    """Where a transfer is, and whether it is done."""
+    with gateway_client(_settings()) as client:
+        result = client.transfer_status(transfer_ref)
+    s = result.value
+    done = "terminal" if s.is_terminal else "not terminal yet"
+    ok = "successful" if s.is_successful else "not successful"
+    click.echo(f"transfer {s.transfer_ref}: {s.status} ({s.reason or '-'}); {done}, {ok}")
+    click.echo(f"revision: {s.revision}")
+    if s.fees is not None:
+        click.echo(f"fees: {s.fees.status} ({s.fees.reason or '-'})")
+
+
+# -- recon endpoints --------------------------------------------------------------------------
+
+
+@click.group()
+def endpoints() -> None:
+    """List, inspect, suspend and resume programmable endpoints."""
+
+
+@endpoints.command("list")
+@provider_errors
+def endpoints_list() -> None:
+    """Every programmable endpoint (follows the register to its end, 100 per page)."""
+    count = 0
+    with gateway_client(_settings()) as client:
+        for row in client.iter_programmable_endpoints():
+            count += 1
+            summary = row.locator_summary
+            locators = ", ".join(summary.forms) if summary and summary.forms else "no locator"
+            click.echo(
+                f"{row.endpoint_ref}  {row.family}  account {row.account_ref}  "
+                f"{row.unit or '-'}  receive={row.capability_posture.receive or '-'}  {locators}"
+            )
+    click.echo(f"{count} endpoint(s)")
+
+
+def _describe(ep: Endpoint) -> list[str]:
+    p = ep.capability_posture
+    lines = [
+        f"endpoint {ep.endpoint_ref} ({ep.template})",
+        f"  account {ep.account_ref}  holding {ep.holding_ref}",
+        f"  owner {ep.owner_ref} ({ep.owner_kind})  unit {ep.unit or '-'}",
+        f"  posture: receive={p.receive} send={p.send} lifecycle={p.lifecycle} backing={p.backing}",
+    ]
+    lines += [f"  locator: {loc.form} {loc.display}" for loc in ep.locators]
+    if ep.lifecycle_guard is not None:
+        lines.append(f"  lifecycle guard: state version {ep.lifecycle_guard.state_version}")
+    return lines
+
+
+@endpoints.command("show")
+@click.argument("endpoint_ref", type=click.UUID)
+@provider_errors
+def endpoints_show(endpoint_ref: uuid.UUID) -> None:
+    """One endpoint: refs, owner, posture, locators and its current lifecycle guard."""
+    with gateway_client(_settings()) as client:
+        read = client.get_programmable_endpoint(endpoint_ref).value
+    if read.endpoint is None:
+        _exit(EXIT_REFUSED, f"endpoint {endpoint_ref}: {read.kind.replace('_', ' ')}")
+    click.echo("\n".join(_describe(read.endpoint)))
+
+
+@endpoints.command("readiness")
+@click.argument("endpoint_ref", type=click.UUID)
+@provider_errors
+def endpoints_readiness(endpoint_ref: uuid.UUID) -> None:
+    """Why each family of operations is ready or blocked (reserves nothing)."""
+    with gateway_client(_settings()) as client:
+        ready = client.endpoint_readiness(endpoint_ref).value
+    if ready.kind != "found":
+        _exit(EXIT_REFUSED, f"endpoint {endpoint_ref}: {ready.kind.replace('_', ' ')}")
+    for fam in ready.operation_families:
+        click.echo(f"{fam.family:<30} {fam.status:<8} {', '.join(fam.reason_codes)}")
+
+
+def _lifecycle(endpoint_ref: uuid.UUID, operation: str, reason: str) -> None:
+    """Read the current guard, then send one command with it; a stale guard is reported only."""
+    with gateway_client(_settings(), durable_keys=True) as client:
+        read = client.get_programmable_endpoint(endpoint_ref).value
+        if read.endpoint is None or read.endpoint.lifecycle_guard is None:
+            _exit(EXIT_REFUSED, f"endpoint {endpoint_ref}: {read.kind.replace('_', ' ')}")
+        try:
+            result = client.endpoint_lifecycle(
+                endpoint_ref, operation, reason, read.endpoint.lifecycle_guard
+            )
+        except StaleGuard as exc:
+            _exit(EXIT_REFUSED, f"{exc} Run the command again to act on the new state.")
+    a = result.value
+    click.echo(
+        f"{operation}: endpoint {endpoint_ref} {a.previous_posture} -> {a.current_posture} "
+        f"(state version {a.previous_state_version} -> {a.current_state_version}, {reason})"
+        + (" [replayed]" if a.replayed else "")
+    )
+
+
+@endpoints.command("suspend")
+@click.argument("endpoint_ref", type=click.UUID)
+@click.option("--reason", type=click.Choice(SUSPEND_REASONS), default="operator_hold")
+@provider_errors
+def endpoints_suspend(endpoint_ref: uuid.UUID, reason: str) -> None:
+    """Suspend an endpoint: it stays readable but refuses new operations."""
+    _lifecycle(endpoint_ref, "suspend", reason)
+
+
+@endpoints.command("resume")
+@click.argument("endpoint_ref", type=click.UUID)
+@click.option("--reason", type=click.Choice(RESUME_REASONS), default="operator_cleared")
+@provider_errors
+def endpoints_resume(endpoint_ref: uuid.UUID, reason: str) -> None:
+    """Resume a suspended endpoint."""
+    _lifecycle(endpoint_ref, "resume", reason)
+
+
+# -- recon credit -----------------------------------------------------------------------------
+
+
+@click.group()
+def credit() -> None:
+    """Sandbox-only: simulate money arriving."""
+
+
+@credit.command("simulate")
+@click.option("--to", "to", type=HOLDING, required=True, help="Holding to credit.")
+@click.option("--amount", type=AMOUNT, required=True, help="Amount in minor units.")
+@click.option("--currency", default="NGN", show_default=True)
+@provider_errors
+def credit_simulate(to: HoldingAddress, amount: int, currency: str) -> None:
+    """Simulate an inbound credit. Refused unless the gateway says this is a sandbox."""
+    with gateway_client(_settings(), durable_keys=True) as client:
+        env = client.environment().value
+        if not env.is_sandbox:
+            _exit(
+                EXIT_REFUSED,
+                f"refused: the gateway environment is {env.environment_kind}, not a sandbox; "
+                "inbound credits can only be simulated in a sandbox",
+            )
+        result = client.simulate_inbound_credit(
+            CreditRequest(
+                target=to, value_unit=ValueUnit.fiat(currency.upper()), amount_minor_units=amount
+            )
+        )
+    sim = result.value
+    click.echo(f"accepted: simulation {sim.simulation_ref} {sim.stage}")
+    click.echo(f"posting receipt: {sim.accounts_posting_receipt_ref}")
+    click.echo(f"idempotency key: {result.idempotency_key}")
+
+
+COMMANDS = [check, transfer, endpoints, credit]

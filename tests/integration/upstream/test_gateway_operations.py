@@ -1,0 +1,200 @@
+"""Every gateway operation, through the sandbox over HTTP, with typed results and receipts."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from tests.integration.upstream.conftest import (
+    NGN,
+    Control,
+    available,
+    funded,
+    new_endpoint,
+)
+from upstream import (
+    ActivityCursor,
+    CreditRequest,
+    Destination,
+    GatewayClient,
+    NotFound,
+    StaleGuard,
+    TransferAccepted,
+    TransferDenied,
+    TransferRequest,
+)
+from upstream.wire.receiving import ReceivingRequest
+
+
+def test_environment_names_a_sandbox(gateway: GatewayClient) -> None:
+    env = gateway.environment()
+    assert env.value.environment_kind == "DemoSandbox" and env.value.is_sandbox
+    assert env.value.app_status == "Active"
+    assert env.evidence and env.evidence[0].source is not None
+
+
+def test_transfer_quote_create_status_and_settlement(
+    gateway: GatewayClient, control: Control
+) -> None:
+    source = funded(gateway, control, 100_000)
+    dest = new_endpoint(gateway, "customer_balance_internal")
+    request = TransferRequest(
+        source=source,
+        destination=Destination.internal(dest),
+        value_unit=NGN,
+        amount_minor_units=25_000,
+    )
+    quote = gateway.quote_transfer(request)
+    assert quote.value.amount_minor_units == 25_000
+    assert quote.value.no_fee_reason == "no_configured_fee"
+    assert available(gateway, source) == 100_000  # a quote reserves nothing
+
+    outcome = gateway.create_transfer(request, accepted_quote=quote.value.wire)
+    assert isinstance(outcome, TransferAccepted)
+    assert outcome.http_status == 202 and outcome.transfer.revision == 2
+    assert outcome.evidence and outcome.evidence[0].receipt_ref == outcome.transfer.requested_by
+    status = gateway.transfer_status(outcome.transfer_ref)
+    assert (status.value.status, status.value.is_terminal) == ("awaiting_finality", False)
+    assert available(gateway, source) == 75_000
+
+    control.outcome(outcome.transfer_ref, "settle")
+    status = gateway.transfer_status(outcome.transfer_ref)
+    assert (status.value.status, status.value.is_terminal, status.value.is_successful) == (
+        "completed",
+        True,
+        True,
+    )
+
+
+def test_reservation_denied_is_returned_not_raised(
+    gateway: GatewayClient, control: Control
+) -> None:
+    source = funded(gateway, control, 1_000)
+    dest = new_endpoint(gateway, "customer_balance_internal")
+    outcome = gateway.create_transfer(
+        TransferRequest(
+            source=source,
+            destination=Destination.internal(dest),
+            value_unit=NGN,
+            amount_minor_units=5_000,
+        )
+    )
+    assert isinstance(outcome, TransferDenied)
+    assert outcome.http_status == 200 and outcome.reason == "InsufficientAvailableBalance"
+    status = gateway.transfer_status(outcome.transfer_ref)
+    assert (status.value.status, status.value.is_terminal) == ("reservation_denied", True)
+
+
+def test_unknown_transfer_is_not_found(gateway: GatewayClient) -> None:
+    with pytest.raises(NotFound) as caught:
+        gateway.transfer_status(uuid.uuid4())
+    assert caught.value.http_status == 404 and "no such resource" in str(caught.value)
+
+
+def test_programmable_endpoint_read_readiness_and_lifecycle(gateway: GatewayClient) -> None:
+    holding = new_endpoint(gateway)
+    read = gateway.get_programmable_endpoint(holding.endpoint_ref)
+    assert read.value.found and read.value.endpoint is not None
+    ep = read.value.endpoint
+    assert ep.locators and ep.locators[0].account_number is not None
+    assert len(ep.locators[0].account_number) == 10
+    guard = ep.lifecycle_guard
+    assert guard is not None
+
+    ready = gateway.endpoint_readiness(holding.endpoint_ref)
+    families = {f.family: f.status for f in ready.value.operation_families}
+    assert families["receive_funds"] == "ready"
+
+    suspended = gateway.suspend_endpoint(holding.endpoint_ref, guard, "operator_hold")
+    assert suspended.value.current_posture == "suspended"
+    assert suspended.value.current_state_version == guard.state_version + 1
+    assert suspended.idempotency_key is not None
+
+    # The old guard is stale now: refused with 409, never retried.
+    with pytest.raises(StaleGuard) as caught:
+        gateway.resume_endpoint(holding.endpoint_ref, guard)
+    assert "never retried" in str(caught.value)
+    assert caught.value.attempts == 1
+
+    fresh = gateway.get_programmable_endpoint(holding.endpoint_ref).value.endpoint
+    assert fresh is not None and fresh.lifecycle_guard == suspended.value.lifecycle_guard
+    assert fresh.lifecycle_guard is not None
+    resumed = gateway.resume_endpoint(holding.endpoint_ref, fresh.lifecycle_guard)
+    assert resumed.value.current_posture == "active"
+
+
+def test_unknown_endpoint_read(gateway: GatewayClient) -> None:
+    try:
+        read = gateway.get_programmable_endpoint(uuid.uuid4())
+    except NotFound:
+        return
+    assert read.value.kind == "not_found" and not read.value.found
+
+
+def test_endpoint_lister_walks_every_page_at_100(gateway: GatewayClient, control: Control) -> None:
+    made = control.bulk(holdings=205, postings=0)
+    rows = list(gateway.iter_programmable_endpoints())
+    assert len(rows) == 205
+    assert {str(r.endpoint_ref) for r in rows} == {h["endpointRef"] for h in made}
+    page = gateway.list_programmable_endpoints(page_size=10)
+    assert len(page.value.rows) == 10
+
+
+def test_receiving_endpoint_create_and_current(gateway: GatewayClient) -> None:
+    owner = uuid.uuid4()
+    created = gateway.create_receiving_endpoint(
+        ReceivingRequest(owner_ref=owner, owner_kind="BusinessEntity", value_unit=NGN)
+    )
+    act = created.value
+    assert act.holding_refs and created.idempotency_key is not None
+    current = gateway.current_receiving_endpoint(owner, "BusinessEntity", NGN)
+    assert current.value.resource.endpoint_ref == act.endpoint_ref
+    assert current.value.account.account_ref == act.account_ref
+
+
+def test_inbound_credit_posts_and_the_activity_reader_pages_exactly(
+    gateway: GatewayClient, control: Control
+) -> None:
+    holding = new_endpoint(gateway)
+    sims = [
+        gateway.simulate_inbound_credit(
+            CreditRequest(target=holding, value_unit=NGN, amount_minor_units=100 + i)
+        )
+        for i in range(5)
+    ]
+    control.settle_now()
+    assert all(s.value.stage == "EvidencePublished" for s in sims)
+    pages = list(
+        gateway.iter_activity(
+            holding.account_ref, holding.endpoint_ref, holding.holding_ref, page_size=2
+        )
+    )
+    assert [len(p.entries) for p in pages] == [2, 2, 1]
+    receipts = [e.receipt_ref for p in pages for e in p.entries]
+    assert receipts == [s.value.accounts_posting_receipt_ref for s in sims]
+    # Resuming later from the last cursor finds nothing new, and hands the cursor back.
+    last = pages[-1].next_cursor
+    assert last is not None
+    (empty,) = gateway.iter_activity(
+        holding.account_ref, holding.endpoint_ref, holding.holding_ref, cursor=last
+    )
+    assert empty.entries == () and empty.next_cursor == last
+    snap = gateway.balance(holding.account_ref, holding.endpoint_ref)
+    assert snap.value.holding_balances[0].settled_minor_units == sum(100 + i for i in range(5))
+
+
+def test_activity_over_ties_neither_skips_nor_repeats(
+    gateway: GatewayClient, control: Control
+) -> None:
+    (made,) = control.bulk(holdings=1, postings=450)
+    account, endpoint, holding = (
+        uuid.UUID(made[k]) for k in ("accountRef", "endpointRef", "holdingRef")
+    )
+    seen: list[tuple[uuid.UUID, uuid.UUID]] = []
+    cursor: ActivityCursor | None = None
+    for page in gateway.iter_activity(account, endpoint, holding, page_size=200):
+        seen.extend((e.journal_ref, e.line_ref) for e in page.entries)
+        cursor = page.next_cursor
+    assert len(seen) == 450 and len(set(seen)) == 450
+    assert cursor is not None and cursor.sort_direction == "oldest_first"

@@ -1,0 +1,145 @@
+"""`recon check`, `transfer`, `endpoints` and `credit` against the sandbox, as an operator runs them."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from click.testing import CliRunner, Result
+
+from recon.cli.main import cli
+from reconciliation.store import migrate
+from sandbox.config import SandboxConfig
+from sandbox.server import SandboxServer
+from tests.integration.upstream.conftest import Control, funded, new_endpoint
+from upstream import GatewayClient, HoldingAddress
+
+
+@pytest.fixture
+def env(base_env: dict[str, str], sandbox: SandboxServer) -> Iterator[dict[str, str]]:
+    values = base_env | {
+        "RECON_GATEWAY_URL": sandbox.base_url,
+        "RECON_COMPANY_URL": sandbox.base_url,
+        "RECON_LOG_FORMAT": "console",
+    }
+    migrate.upgrade(values["DATABASE_URL"])
+    yield values
+    logging.getLogger("upstream").setLevel(logging.NOTSET)
+
+
+def run(env: dict[str, str], *args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+def _arg(h: HoldingAddress) -> str:
+    return f"{h.account_ref}:{h.endpoint_ref}:{h.holding_ref}"
+
+
+def test_check_with_good_credentials(env: dict[str, str]) -> None:
+    result = run(env, "check")
+    assert result.exit_code == 0, result.output
+    assert "credentials: good" in result.output
+    assert "environment: sandbox (DemoSandbox" in result.output
+    assert "unavailable parts: none" in result.output
+    assert "verdict: credentials good" in result.output
+
+
+@pytest.mark.parametrize(
+    "variable,value,who",
+    [
+        ("RECON_GATEWAY_API_KEY", "ak_test_typo", "gateway"),
+        ("RECON_COMPANY_API_KEY", "ck_test_typo", "company API"),
+        ("RECON_COMPANY_APP_ID", "6f1c2a34-0000-4000-8000-000000000001", "company API"),
+    ],
+)
+def test_check_with_bad_credentials(
+    env: dict[str, str], variable: str, value: str, who: str
+) -> None:
+    result = run(env | {variable: value}, "check")
+    assert result.exit_code == 1
+    assert "credentials: BAD" in result.output
+    assert "stray spaces or characters" in result.output
+    assert f"verdict: credentials BAD for the {who}" in result.output
+    assert value not in result.output
+
+
+def test_check_reports_live_environments_and_unavailable_parts(base_env: dict[str, str]) -> None:
+    config = SandboxConfig(environment_kind="Live", environment_unavailable_parts=("Events",))
+    with SandboxServer(config) as live:
+        env = base_env | {"RECON_GATEWAY_URL": live.base_url, "RECON_COMPANY_URL": live.base_url}
+        result = run(env, "check")
+    assert result.exit_code == 0, result.output
+    assert "environment: live (Live" in result.output
+    assert "unavailable parts: Events" in result.output
+
+
+def test_check_when_the_provider_is_unreachable(base_env: dict[str, str]) -> None:
+    env = base_env | {
+        "RECON_GATEWAY_URL": "http://127.0.0.1:9",
+        "RECON_COMPANY_URL": "http://127.0.0.1:9",
+    }
+    result = run(env, "check")
+    assert result.exit_code == 3
+    assert "could not be reached" in result.output
+
+
+def test_transfer_quote_create_and_status(
+    env: dict[str, str], gateway: GatewayClient, control: Control
+) -> None:
+    source = funded(gateway, control, 50_000)
+    dest = new_endpoint(gateway, "customer_balance_internal")
+    args = ["--from", _arg(source), "--to", _arg(dest), "--amount", "12000"]
+    quoted = run(env, "transfer", "quote", *args)
+    assert quoted.exit_code == 0 and "fees: none (no_configured_fee)" in quoted.output
+    created = run(env, "transfer", "create", *args)
+    assert created.exit_code == 0, created.output
+    assert created.output.startswith("accepted: transfer ")
+    ref = created.output.split()[2]
+    status = run(env, "transfer", "status", ref)
+    assert status.exit_code == 0 and "awaiting_finality" in status.output
+    denied = run(env, "transfer", "create", *args[:4], "--amount", "10000000")
+    assert denied.exit_code == 1 and "denied: " in denied.output
+    assert "InsufficientAvailableBalance" in denied.output
+
+
+def test_transfer_errors_are_plain(env: dict[str, str]) -> None:
+    result = run(env, "transfer", "status", str(uuid.uuid4()))
+    assert result.exit_code == 1 and "no such resource" in result.output
+    result = run(env, "transfer", "quote", "--from", "x", "--to", "y", "--amount", "1")
+    assert result.exit_code == 2 and "three UUIDs" in result.output
+
+
+def test_endpoint_commands(env: dict[str, str], gateway: GatewayClient) -> None:
+    holding = new_endpoint(gateway)
+    ref = str(holding.endpoint_ref)
+    listed = run(env, "endpoints", "list")
+    assert listed.exit_code == 0 and ref in listed.output and "1 endpoint(s)" in listed.output
+    shown = run(env, "endpoints", "show", ref)
+    assert shown.exit_code == 0 and "locator: nigerian_bank_account" in shown.output
+    ready = run(env, "endpoints", "readiness", ref)
+    assert ready.exit_code == 0 and "receive_funds" in ready.output
+    suspended = run(env, "endpoints", "suspend", ref, "--reason", "compliance_hold")
+    assert suspended.exit_code == 0, suspended.output
+    assert "active -> suspended" in suspended.output
+    resumed = run(env, "endpoints", "resume", ref)
+    assert resumed.exit_code == 0 and "suspended -> active" in resumed.output
+
+
+def test_credit_simulate_in_the_sandbox(env: dict[str, str], gateway: GatewayClient) -> None:
+    holding = new_endpoint(gateway)
+    result = run(env, "credit", "simulate", "--to", _arg(holding), "--amount", "7500")
+    assert result.exit_code == 0, result.output
+    assert "EvidencePublished" in result.output
+
+
+def test_credit_simulate_is_refused_against_a_live_environment(base_env: dict[str, str]) -> None:
+    with SandboxServer(SandboxConfig(environment_kind="Live")) as live:
+        env = base_env | {"RECON_GATEWAY_URL": live.base_url}
+        migrate.upgrade(env["DATABASE_URL"])
+        target = f"{uuid.uuid4()}:{uuid.uuid4()}:{uuid.uuid4()}"
+        result = run(env, "credit", "simulate", "--to", target, "--amount", "100")
+        assert result.exit_code == 1
+        assert "not a sandbox" in result.output
+        assert live.state.simulations == {}

@@ -1,0 +1,139 @@
+"""Activity cursors kept byte for byte; endpoint listing follows afterEndpointRef to the end."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.unit.upstream.fakes import KEY, REF, Script, ok
+from upstream import ActivityCursor, GatewayClient, ProtocolError
+
+HOLDING = (uuid.UUID(REF), uuid.UUID(REF), uuid.UUID(REF))
+
+
+def _posting(posted_at: str) -> dict[str, Any]:
+    return {
+        "postedAt": posted_at,
+        "receiptRef": str(uuid.uuid4()),
+        "journalRef": str(uuid.uuid4()),
+        "lineRef": str(uuid.uuid4()),
+        "journalKind": "transfer_settlement",
+        "postingSide": "credit",
+        "balanceEffect": "increase",
+        "amountMinorUnits": "500",
+        "valueUnit": {"kind": "fiat", "currency": "NGN"},
+        "ledgerPartition": "customer_liability",
+        "ledgerNormalSide": "credit_normal",
+    }
+
+
+def _page(entries: list[dict[str, Any]], cursor: dict[str, str] | None) -> httpx.Response:
+    return ok(
+        {
+            "accountRef": REF,
+            "endpointRef": REF,
+            "holdingRef": REF,
+            "entries": entries,
+            "sortDirection": "oldest_first",
+            "nextCursor": cursor,
+        }
+    )
+
+
+def _cursor(entry: dict[str, Any]) -> dict[str, str]:
+    return {
+        "afterPostedAt": entry["postedAt"],
+        "afterReceiptRef": entry["receiptRef"],
+        "afterLineRef": entry["lineRef"],
+        "sortDirection": "oldest_first",
+    }
+
+
+def test_pages_resume_with_the_exact_strings_returned() -> None:
+    # An odd but legal spelling: reformatting it as a datetime would change it.
+    first = [_posting("2026-11-22T00:48:01.120Z"), _posting("2026-11-22T00:48:01.120Z")]
+    second = [_posting("2026-11-22T00:48:02.000Z")]
+    odd = _cursor(first[-1]) | {"afterReceiptRef": first[-1]["receiptRef"].upper()}
+    script = Script(_page(first, odd), _page(second, _cursor(second[-1])))
+    client = GatewayClient("http://gw.test", KEY, transport=script.transport)
+    pages = list(client.iter_activity(*HOLDING, page_size=2))
+    assert len(pages) == 2 and len(script.requests) == 2
+    assert pages[0].next_cursor == ActivityCursor(
+        after_posted_at="2026-11-22T00:48:01.120Z",
+        after_receipt_ref=first[-1]["receiptRef"].upper(),
+        after_line_ref=first[-1]["lineRef"],
+        sort_direction="oldest_first",
+    )
+    params = script.requests[1].url.params
+    assert params["afterPostedAt"] == "2026-11-22T00:48:01.120Z"
+    assert params["afterReceiptRef"] == first[-1]["receiptRef"].upper()
+    assert params["sortDirection"] == "oldest_first" and params["pageSize"] == "2"
+    assert "afterPostedAt" not in script.requests[0].url.params
+    assert [e.amount_minor_units for p in pages for e in p.entries] == [500, 500, 500]
+    assert pages[1].is_last
+
+
+def test_an_empty_page_resumes_from_the_cursor_it_was_asked_with() -> None:
+    start = ActivityCursor(
+        after_posted_at="2026-11-22T00:48:01.120Z",
+        after_receipt_ref=REF,
+        after_line_ref=REF,
+        sort_direction="oldest_first",
+    )
+    script = Script(_page([], None))
+    client = GatewayClient("http://gw.test", KEY, transport=script.transport)
+    (page,) = client.iter_activity(*HOLDING, cursor=start)
+    assert page.next_cursor is start and page.entries == ()
+    (page,) = client.iter_activity(*HOLDING)
+    assert page.next_cursor is None
+
+
+def test_a_page_with_entries_but_no_cursor_is_refused_not_guessed() -> None:
+    script = Script(_page([_posting("2026-11-22T00:48:01.120Z")], None))
+    client = GatewayClient("http://gw.test", KEY, transport=script.transport)
+    with pytest.raises(ProtocolError, match="refusing to make up a cursor"):
+        list(client.iter_activity(*HOLDING))
+
+
+def test_a_cursor_is_never_turned_around() -> None:
+    cursor = ActivityCursor(
+        after_posted_at="x",
+        after_receipt_ref=REF,
+        after_line_ref=REF,
+        sort_direction="newest_first",
+    )
+    client = GatewayClient("http://gw.test", KEY, transport=Script(_page([], None)).transport)
+    with pytest.raises(ValueError, match="turn the reader around"):
+        client.iter_activity(*HOLDING, cursor=cursor, sort_direction="oldest_first")
+
+
+def _row() -> dict[str, Any]:
+    return {
+        "family": "customer_balance_internal",
+        "accountRef": str(uuid.uuid4()),
+        "endpointRef": str(uuid.uuid4()),
+        "ownerRef": REF,
+        "ownerKind": "business-entity",
+        "unit": {"kind": "fiat", "currency": "NGN"},
+        "capabilityPosture": {"receive": "internal_only", "send": "outbound_enabled"},
+        "locatorSummary": {"kind": "no_locator", "forms": []},
+    }
+
+
+def test_endpoint_lister_follows_after_endpoint_ref_at_page_size_100() -> None:
+    full = [_row() for _ in range(100)]
+    rest = [_row() for _ in range(3)]
+
+    def page(rows: list[dict[str, Any]]) -> httpx.Response:
+        return ok({"organisationRef": REF, "appRef": REF, "environmentRef": REF, "rows": rows})
+
+    script = Script(page(full), page(rest))
+    client = GatewayClient("http://gw.test", KEY, transport=script.transport)
+    rows = list(client.iter_programmable_endpoints())
+    assert len(rows) == 103
+    first, second = (r.url.params for r in script.requests)
+    assert first["pageSize"] == "100" and "afterEndpointRef" not in first
+    assert second["afterEndpointRef"] == full[-1]["endpointRef"]

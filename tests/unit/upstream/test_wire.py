@@ -1,0 +1,106 @@
+"""Wire conversion at the boundary: amounts, refs, timestamps, envelopes, evidence."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC
+
+import pytest
+
+from upstream.errors import ProtocolError
+from upstream.wire.common import parse_envelope
+from upstream.wire.reader import Fields, format_minor_units, parse_minor_units, parse_timestamp
+from upstream.wire.transfers import parse_transfer
+
+REF = str(uuid.uuid4())
+
+
+@pytest.mark.parametrize("text,value", [("0", 0), ("150050", 150050), ("007", 7)])
+def test_amounts_are_digit_strings(text: str, value: int) -> None:
+    assert parse_minor_units(text, "x") == value
+
+
+@pytest.mark.parametrize("bad", ["-1", "1.5", "1e3", " 12", "12 ", "", "+3", "١٢", 12, 1.5, None])
+def test_anything_but_digits_is_refused_with_the_field_named(bad: object) -> None:
+    with pytest.raises(ProtocolError, match=r"body\.amountMinorUnits: expected an amount"):
+        parse_minor_units(bad, "body.amountMinorUnits")
+
+
+@pytest.mark.parametrize("bad", [-1, True, 1.0])
+def test_outgoing_amounts_must_be_non_negative_ints(bad: object) -> None:
+    with pytest.raises(ValueError, match="non-negative int"):
+        format_minor_units(bad)  # type: ignore[arg-type]
+
+
+def test_timestamps_are_aware_and_naive_ones_refused() -> None:
+    ts = parse_timestamp("2026-11-22T00:48:01.123Z", "t")
+    assert ts.tzinfo is not None and ts.utcoffset() == UTC.utcoffset(None)
+    assert ts.microsecond == 123000
+    with pytest.raises(ProtocolError, match="no time zone"):
+        parse_timestamp("2026-11-22T00:48:01.123", "t")
+
+
+def test_missing_and_mistyped_fields_name_their_path() -> None:
+    f = Fields({"a": {"b": "not-a-uuid"}}, "value")
+    with pytest.raises(ProtocolError, match=r"value\.a\.b: expected a UUID"):
+        f.obj("a").ref("b")
+    with pytest.raises(ProtocolError, match=r"value\.c: required field is missing"):
+        f.text("c")
+    with pytest.raises(ProtocolError, match=r"response: expected an object"):
+        Fields([1], "response")
+
+
+def _transfer(**over: object) -> dict[str, object]:
+    value: dict[str, object] = {
+        "transferRef": REF,
+        "requestedAt": "2026-11-22T00:48:01.123Z",
+        "decidedAt": "2026-11-22T00:48:01.125Z",
+        "stage": "PrincipalReserved",
+        "revision": 2,
+        "sourceAccountRef": REF,
+        "sourceEndpointRef": REF,
+        "sourceHoldingRef": REF,
+        "destination": {
+            "kind": "internal-endpoint",
+            "accountRef": REF,
+            "endpointRef": REF,
+            "holdingRef": REF,
+        },
+        "valueUnit": {"kind": "fiat", "currency": "NGN"},
+        "amountMinorUnits": "150050",
+        "requestedBy": REF,
+        "materialFingerprint": "fp:transfer-initiation-material:ab",
+    }
+    value.update(over)
+    return value
+
+
+def test_envelope_keeps_every_receipt_once_with_its_source() -> None:
+    r1, r2 = str(uuid.uuid4()), str(uuid.uuid4())
+    data = {
+        "status": 202,
+        "body": {
+            "transfer": {
+                "value": _transfer(),
+                "freshness": "Current",
+                "visibility": "Full",
+                "evidence": [{"receiptRef": r1, "source": "EngineRuntime"}],
+            }
+        },
+        "evidence": [{"receiptRef": r1}, {"receiptRef": r2}],
+    }
+    env = parse_envelope(data, 202)
+    fields, section = env.read("transfer")
+    result = section.result(parse_transfer(fields), 202, env.evidence)
+    assert result.value.amount_minor_units == 150050
+    assert result.value.transfer_ref == uuid.UUID(REF)
+    assert [(str(e.receipt_ref), e.source) for e in result.evidence] == [
+        (r1, "EngineRuntime"),
+        (r2, None),
+    ]
+    assert result.freshness == "Current"
+
+
+def test_a_decimal_amount_in_a_transfer_is_a_protocol_error() -> None:
+    with pytest.raises(ProtocolError, match=r"amountMinorUnits"):
+        parse_transfer(Fields(_transfer(amountMinorUnits="1500.50"), "transfer.value"))

@@ -1,0 +1,180 @@
+"""The transfer gateway client (`{base}/v1`): one method per operation of the spec.
+
+Reads are retried freely. Every write asks `IdempotencyKeys` for its key first (recorded before
+the request goes out), sends it as `Idempotency-Key`, retries only under that same key, and
+closes the key when the gateway has answered for good. `ReservationDenied` is a value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+from uuid import UUID
+
+from upstream.activity import (
+    OLDEST_FIRST,
+    ActivityCursor,
+    ActivityPage,
+    check_paging,
+    iterate_pages,
+    parse_activity_page,
+)
+from upstream.gateway_base import CAPABILITIES, RESUME_REASONS, SUSPEND_REASONS, read_problem
+from upstream.gateway_endpoints import EndpointOperations
+from upstream.idempotency import Outcome
+from upstream.wire.balances import BalanceSnapshot, CreditRequest, Simulation, parse_balance
+from upstream.wire.balances import parse_simulation as _parse_simulation
+from upstream.wire.common import HoldingAddress, Result
+from upstream.wire.environment import EnvironmentStatus, parse_environment
+from upstream.wire.transfers import (
+    Quote,
+    Stage,
+    TransferAccepted,
+    TransferCreation,
+    TransferDenied,
+    TransferReplayed,
+    TransferRequest,
+    TransferStatus,
+    parse_quote,
+    parse_replay,
+    parse_transfer,
+    parse_transfer_status,
+)
+
+__all__ = ["CAPABILITIES", "RESUME_REASONS", "SUSPEND_REASONS", "GatewayClient", "read_problem"]
+
+
+class GatewayClient(EndpointOperations):
+    """Typed, resilient client for the transfer gateway. Thread-safe; close() when done.
+
+    Endpoint operations come from `EndpointOperations`; construction from `GatewayBase`.
+    """
+
+    # -- transfers --------------------------------------------------------------------------
+
+    def create_transfer(
+        self, request: TransferRequest, *, accepted_quote: Mapping[str, Any] | None = None
+    ) -> TransferCreation:
+        """POST /transfers. Accepted (202), denied (200, a value) or replayed (same key)."""
+        body = request.to_wire(accepted_quote)
+        key, env = self._write("transfer.create", "/transfers", body, body)
+        if env.body.has("replay"):
+            fields, _ = env.read("replay")
+            replay = parse_replay(fields)
+            self._keys.completed(
+                key, Outcome.REPLAYED, str(replay.transfer_ref), http_status=env.http_status
+            )
+            return TransferReplayed(
+                replay=replay,
+                idempotency_key=key,
+                http_status=env.http_status,
+                evidence=env.all_evidence("replay"),
+            )
+        fields, _ = env.read("transfer")
+        transfer = parse_transfer(fields)
+        evidence = env.all_evidence("transfer")
+        if transfer.stage == Stage.RESERVATION_DENIED:
+            self._keys.completed(
+                key, Outcome.DENIED, str(transfer.transfer_ref), http_status=env.http_status
+            )
+            return TransferDenied(
+                transfer=transfer,
+                idempotency_key=key,
+                http_status=env.http_status,
+                evidence=evidence,
+            )
+        self._keys.completed(
+            key, Outcome.ACCEPTED, str(transfer.transfer_ref), http_status=env.http_status
+        )
+        return TransferAccepted(
+            transfer=transfer, idempotency_key=key, http_status=env.http_status, evidence=evidence
+        )
+
+    def quote_transfer(self, request: TransferRequest) -> Result[Quote]:
+        """POST /transfers/quote: fees and totals; reserves nothing, so it is a (safe) read."""
+        env = self._read("transfer.quote", "POST", "/transfers/quote", body=request.to_wire())
+        return self._result(env, parse_quote)
+
+    def transfer_status(self, transfer_ref: UUID) -> Result[TransferStatus]:
+        """GET /transfers/{ref}/status: where the transfer is and whether it is terminal."""
+        env = self._read("transfer.status", "GET", f"/transfers/{transfer_ref}/status")
+        return self._result(env, parse_transfer_status)
+
+    # -- environment, balances, sandbox -----------------------------------------------------
+
+    def environment(self) -> Result[EnvironmentStatus]:
+        """GET /environment: which environment the key is scoped to."""
+        return self._result(
+            self._read("environment.read", "GET", "/environment"), parse_environment
+        )
+
+    def balance(
+        self, account_ref: UUID, endpoint_ref: UUID, holding_ref: UUID | None = None
+    ) -> Result[BalanceSnapshot]:
+        """GET /balances/current: a point-in-time snapshot."""
+        params = {"accountRef": str(account_ref), "endpointRef": str(endpoint_ref)}
+        if holding_ref is not None:
+            params["holdingRef"] = str(holding_ref)
+        env = self._read("balance.current", "GET", "/balances/current", params=params)
+        return self._result(env, parse_balance)
+
+    def activity_page(
+        self,
+        holding: HoldingAddress,
+        cursor: ActivityCursor | None = None,
+        *,
+        page_size: int = 200,
+        sort_direction: str = OLDEST_FIRST,
+    ) -> ActivityPage:
+        """GET /balances/activity: one page after `cursor` (from the start when None)."""
+        check_paging(cursor, page_size, sort_direction)
+        params = {
+            "accountRef": str(holding.account_ref),
+            "endpointRef": str(holding.endpoint_ref),
+            "holdingRef": str(holding.holding_ref),
+            "pageSize": str(page_size),
+            "sortDirection": sort_direction,
+        }
+        if cursor is not None:
+            params.update(cursor.as_query())
+        env = self._read("balance.activity", "GET", "/balances/activity", params=params)
+        fields, section = env.read()
+        return parse_activity_page(
+            fields,
+            holding=holding,
+            requested=cursor,
+            page_size=page_size,
+            http_status=env.http_status,
+            evidence=section.result(None, env.http_status, env.evidence).evidence,
+        )
+
+    def iter_activity(
+        self,
+        account_ref: UUID,
+        endpoint_ref: UUID,
+        holding_ref: UUID,
+        cursor: ActivityCursor | None = None,
+        page_size: int = 200,
+        sort_direction: str = OLDEST_FIRST,
+    ) -> Iterator[ActivityPage]:
+        """Pages of postings, one request each, until a page shorter than page_size."""
+        holding = HoldingAddress(
+            account_ref=account_ref, endpoint_ref=endpoint_ref, holding_ref=holding_ref
+        )
+        check_paging(cursor, page_size, sort_direction)
+        return iterate_pages(
+            lambda c: self.activity_page(
+                holding, c, page_size=page_size, sort_direction=sort_direction
+            ),
+            cursor,
+        )
+
+    def simulate_inbound_credit(self, request: CreditRequest) -> Result[Simulation]:
+        """POST /sandbox/inbound-credits (sandbox keys only): an inbound credit arrives."""
+        body = request.to_wire()
+        key, env = self._write("sandbox.inbound_credit", "/sandbox/inbound-credits", body, body)
+        result = self._result(env, _parse_simulation, "simulation", key)
+        self._keys.completed(
+            key, Outcome.ACCEPTED, str(result.value.simulation_ref), http_status=env.http_status
+        )
+        return result

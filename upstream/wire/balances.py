@@ -1,0 +1,148 @@
+"""Balances: snapshots, committed postings (activity entries), and the sandbox inbound credit."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import UUID
+
+import msgspec
+
+from upstream.wire.common import HoldingAddress, ValueUnit, parse_value_unit
+from upstream.wire.reader import Fields, format_minor_units
+
+
+class HoldingBalance(msgspec.Struct, frozen=True, kw_only=True):
+    """One holding's balance in int minor units, with the projections behind it."""
+
+    holding_ref: UUID
+    value_unit: ValueUnit
+    settled_minor_units: int
+    available_minor_units: int
+    active_reserved_minor_units: int
+    settled_projection_ref: UUID | None
+    available_projection_ref: UUID | None
+    active_reservation_refs: tuple[UUID, ...]
+    projection_state: str | None
+
+
+class BalanceSnapshot(msgspec.Struct, frozen=True, kw_only=True):
+    """A point-in-time balance read for an endpoint (optionally one holding)."""
+
+    account_ref: UUID
+    endpoint_ref: UUID
+    holding_balances: tuple[HoldingBalance, ...]
+    projection_state: str | None
+
+
+def parse_balance(f: Fields) -> BalanceSnapshot:
+    """Read the balance snapshot value."""
+    return BalanceSnapshot(
+        account_ref=f.ref("accountRef"),
+        endpoint_ref=f.ref("endpointRef"),
+        holding_balances=tuple(
+            HoldingBalance(
+                holding_ref=h.ref("holdingRef"),
+                value_unit=parse_value_unit(h.obj("valueUnit")),
+                settled_minor_units=h.amount("settledMinorUnits"),
+                available_minor_units=h.amount("availableMinorUnits"),
+                active_reserved_minor_units=h.amount("activeReservedMinorUnits"),
+                settled_projection_ref=h.opt_ref("settledProjectionRef"),
+                available_projection_ref=h.opt_ref("availableProjectionRef"),
+                active_reservation_refs=(h.opt_refs("activeReservationRefs")),
+                projection_state=h.opt_text("projectionState"),
+            )
+            for h in f.objs("holdingBalances")
+        ),
+        projection_state=f.opt_text("projectionState"),
+    )
+
+
+class Posting(msgspec.Struct, frozen=True, kw_only=True):
+    """One committed ledger posting behind a balance (an activity entry)."""
+
+    posted_at: datetime
+    receipt_ref: UUID
+    journal_ref: UUID
+    line_ref: UUID
+    journal_kind: str
+    posting_side: str
+    balance_effect: str
+    amount_minor_units: int
+    value_unit: ValueUnit
+    ledger_partition: str | None
+    ledger_normal_side: str | None
+
+
+def parse_posting(f: Fields) -> Posting:
+    """Read one activity entry."""
+    return Posting(
+        posted_at=f.timestamp("postedAt"),
+        receipt_ref=f.ref("receiptRef"),
+        journal_ref=f.ref("journalRef"),
+        line_ref=f.ref("lineRef"),
+        journal_kind=f.text("journalKind"),
+        posting_side=f.text("postingSide"),
+        balance_effect=f.text("balanceEffect"),
+        amount_minor_units=f.amount("amountMinorUnits"),
+        value_unit=parse_value_unit(f.obj("valueUnit")),
+        ledger_partition=f.opt_text("ledgerPartition"),
+        ledger_normal_side=f.opt_text("ledgerNormalSide"),
+    )
+
+
+class CreditRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """Material of a sandbox inbound credit simulation."""
+
+    target: HoldingAddress
+    value_unit: ValueUnit
+    amount_minor_units: int
+
+    def to_wire(self) -> dict[str, object]:
+        """The request body."""
+        return {
+            "accountRef": str(self.target.account_ref),
+            "endpointRef": str(self.target.endpoint_ref),
+            "holdingRef": str(self.target.holding_ref),
+            "valueUnit": self.value_unit.to_wire(),
+            "amountMinorUnits": format_minor_units(self.amount_minor_units, "amount_minor_units"),
+        }
+
+
+class Simulation(msgspec.Struct, frozen=True, kw_only=True):
+    """An accepted inbound credit simulation; its posting is projected afterwards.
+
+    `accounts_posting_receipt_ref` equals the `receiptRef` of the posting it produces.
+    """
+
+    simulation_ref: UUID
+    accepted_at: datetime | None
+    stage: str
+    revision: int | None
+    material_fingerprint: str | None
+    target: HoldingAddress
+    value_unit: ValueUnit
+    amount_minor_units: int
+    requested_by: UUID | None
+    accounts_posting_receipt_ref: UUID | None
+    event_receipt_refs: tuple[UUID, ...]
+
+
+def parse_simulation(f: Fields) -> Simulation:
+    """Read `simulation.value`."""
+    return Simulation(
+        simulation_ref=f.ref("simulationRef"),
+        accepted_at=f.opt_timestamp("acceptedAt"),
+        stage=f.text("stage"),
+        revision=f.opt_integer("revision"),
+        material_fingerprint=f.opt_text("materialFingerprint"),
+        target=HoldingAddress(
+            account_ref=f.ref("targetAccountRef"),
+            endpoint_ref=f.ref("targetEndpointRef"),
+            holding_ref=f.ref("targetHoldingRef"),
+        ),
+        value_unit=parse_value_unit(f.obj("valueUnit")),
+        amount_minor_units=f.amount("amountMinorUnits"),
+        requested_by=f.opt_ref("requestedBy"),
+        accounts_posting_receipt_ref=f.opt_ref("accountsPostingReceiptRef"),
+        event_receipt_refs=f.opt_refs("eventReceiptRefs"),
+    )
