@@ -19,6 +19,7 @@ from sandbox.faults import Fault
 from sandbox.ids import is_uuid
 from sandbox.signing import public_key_text
 from sandbox.state import SandboxState
+from sandbox.transfers import OUTCOMES
 from sandbox.webhooks import WEBHOOK_STATUSES
 
 
@@ -130,8 +131,8 @@ def control_router(state: SandboxState) -> Router:
     async def set_outcome(request: Request[Any, Any, Any]) -> Response[bytes]:
         body = await _body(request)
         outcome = body.get("outcome")
-        if outcome not in ("settle", "fail"):
-            raise ControlError(400, "outcome must be settle or fail")
+        if outcome not in OUTCOMES:
+            raise ControlError(400, "outcome must be settle, fail or hold")
         ref = body.get("transferRef")
         if ref is None:
             state.outcomes.queue_next(outcome)

@@ -239,6 +239,8 @@ class SandboxState:
             if transfer is None or transfer.stage != RESERVED:
                 return
             decided = outcome or self.outcomes.decide(transfer_ref)
+            if decided == "hold":
+                return
             src = self.holdings[transfer.source[2]]
             dst = self.holdings[transfer.destination["holdingRef"]]
             if transfer.reservation_ref is not None:

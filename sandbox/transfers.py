@@ -13,7 +13,10 @@ from typing import Any, Literal
 
 from sandbox.config import format_timestamp
 
-Outcome = Literal["settle", "fail"]
+#: "hold" keeps a transfer awaiting finality until a later explicit settle or fail: the stuck
+#: rail that a finality deadline exists to catch.
+Outcome = Literal["settle", "fail", "hold"]
+OUTCOMES: tuple[str, ...] = ("settle", "fail", "hold")
 
 RESERVED = "PrincipalReserved"
 DENIED = "ReservationDenied"

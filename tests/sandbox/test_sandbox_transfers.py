@@ -459,3 +459,20 @@ def test_transfer_with_accepted_quote(world: World) -> None:
     quote = world.client.post("/v1/transfers/quote", json=body, headers=AUTH).json()
     body["acceptedQuote"] = quote["body"]["value"]
     assert world.client.post("/v1/transfers", json=body, headers=write_headers()).status_code == 202
+
+
+def test_held_transfer_stays_awaiting_finality_until_told(world: World) -> None:
+    src, dst = world.funded(10_000), world.endpoint()
+    world.client.post("/_sandbox/transfers/outcomes", json={"outcome": "hold"})
+    r = world.client.post(
+        "/v1/transfers", json=world.transfer_body(src, dst, 2_500), headers=write_headers()
+    )
+    ref = r.json()["body"]["transfer"]["value"]["transferRef"]
+    world.advance(60.0)
+    assert status_of(world, ref)["status"] == "awaiting_finality"
+    assert world.balance(src)["activeReservedMinorUnits"] == "2500"
+    ctl = world.client.post(
+        "/_sandbox/transfers/outcomes", json={"outcome": "settle", "transferRef": ref, "now": True}
+    )
+    assert ctl.status_code == 200
+    assert status_of(world, ref)["status"] == "completed"
