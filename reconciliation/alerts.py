@@ -2,14 +2,21 @@
 
 Any part of recon that notices drift (the reconciler's rules, the subscription check, the inbox
 processor) raises it here, so there is one place that decides whether an alert is new, seen
-again, or back after being resolved.
+again, or back after being resolved. A person moves an alert open -> acknowledged -> resolved;
+a reconciliation pass resolves it by itself when its condition clears (`reconciliation.
+alert_pass`). Every change is logged as one structlog line; the outbound webhook reads the
+`published_state` outbox (`reconciliation.alert_sinks`).
 """
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import select
+import structlog
+from sqlalchemy import case, select
 from sqlalchemy.orm import Session
 
 from reconciliation.store.models import Alert
@@ -17,6 +24,95 @@ from reconciliation.store.types import utcnow
 
 #: Severities, most urgent first.
 SEVERITIES: Final = ("critical", "high", "medium", "low")
+
+#: The life cycle of an alert.
+OPEN: Final = "open"
+ACKNOWLEDGED: Final = "acknowledged"
+RESOLVED: Final = "resolved"
+STATES: Final = (OPEN, ACKNOWLEDGED, RESOLVED)
+
+#: Who resolved an alert whose condition cleared by itself (the pass, not a person).
+AUTO_RESOLVER: Final = "recon"
+
+#: Longest fingerprint the store keeps (alerts.fingerprint is VARCHAR(128)).
+FINGERPRINT_MAX: Final = 128
+
+#: Longest name of a person (acknowledged_by, resolved_by are VARCHAR(128)).
+ACTOR_MAX: Final = 128
+
+log = structlog.get_logger(__name__)
+
+
+class AlertError(Exception):
+    """An alert operation a person asked for cannot be done; the message says why."""
+
+
+class AlertNotFoundError(AlertError):
+    """No alert has the id given."""
+
+
+def fingerprint(kind: str, *parts: object) -> str:
+    """The stable identity of one condition: the kind and the natural keys of what it is about.
+
+    Readable when it fits the column; hashed (keeping the kind in front) when it does not, so
+    the same condition always yields the same fingerprint whatever the length of its keys.
+    """
+    text = ":".join([kind, *(str(p) for p in parts)])
+    if len(text) <= FINGERPRINT_MAX:
+        return text
+    digest = hashlib.sha256(text.encode()).hexdigest()[:48]
+    return f"{kind}:sha256:{digest}"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One condition a drift rule sees now; becomes an alert, or refreshes one."""
+
+    kind: str
+    severity: str
+    subject: str
+    fingerprint: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"severity {self.severity!r} is not one of {SEVERITIES}")
+
+
+@dataclass(frozen=True, slots=True)
+class AlertChange:
+    """What happened to one alert, for logs, sinks and the pass result."""
+
+    alert_id: int
+    kind: str
+    severity: str
+    subject: str
+    fingerprint: str
+    state: str
+
+    @classmethod
+    def of(cls, alert: Alert) -> AlertChange:
+        return cls(
+            alert_id=alert.id,
+            kind=alert.kind,
+            severity=alert.severity,
+            subject=alert.subject,
+            fingerprint=alert.fingerprint,
+            state=alert.state,
+        )
+
+
+def log_change(event: str, change: AlertChange, **extra: Any) -> None:
+    """The structlog sink: one line per alert change, with what a person needs to find it."""
+    log.warning(
+        event,
+        alert_id=change.alert_id,
+        kind=change.kind,
+        severity=change.severity,
+        subject=change.subject,
+        fingerprint=change.fingerprint,
+        **extra,
+    )
 
 
 def raise_alert(
@@ -27,6 +123,7 @@ def raise_alert(
     subject: str,
     fingerprint: str,
     evidence: dict[str, Any],
+    now: datetime | None = None,
 ) -> Alert:
     """Open an alert, or refresh the open one with the same fingerprint.
 
@@ -35,7 +132,7 @@ def raise_alert(
     """
     if severity not in SEVERITIES:
         raise ValueError(f"severity {severity!r} is not one of {SEVERITIES}")
-    now = utcnow()
+    now = now or utcnow()
     alert = session.scalars(select(Alert).where(Alert.fingerprint == fingerprint)).one_or_none()
     if alert is None:
         alert = Alert(
@@ -44,22 +141,136 @@ def raise_alert(
             subject=subject,
             fingerprint=fingerprint,
             evidence=evidence,
-            state="open",
+            state=OPEN,
             opened_at=now,
             last_seen_at=now,
             occurrences=1,
         )
         session.add(alert)
         session.flush()
+        log_change("alert.opened", AlertChange.of(alert))
         return alert
     alert.last_seen_at = now
     alert.occurrences += 1
     alert.evidence = evidence
     alert.severity = severity
     alert.subject = subject
-    if alert.state == "resolved":
-        alert.state = "open"
-        alert.opened_at = now
-        alert.resolved_at = None
-        alert.resolved_by = None
+    if alert.state == RESOLVED:
+        reopen(alert, now)
+        session.flush()
+        log_change("alert.reopened", AlertChange.of(alert))
     return alert
+
+
+def reopen(alert: Alert, now: datetime) -> None:
+    """Back to open: the condition returned after it had been resolved."""
+    alert.state = OPEN
+    alert.opened_at = now
+    alert.resolved_at = None
+    alert.resolved_by = None
+    alert.acknowledged_at = None
+    alert.acknowledged_by = None
+
+
+def _checked_actor(by: str) -> str:
+    who = by.strip()
+    if not who:
+        raise AlertError("say who you are (--by / 'by'): the change is recorded with a name")
+    if len(who) > ACTOR_MAX:
+        raise AlertError(f"'by' is {len(who)} characters; at most {ACTOR_MAX} are kept")
+    return who
+
+
+def get_alert(session: Session, alert_id: int) -> Alert:
+    alert = session.get(Alert, alert_id)
+    if alert is None:
+        raise AlertNotFoundError(f"no alert has id {alert_id}: list them with `recon alerts list`")
+    return alert
+
+
+def acknowledge_alert(
+    session: Session, alert_id: int, *, by: str, note: str | None = None
+) -> Alert:
+    """A person has seen it and owns it; it stays until resolved (by them or by the pass).
+
+    Acknowledging twice is harmless and keeps the first acknowledgement.
+    """
+    who = _checked_actor(by)
+    alert = get_alert(session, alert_id)
+    if alert.state == RESOLVED:
+        raise AlertError(
+            f"alert {alert_id} is already resolved (by {alert.resolved_by}); nothing to acknowledge"
+        )
+    if alert.state == OPEN:
+        alert.state = ACKNOWLEDGED
+        alert.acknowledged_at = utcnow()
+        alert.acknowledged_by = who
+        if note:
+            alert.note = note
+        session.flush()
+        log_change("alert.acknowledged", AlertChange.of(alert), by=who)
+    return alert
+
+
+def resolve_alert(session: Session, alert_id: int, *, by: str, note: str | None = None) -> Alert:
+    """A person closes it. It stays closed while the same condition persists; if the condition
+    clears and later comes back, the next pass reopens it. Resolving twice is harmless.
+    """
+    who = _checked_actor(by)
+    alert = get_alert(session, alert_id)
+    if alert.state != RESOLVED:
+        alert.state = RESOLVED
+        alert.resolved_at = utcnow()
+        alert.resolved_by = who
+        if note:
+            alert.note = note
+        session.flush()
+        log_change("alert.resolved", AlertChange.of(alert), by=who)
+    return alert
+
+
+def list_alerts(
+    session: Session,
+    *,
+    state: str | None = None,
+    kind: str | None = None,
+    limit: int = 100,
+) -> list[Alert]:
+    """Alerts, most urgent and newest first; `state` 'active' means open or acknowledged."""
+    query = select(Alert)
+    if state == "active":
+        query = query.where(Alert.state.in_((OPEN, ACKNOWLEDGED)))
+    elif state is not None:
+        if state not in STATES:
+            raise AlertError(f"state {state!r} is not one of {(*STATES, 'active')}")
+        query = query.where(Alert.state == state)
+    if kind is not None:
+        query = query.where(Alert.kind == kind)
+    urgency = case({s: i for i, s in enumerate(SEVERITIES)}, value=Alert.severity, else_=9)
+    query = query.order_by(urgency, Alert.opened_at.desc(), Alert.id.desc()).limit(limit)
+    return list(session.scalars(query))
+
+
+def alert_as_dict(alert: Alert) -> dict[str, Any]:
+    """The wire and JSON shape of an alert (API, CLI --json, webhook)."""
+
+    def when(value: datetime | None) -> str | None:
+        return value.isoformat() if value is not None else None
+
+    return {
+        "id": alert.id,
+        "kind": alert.kind,
+        "severity": alert.severity,
+        "state": alert.state,
+        "subject": alert.subject,
+        "fingerprint": alert.fingerprint,
+        "evidence": alert.evidence,
+        "openedAt": when(alert.opened_at),
+        "lastSeenAt": when(alert.last_seen_at),
+        "occurrences": alert.occurrences,
+        "acknowledgedAt": when(alert.acknowledged_at),
+        "acknowledgedBy": alert.acknowledged_by,
+        "resolvedAt": when(alert.resolved_at),
+        "resolvedBy": alert.resolved_by,
+        "note": alert.note,
+    }

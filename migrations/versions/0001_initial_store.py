@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-22 00:54:06.164001
+Create Date: 2026-11-22 02:21:35.011658
 """
 
 from collections.abc import Sequence
@@ -46,6 +46,7 @@ def upgrade() -> None:
         ),
         sa.Column("resolved_by", sa.String(length=128), nullable=True),
         sa.Column("note", sa.Text(), nullable=True),
+        sa.Column("published_state", sa.String(length=16), nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_alerts")),
         sa.UniqueConstraint("fingerprint", name=op.f("uq_alerts_fingerprint")),
     )
@@ -70,6 +71,7 @@ def upgrade() -> None:
         sa.Column(
             "processed_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
         ),
+        sa.Column("original", sa.Boolean(), nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_deliveries")),
         sa.UniqueConstraint(
             "delivery_id", "body_sha256", name=op.f("uq_deliveries_delivery_id_body_sha256")
@@ -77,10 +79,14 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("deliveries", schema=None) as batch_op:
         batch_op.create_index(
-            batch_op.f("ix_deliveries_delivery_id"), ["delivery_id"], unique=False
+            "ix_deliveries_state_received", ["state", "received_at"], unique=False
         )
         batch_op.create_index(
-            "ix_deliveries_state_received", ["state", "received_at"], unique=False
+            "uq_deliveries_original_delivery_id",
+            ["delivery_id"],
+            unique=True,
+            postgresql_where=sa.text("original"),
+            sqlite_where=sa.text("original"),
         )
 
     op.create_table(
@@ -118,6 +124,41 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("name", name=op.f("pk_leases")),
     )
+    op.create_table(
+        "match_backlog",
+        sa.Column("kind", sa.String(length=16), nullable=False),
+        sa.Column("item_id", sa.BigInteger(), nullable=False),
+        sa.Column(
+            "queued_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+        ),
+        sa.PrimaryKeyConstraint("kind", "item_id", name=op.f("pk_match_backlog")),
+    )
+    op.create_table(
+        "matches",
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
+        sa.Column("rule", sa.String(length=32), nullable=False),
+        sa.Column("posting_id", sa.BigInteger(), nullable=True),
+        sa.Column("transfer_id", sa.BigInteger(), nullable=True),
+        sa.Column("notification_id", sa.BigInteger(), nullable=True),
+        sa.Column(
+            "matched_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+        ),
+        sa.Column("matched_by", sa.String(length=128), nullable=False),
+        sa.Column("reason", sa.Text(), nullable=True),
+        sa.Column(
+            "unmatched_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+        ),
+        sa.Column("unmatched_by", sa.String(length=128), nullable=True),
+        sa.Column("unmatch_reason", sa.Text(), nullable=True),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_matches")),
+    )
+    with op.batch_alter_table("matches", schema=None) as batch_op:
+        batch_op.create_index(
+            batch_op.f("ix_matches_notification_id"), ["notification_id"], unique=False
+        )
+        batch_op.create_index(batch_op.f("ix_matches_posting_id"), ["posting_id"], unique=False)
+        batch_op.create_index(batch_op.f("ix_matches_transfer_id"), ["transfer_id"], unique=False)
+
     op.create_table(
         "outbound_requests",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -163,6 +204,9 @@ def upgrade() -> None:
         ),
         sa.Column(
             "checked_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+        ),
+        sa.Column(
+            "retired_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_subscriptions")),
         sa.UniqueConstraint("webhook_id", name=op.f("uq_subscriptions_webhook_id")),
@@ -261,6 +305,7 @@ def upgrade() -> None:
         sa.Column("consecutive_errors", sa.Integer(), nullable=False),
         sa.Column("last_error", sa.Text(), nullable=True),
         sa.Column("postings_read", sa.BigInteger(), nullable=False),
+        sa.Column("reads_completed", sa.BigInteger(), nullable=False),
         sa.ForeignKeyConstraint(
             ["holding_id"], ["holdings.id"], name=op.f("fk_activity_cursors_holding_id_holdings")
         ),
@@ -445,59 +490,48 @@ def upgrade() -> None:
         )
 
     op.create_table(
-        "matches",
+        "balance_checks",
         sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
-        sa.Column("rule", sa.String(length=32), nullable=False),
         sa.Column(
-            "posting_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=True
+            "snapshot_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False
         ),
+        sa.Column("holding_id", sa.Integer(), nullable=False),
         sa.Column(
-            "transfer_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=True
+            "observed_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
         ),
+        sa.Column("settled_minor", sa.BigInteger(), nullable=False),
+        sa.Column("posted_minor", sa.BigInteger(), nullable=False),
+        sa.Column("drift_minor", sa.BigInteger(), nullable=False),
+        sa.Column("explained_by_lag", sa.Boolean(), nullable=False),
+        sa.Column("postings_through_id", sa.BigInteger(), nullable=False),
         sa.Column(
-            "notification_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=True
-        ),
-        sa.Column(
-            "matched_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
-        ),
-        sa.Column("matched_by", sa.String(length=128), nullable=False),
-        sa.Column("reason", sa.Text(), nullable=True),
-        sa.Column(
-            "unmatched_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
-        ),
-        sa.Column("unmatched_by", sa.String(length=128), nullable=True),
-        sa.Column("unmatch_reason", sa.Text(), nullable=True),
-        sa.ForeignKeyConstraint(
-            ["notification_id"],
-            ["notifications.id"],
-            name=op.f("fk_matches_notification_id_notifications"),
+            "checked_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.ForeignKeyConstraint(
-            ["posting_id"], ["postings.id"], name=op.f("fk_matches_posting_id_postings")
+            ["holding_id"], ["holdings.id"], name=op.f("fk_balance_checks_holding_id_holdings")
         ),
         sa.ForeignKeyConstraint(
-            ["transfer_id"], ["transfers.id"], name=op.f("fk_matches_transfer_id_transfers")
+            ["snapshot_id"],
+            ["balance_snapshots.id"],
+            name=op.f("fk_balance_checks_snapshot_id_balance_snapshots"),
         ),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_matches")),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_balance_checks")),
+        sa.UniqueConstraint("snapshot_id", name=op.f("uq_balance_checks_snapshot_id")),
     )
-    with op.batch_alter_table("matches", schema=None) as batch_op:
+    with op.batch_alter_table("balance_checks", schema=None) as batch_op:
         batch_op.create_index(
-            batch_op.f("ix_matches_notification_id"), ["notification_id"], unique=False
+            "ix_balance_checks_holding_observed", ["holding_id", "observed_at"], unique=False
         )
-        batch_op.create_index(batch_op.f("ix_matches_posting_id"), ["posting_id"], unique=False)
-        batch_op.create_index(batch_op.f("ix_matches_transfer_id"), ["transfer_id"], unique=False)
 
     # ### end Alembic commands ###
 
 
 def downgrade() -> None:
     # ### commands auto generated by Alembic - please adjust! ###
-    with op.batch_alter_table("matches", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_matches_transfer_id"))
-        batch_op.drop_index(batch_op.f("ix_matches_posting_id"))
-        batch_op.drop_index(batch_op.f("ix_matches_notification_id"))
+    with op.batch_alter_table("balance_checks", schema=None) as batch_op:
+        batch_op.drop_index("ix_balance_checks_holding_observed")
 
-    op.drop_table("matches")
+    op.drop_table("balance_checks")
     with op.batch_alter_table("webhook_secrets", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_webhook_secrets_subscription_id"))
 
@@ -544,14 +578,25 @@ def downgrade() -> None:
         batch_op.drop_index("ix_outbound_requests_fingerprint")
 
     op.drop_table("outbound_requests")
+    with op.batch_alter_table("matches", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_matches_transfer_id"))
+        batch_op.drop_index(batch_op.f("ix_matches_posting_id"))
+        batch_op.drop_index(batch_op.f("ix_matches_notification_id"))
+
+    op.drop_table("matches")
+    op.drop_table("match_backlog")
     op.drop_table("leases")
     with op.batch_alter_table("holdings", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_holdings_endpoint_ref"))
 
     op.drop_table("holdings")
     with op.batch_alter_table("deliveries", schema=None) as batch_op:
+        batch_op.drop_index(
+            "uq_deliveries_original_delivery_id",
+            postgresql_where=sa.text("original"),
+            sqlite_where=sa.text("original"),
+        )
         batch_op.drop_index("ix_deliveries_state_received")
-        batch_op.drop_index(batch_op.f("ix_deliveries_delivery_id"))
 
     op.drop_table("deliveries")
     with op.batch_alter_table("alerts", schema=None) as batch_op:

@@ -1,0 +1,48 @@
+"""A correlation id on every request: the caller's X-Request-Id, or a new one.
+
+Bound into structlog's context so every line the request logs carries it, and echoed in the
+response so a caller can quote it. A caller-supplied id is used only if it is short and plain:
+it lands in logs, so it must not be able to forge log lines.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from typing import Final
+
+from litestar.enums import ScopeType
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from recon.logs import bind_correlation_id
+
+#: Header carrying the correlation id in both directions.
+REQUEST_ID_HEADER: Final = b"x-request-id"
+_ACCEPTABLE_ID: Final = re.compile(rb"[A-Za-z0-9._:\-]{1,128}")
+#: Generated ids: a random prefix per process and a counter, unique across a fleet and much
+#: cheaper than a UUID on every request.
+_PREFIX: Final = os.urandom(6).hex()
+_counter = itertools.count(1)
+
+
+def correlation_middleware(app: ASGIApp) -> ASGIApp:
+    """Litestar middleware factory: bind and echo the correlation id of each HTTP request."""
+
+    async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != ScopeType.HTTP:
+            await app(scope, receive, send)
+            return
+        raw = next((v for k, v in scope["headers"] if k == REQUEST_ID_HEADER), None)
+        if raw is None or not _ACCEPTABLE_ID.fullmatch(raw):
+            raw = f"{_PREFIX}-{next(_counter):x}".encode()
+        bind_correlation_id(raw.decode("ascii"))
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", ()), (REQUEST_ID_HEADER, raw)]
+            await send(message)
+
+        await app(scope, receive, send_with_id)
+
+    return middleware

@@ -1,0 +1,176 @@
+"""The web process: `create_app(settings, enqueue=...)` builds the whole Litestar app.
+
+What it wires, and why here: the store's engine, the signing keys (stored secrets plus
+RECON_WEBHOOK_SECRETS), the group-commit writer and the enqueue relay (threads started and
+stopped with the app's lifespan), the raw ASGI receiver route, the idiomatic Litestar routes
+(inbox, health, metrics, OpenAPI at /schema), the reports and alerts routes of
+`app.reporting_routes` when that module exists, and background self-registration.
+
+`enqueue(row_ids)` comes from the process wiring (`recon web` passes the workers' dispatcher), so
+the app itself imports nothing of Dramatiq.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import time
+from collections.abc import Callable, Sequence
+from typing import Final
+
+import structlog
+from litestar import Litestar, Router
+from litestar.datastructures import State
+from litestar.exceptions import HTTPException
+from litestar.handlers import ASGIRouteHandler
+from litestar.openapi import OpenAPIConfig
+from litestar.types import Scope
+
+from app import health, state_keys
+from app.auth import ADMIN_TOKEN_STATE_KEY, admin_guard
+from app.correlation import correlation_middleware
+from app.deliveries_api import DeliveriesController
+from app.receiver.enqueue_relay import EnqueueRelay
+from app.receiver.group_commit import GroupCommitWriter
+from app.receiver.route import WebhookReceiver
+from app.registration import (
+    RegistrationResult,
+    company_client,
+    ensure_registered,
+    process_owner,
+)
+from app.signing_keys import SigningKeys
+from app.startup_registration import StartupRegistration
+from recon.secret_key import SecretBox
+from recon.settings import Settings
+from reconciliation.store.db import make_engine, make_session_factory
+from upstream.company import CompanyClient
+
+#: Module whose `ROUTE_HANDLERS` (reports and alerts API) are mounted behind the admin guard.
+REPORTING_ROUTES_MODULE: Final = "app.reporting_routes"
+#: `app.state` key of the StartupRegistration (tests wait on it).
+REGISTRATION_STATE_KEY: Final = "registration"
+#: `app.state` key of the SigningKeys.
+SIGNING_KEYS_STATE_KEY: Final = "signing_keys"
+
+log = structlog.get_logger(__name__)
+
+
+def create_app(
+    settings: Settings,
+    *,
+    enqueue: Callable[[Sequence[int]], None] | None,
+    self_register: bool = True,
+    clock: Callable[[], float] = time.time,
+    company_client_factory: Callable[[], CompanyClient] | None = None,
+) -> Litestar:
+    """The web app for `settings`; `enqueue` receives inbox row ids after their commit.
+
+    `enqueue=None` says no broker consumer is reachable from this process (the embedded
+    default): committed deliveries stay pending for the workers' sweeper, and no relay thread
+    runs.
+
+    `self_register=False` skips start-up registration (tests, or a deploy that registers with
+    `recon webhooks register` as a release step). `clock` is the signature clock (Unix seconds).
+    Raises ConfigError when RECON_WEBHOOK_SECRETS does not fit RECON_SIGNATURE_SCHEME.
+    """
+    engine = make_engine(settings.database_url)
+    factory = make_session_factory(engine)
+    keys = SigningKeys(
+        session_factory=factory,
+        box=SecretBox(settings.secret_keys),
+        configured=settings.webhook_secrets,
+        scheme=settings.signature_scheme,
+        header=settings.signature_header,
+        tolerance_seconds=settings.signature_tolerance_seconds,
+    )
+    relay = EnqueueRelay(enqueue) if enqueue is not None else None
+    writer = GroupCommitWriter(engine, on_committed=relay.submit if relay else None)
+    receiver = WebhookReceiver(
+        keys=keys,
+        writer=writer,
+        scheme=settings.signature_scheme,
+        signature_header=settings.signature_header,
+        body_limit_bytes=settings.webhook_body_limit_bytes,
+        clock=clock,
+    )
+    make_client = company_client_factory or (lambda: company_client(settings))
+    owner = process_owner()
+
+    def register() -> RegistrationResult:
+        with make_client() as client:
+            return ensure_registered(settings, factory, client, owner=owner)
+
+    def registered(_: RegistrationResult) -> None:
+        keys.refresh()
+
+    registration = StartupRegistration(register, registered)
+
+    def start() -> None:
+        keys.refresh()
+        keys.start()
+        if relay is not None:
+            relay.start()
+        writer.start()
+        if self_register:
+            registration.start()
+
+    def stop() -> None:
+        registration.stop()
+        writer.stop()
+        if relay is not None:
+            relay.stop()
+        keys.stop()
+        engine.dispose()
+
+    receiver_route = ASGIRouteHandler(
+        settings.webhook_path, copy_scope=False, name="webhook-receiver"
+    )(receiver.handle)
+    return Litestar(
+        route_handlers=[
+            receiver_route,
+            *health.ROUTE_HANDLERS,
+            DeliveriesController,
+            *_reporting_routers(),
+        ],
+        middleware=[correlation_middleware],
+        on_startup=[start],
+        on_shutdown=[stop],
+        after_exception=[_log_exception],
+        state=State(
+            {
+                state_keys.SESSION_FACTORY: factory,
+                state_keys.ENQUEUE: relay.submit if relay else _leave_pending,
+                state_keys.BROKER_URL: settings.redis_url,
+                ADMIN_TOKEN_STATE_KEY: settings.admin_token,
+                REGISTRATION_STATE_KEY: registration,
+                SIGNING_KEYS_STATE_KEY: keys,
+            }
+        ),
+        openapi_config=OpenAPIConfig(title="recon", version="0.1.0", path="/schema"),
+        # Logging is structlog's (recon.logs); Litestar must not reconfigure it.
+        logging_config=None,
+    )
+
+
+def _leave_pending(row_ids: Sequence[int]) -> None:
+    """No broker consumer from this process: pending rows wait for the workers' sweeper."""
+
+
+def _reporting_routers() -> list[Router]:
+    """The reconciler's reports and alerts routes, behind the admin guard, if written yet."""
+    if importlib.util.find_spec(REPORTING_ROUTES_MODULE) is None:
+        return []
+    module = importlib.import_module(REPORTING_ROUTES_MODULE)
+    handlers = list(getattr(module, "ROUTE_HANDLERS", ()))
+    return [Router(path="/", route_handlers=handlers, guards=[admin_guard])] if handlers else []
+
+
+def _log_exception(exc: Exception, scope: Scope) -> None:
+    """Unexpected errors, logged once with the request path (never headers or body).
+
+    Refusals Litestar raises on purpose (401, 404, 400) are answers, not errors.
+    """
+    if isinstance(exc, HTTPException) and exc.status_code < 500:
+        return
+    log.error("web.unhandled_error", error=type(exc).__name__, path=scope.get("path"), exc_info=exc)

@@ -1,0 +1,104 @@
+"""From verified bytes to an inbox record: the only place the receiver reads the body.
+
+It runs strictly after the signature was verified on the exact bytes received (invariant 1).
+What it reads is limited to what the inbox needs to file the delivery: the delivery id (for
+schemes that sign only the body) and the event type. A body that cannot be filed normally is
+kept quarantined with its bytes rather than refused: the provider would retry a refusal
+forever, and the bytes are evidence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Final
+
+import msgspec
+
+from app.signatures import VerifiedSignature
+from reconciliation.inbox import InboundDelivery, stored_delivery_id
+
+#: Request headers worth keeping with the row: enough to re-verify a signature later and to
+#: trace the delivery, nothing that could carry a credential of ours.
+KEPT_HEADERS: Final = (
+    "content-type",
+    "user-agent",
+    "webhook-id",
+    "webhook-timestamp",
+    "webhook-signature",
+    "x-request-id",
+    "x-forwarded-for",
+)
+#: Longest event type the inbox column holds.
+MAX_EVENT_TYPE_LENGTH: Final = 64
+
+
+class _Envelope(msgspec.Struct):
+    """The two fields the inbox files a delivery by; the rest of the body is validated as JSON
+    but not built into objects (the processor reads it later)."""
+
+    id: object = None
+    event: object = None
+
+
+_decoder: Final = msgspec.json.Decoder(_Envelope)
+
+
+def build_delivery(
+    *,
+    verified: VerifiedSignature,
+    body: bytes,
+    headers: Mapping[str, str],
+    scheme: str,
+    signature_header: str,
+    received_at: datetime,
+) -> InboundDelivery:
+    """The record to commit for a verified delivery (pending, or quarantined with a reason)."""
+    body_sha256 = hashlib.sha256(body).hexdigest()
+    reason: str | None = None
+    envelope = _Envelope()
+    try:
+        envelope = _decoder.decode(body)
+    except msgspec.ValidationError:
+        reason = f"body is JSON but not an object (a {_json_kind(body)})"
+    except msgspec.DecodeError as exc:
+        reason = f"body is not valid JSON ({exc})"
+
+    delivery_id = verified.delivery_id or _body_id(envelope.id)
+    if delivery_id is None:
+        delivery_id = "sha256:" + body_sha256
+        reason = reason or 'body carries no delivery id (no "id" field)'
+
+    event_type = envelope.event
+    if not isinstance(event_type, str):
+        event_type = None
+    elif len(event_type) > MAX_EVENT_TYPE_LENGTH:
+        reason = reason or f"event type longer than {MAX_EVENT_TYPE_LENGTH} characters"
+        event_type = None
+
+    kept = {name: headers[name] for name in (*KEPT_HEADERS, signature_header) if name in headers}
+    return InboundDelivery(
+        delivery_id=stored_delivery_id(delivery_id),
+        body=body,
+        headers=kept,
+        scheme=scheme,
+        event_type=event_type,
+        received_at=received_at,
+        quarantine_reason=reason,
+        body_sha256=body_sha256,
+    )
+
+
+def _body_id(value: object) -> str | None:
+    if isinstance(value, str) and value:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _json_kind(body: bytes) -> str:
+    """What a valid JSON document that is not an object is, for the quarantine reason."""
+    value: Any = msgspec.json.decode(body)
+    return type(value).__name__

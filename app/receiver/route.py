@@ -1,0 +1,208 @@
+"""The webhook receiver: a raw ASGI route inside the Litestar app.
+
+Measured on the design's reference machine, Litestar's request path (parsing, DI, response
+objects) costs half the budget before any storage happens; this route reads the ASGI messages
+itself. Order of work, each step refusing with its own status and counted in metrics:
+
+1. POST only (405); content type application/json (415); declared or actual size within the
+   limit (413), read without buffering more than the limit;
+2. signature over the exact raw bytes, every accepted key, timestamp tolerance both ways (401);
+3. only then the body is read, to file the delivery (id, event type, or quarantine);
+4. the group commit; the answer is 2xx only once the delivery's batch committed, 503 if it
+   could not be (the provider retries; nothing is acknowledged without a commit).
+
+Enqueueing for processing happens after the commit, in the writer's relay, never here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Final, cast
+
+import anyio.to_thread
+import structlog
+from litestar.types import Receive, Scope, Send
+
+from app import metrics
+from app.receiver.group_commit import GroupCommitWriter, InboxUnavailableError
+from app.receiver.intake import build_delivery
+from app.receiver.responses import ACKNOWLEDGEMENTS, refusal_body, send_json
+from app.signatures import BAD_SIGNATURE, SignatureError, VerifiedSignature
+from app.signing_keys import SigningKeys
+from reconciliation.inbox import BODY_CONFLICT_REASON, Outcome
+from reconciliation.store.types import utcnow
+
+#: Seconds a provider is asked to wait before retrying after a 503.
+RETRY_AFTER_SECONDS: Final = 5
+#: The only media type accepted.
+JSON_MEDIA_TYPE: Final = "application/json"
+
+log = structlog.get_logger(__name__)
+
+
+class _ClientGoneError(Exception):
+    """The sender hung up before the body was complete: there is nobody to answer."""
+
+
+class WebhookReceiver:
+    """Verifies, files and acknowledges webhook deliveries; `handle` is the ASGI callable."""
+
+    def __init__(
+        self,
+        *,
+        keys: SigningKeys,
+        writer: GroupCommitWriter,
+        scheme: str,
+        signature_header: str,
+        body_limit_bytes: int,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._keys = keys
+        self._writer = writer
+        self._scheme = scheme
+        self._signature_header = signature_header.lower()
+        self._limit = body_limit_bytes
+        self._clock = clock
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """ASGI entry point of `POST <RECON_WEBHOOK_PATH>`."""
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        if scope.get("method") != "POST":
+            await self._refuse(
+                send,
+                scope,
+                headers,
+                405,
+                "bad_method",
+                "only POST is accepted here",
+                extra=((b"allow", b"POST"),),
+            )
+            return
+        media_type = headers.get("content-type", "").partition(";")[0].strip().lower()
+        if media_type != JSON_MEDIA_TYPE:
+            shown = media_type or "none"
+            await self._refuse(
+                send,
+                scope,
+                headers,
+                415,
+                "bad_content_type",
+                f"content type {shown!r} is not accepted: send {JSON_MEDIA_TYPE}",
+            )
+            return
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self._limit:
+            await self._too_large(send, scope, headers)
+            return
+        try:
+            body = await self._read_body(receive)
+        except _ClientGoneError:
+            return
+        if body is None:
+            await self._too_large(send, scope, headers)
+            return
+
+        try:
+            verified = await self._verify(headers, body)
+        except SignatureError as refusal:
+            await self._refuse(send, scope, headers, 401, refusal.outcome, refusal.reason)
+            return
+
+        delivery = build_delivery(
+            verified=verified,
+            body=body,
+            headers=headers,
+            scheme=self._scheme,
+            signature_header=self._signature_header,
+            received_at=utcnow(),
+        )
+        try:
+            recorded = await self._writer.write(delivery)
+        except InboxUnavailableError as exc:
+            await self._refuse(
+                send,
+                scope,
+                headers,
+                503,
+                "db_unavailable",
+                f"{exc}: nothing was stored, retry later",
+                extra=((b"retry-after", str(RETRY_AFTER_SECONDS).encode()),),
+            )
+            return
+        metrics.DELIVERY_OUTCOMES[recorded.outcome.value].inc()
+        if recorded.outcome in (Outcome.QUARANTINED, Outcome.CONFLICT):
+            log.warning(
+                "webhook.quarantined",
+                outcome=recorded.outcome.value,
+                delivery_id=delivery.delivery_id,
+                row_id=recorded.row_id,
+                reason=delivery.quarantine_reason or BODY_CONFLICT_REASON,
+            )
+        await send_json(send, 200, ACKNOWLEDGEMENTS[recorded.outcome])
+
+    async def _verify(self, headers: dict[str, str], body: bytes) -> VerifiedSignature:
+        try:
+            return self._timed_verify(headers, body)
+        except SignatureError as refusal:
+            if refusal.outcome != BAD_SIGNATURE or not self._keys.refresh_allowed():
+                raise
+            # A secret registered moments ago by another process may not be loaded yet.
+            if not await anyio.to_thread.run_sync(self._keys.refresh):
+                raise
+        return self._timed_verify(headers, body)
+
+    def _timed_verify(self, headers: dict[str, str], body: bytes) -> VerifiedSignature:
+        started = time.perf_counter()
+        try:
+            return self._keys.current().verify(headers, body, self._clock())
+        finally:
+            metrics.VERIFICATION_SECONDS.observe(time.perf_counter() - started)
+
+    async def _read_body(self, receive: Receive) -> bytes | None:
+        """The whole body, or None as soon as it exceeds the limit."""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _ClientGoneError
+            chunk = cast(bytes, message.get("body", b""))
+            size += len(chunk)
+            if size > self._limit:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    async def _too_large(self, send: Send, scope: Scope, headers: dict[str, str]) -> None:
+        await self._refuse(
+            send,
+            scope,
+            headers,
+            413,
+            "too_large",
+            f"body exceeds the limit of {self._limit} bytes (RECON_WEBHOOK_BODY_LIMIT_BYTES)",
+        )
+
+    async def _refuse(
+        self,
+        send: Send,
+        scope: Scope,
+        headers: dict[str, str],
+        status: int,
+        outcome: str,
+        reason: str,
+        extra: tuple[tuple[bytes, bytes], ...] = (),
+    ) -> None:
+        metrics.DELIVERY_OUTCOMES[outcome].inc()
+        client = scope.get("client")
+        log.warning(
+            "webhook.refused",
+            status=status,
+            outcome=outcome,
+            reason=reason,
+            claimed_delivery_id=headers.get("webhook-id"),
+            remote=f"{client[0]}:{client[1]}" if client else None,
+        )
+        await send_json(send, status, refusal_body(outcome, reason), extra)

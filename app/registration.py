@@ -1,0 +1,223 @@
+"""Self-registration at the company API: one ACTIVE webhook for our receiver, never two.
+
+`ensure_registered` lists the company's webhooks and registers RECON_PUBLIC_URL + the receiver
+path for all five event types only when no ACTIVE webhook points there already. Several web
+processes starting together would all see "none" and all register, so list-and-register runs
+under a lease in the store. The new secret is stored (encrypted) before the registration request
+carries it out: if we die in between, deliveries signed with it are still accepted.
+
+`rotate_secret` registers a new webhook with a new secret (the company API has no way to change
+a webhook's secret) and keeps accepting the old secrets for RECON_WEBHOOK_ROTATION_OVERLAP_SECONDS.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Final
+
+import structlog
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.signatures.keys import new_secret
+from recon.secret import Secret
+from recon.secret_key import SecretBox
+from recon.settings import Settings
+from reconciliation import subscriptions
+from reconciliation.store.db import transaction
+from reconciliation.store.models import Subscription
+from upstream.company import CompanyClient
+from upstream.wire.company_types import (
+    EVENT_TYPES,
+    Webhook,
+    WebhookRequest,
+    WebhookRetryPolicy,
+)
+
+#: What we ask the provider to do when a delivery fails: 12 attempts, 30 s doubling, about
+#: 17 hours in all, long enough to ride out a database outage overnight (docs/decisions.md).
+RETRY_POLICY: Final = WebhookRetryPolicy(
+    max_attempts=12, initial_delay_seconds=30.0, backoff_multiplier=2.0
+)
+#: How long a registration may hold the lease before another process may take over.
+LEASE_TTL: Final = timedelta(seconds=120)
+#: Seconds between two attempts to take a busy lease.
+LEASE_POLL_SECONDS: Final = 0.5
+#: The webhook status that counts as "already registered".
+ACTIVE: Final = "ACTIVE"
+
+log = structlog.get_logger(__name__)
+
+
+class RegistrationBusyError(Exception):
+    """Another process is registering right now; try again shortly."""
+
+
+@dataclass(frozen=True, slots=True)
+class RegistrationResult:
+    """Which webhook serves our receiver, and whether this call created it."""
+
+    webhook_id: str
+    url: str
+    status: str
+    created: bool
+
+
+def receiver_url(settings: Settings) -> str:
+    """The URL the provider must deliver to: RECON_PUBLIC_URL + RECON_WEBHOOK_PATH."""
+    return settings.public_url.rstrip("/") + settings.webhook_path
+
+
+def company_client(settings: Settings) -> CompanyClient:
+    """A company API client from the settings (close it when done)."""
+    return CompanyClient(
+        settings.company_url, settings.company_api_key.reveal(), settings.company_app_id
+    )
+
+
+def process_owner() -> str:
+    """A lease owner name unique to this process: host, pid and a random suffix."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+@contextmanager
+def registration_lease(
+    factory: sessionmaker[Session], owner: str, wait_seconds: float = 0.0
+) -> Iterator[None]:
+    """Hold the registration lease for the block, waiting up to `wait_seconds` for it."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        with transaction(factory) as session:
+            taken = subscriptions.take_lease(
+                session, subscriptions.REGISTRATION_LEASE, owner, LEASE_TTL
+            )
+        if taken:
+            break
+        if time.monotonic() >= deadline:
+            raise RegistrationBusyError(
+                "another recon process is registering the webhook right now; try again shortly"
+            )
+        time.sleep(LEASE_POLL_SECONDS)
+    try:
+        yield
+    finally:
+        with transaction(factory) as session:
+            subscriptions.release_lease(session, subscriptions.REGISTRATION_LEASE, owner)
+
+
+def ensure_registered(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    client: CompanyClient,
+    *,
+    owner: str,
+    wait_seconds: float = 0.0,
+) -> RegistrationResult:
+    """Make sure one ACTIVE webhook delivers to our receiver; register it if none does."""
+    url = receiver_url(settings)
+    with registration_lease(factory, owner, wait_seconds):
+        existing = _active_at(client, url)
+        if existing:
+            with transaction(factory) as session:
+                for webhook in existing:
+                    subscriptions.record_webhook(session, webhook, registered_by_recon=False)
+            _warn_if_incomplete(existing[0])
+            return RegistrationResult(existing[0].webhook_id, url, existing[0].status, False)
+        webhook = _register(settings, factory, client, url, "recon webhook receiver")
+    log.info("webhook.registered", webhook_id=webhook.webhook_id, url=url)
+    return RegistrationResult(webhook.webhook_id, url, webhook.status, True)
+
+
+def rotate_secret(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    client: CompanyClient,
+    *,
+    owner: str,
+    wait_seconds: float = 30.0,
+) -> RegistrationResult:
+    """Register a new webhook with a new secret; older secrets stay accepted for the overlap."""
+    url = receiver_url(settings)
+    overlap = timedelta(seconds=settings.webhook_rotation_overlap_seconds)
+    with registration_lease(factory, owner, wait_seconds):
+        webhook = _register(
+            settings, factory, client, url, "recon webhook receiver (rotated secret)", overlap
+        )
+    log.info(
+        "webhook.rotated",
+        webhook_id=webhook.webhook_id,
+        url=url,
+        old_secrets_accepted_for_seconds=settings.webhook_rotation_overlap_seconds,
+    )
+    return RegistrationResult(webhook.webhook_id, url, webhook.status, True)
+
+
+def sync_webhooks(
+    settings: Settings, factory: sessionmaker[Session], client: CompanyClient
+) -> list[Subscription]:
+    """Refresh status and counters of the webhooks at our URL and of those we already know."""
+    url = receiver_url(settings)
+    listing = client.list_webhooks()
+    with transaction(factory) as session:
+        known = {s.webhook_id for s in subscriptions.list_subscriptions(session)}
+        for webhook in listing.webhooks:
+            if webhook.webhook_id in known or _same_url(webhook.url, url):
+                subscriptions.record_webhook(session, webhook, registered_by_recon=False)
+        return subscriptions.list_subscriptions(session)
+
+
+def _register(
+    settings: Settings,
+    factory: sessionmaker[Session],
+    client: CompanyClient,
+    url: str,
+    description: str,
+    retire_after: timedelta | None = None,
+) -> Webhook:
+    box = SecretBox(settings.secret_keys)
+    secret = Secret(new_secret(settings.signature_scheme), name="webhook secret")
+    with transaction(factory) as session:
+        secret_id = subscriptions.store_secret(session, box, secret).id
+    webhook = client.register_webhook(
+        WebhookRequest(
+            url=url,
+            event_types=EVENT_TYPES,
+            secret=secret.reveal(),
+            description=description,
+            retry_policy=RETRY_POLICY,
+        )
+    )
+    with transaction(factory) as session:
+        row = subscriptions.record_webhook(session, webhook, registered_by_recon=True)
+        subscriptions.link_secret(session, secret_id, row.id)
+        if retire_after is not None:
+            subscriptions.retire_all_but(
+                session, keep_secret_id=secret_id, keep_subscription_id=row.id, overlap=retire_after
+            )
+    return webhook
+
+
+def _active_at(client: CompanyClient, url: str) -> list[Webhook]:
+    listing = client.list_webhooks(status=ACTIVE)
+    return [w for w in listing.webhooks if w.status == ACTIVE and _same_url(w.url, url)]
+
+
+def _same_url(a: str, b: str) -> bool:
+    return a.rstrip("/") == b.rstrip("/")
+
+
+def _warn_if_incomplete(webhook: Webhook) -> None:
+    missing = [e for e in EVENT_TYPES if e not in webhook.event_types]
+    if missing:
+        log.warning(
+            "webhook.missing_event_types",
+            webhook_id=webhook.webhook_id,
+            missing=missing,
+            hint="the webhook at our URL was registered without these; rotate to replace it",
+        )

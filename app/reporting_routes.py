@@ -1,0 +1,125 @@
+"""Reports and alerts over HTTP (admin token): thin handlers over `reconciliation` services.
+
+`app.main.create_app` mounts `ROUTE_HANDLERS` behind `app.auth.admin_guard`. Every handler
+parses its input, calls one service, and turns the service's own errors into 400/404 with the
+service's message, so the API and the CLI say the same thing about the same mistake.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final
+
+import msgspec
+from litestar import Response, get, post
+from litestar.datastructures import State
+from litestar.exceptions import NotFoundException, ValidationException
+from litestar.params import FromPath, JSONBody, QueryParameter
+from sqlalchemy.orm import Session, sessionmaker
+
+from app import state_keys
+from reconciliation.alerts import (
+    AlertError,
+    AlertNotFoundError,
+    acknowledge_alert,
+    alert_as_dict,
+    list_alerts,
+    resolve_alert,
+)
+from reconciliation.policy import ReconcilePolicy
+from reconciliation.reports import FORMATS, ReportError, build_report, parse_window, render
+from reconciliation.store.db import transaction
+from reconciliation.store.types import utcnow
+
+#: `app.state` key of a ReconcilePolicy, when the app factory provides one; else the defaults.
+POLICY_STATE_KEY: Final = "reconcile_policy"
+
+#: Most alerts one list call returns.
+MAX_ALERTS: Final = 500
+
+
+class AlertAction(msgspec.Struct):
+    """Who acknowledges or resolves, and optionally why."""
+
+    by: str
+    note: str | None = None
+
+
+def _factory(state: State) -> sessionmaker[Session]:
+    factory: sessionmaker[Session] = state[state_keys.SESSION_FACTORY]
+    return factory
+
+
+@get("/reports/reconciliation", sync_to_thread=True, tags=["reports"])
+def reconciliation_report(
+    state: State,
+    since: Annotated[str | None, QueryParameter(description="ISO 8601 time or date")] = None,
+    until: Annotated[str | None, QueryParameter(description="ISO 8601 time or date")] = None,
+    holding: Annotated[str | None, QueryParameter(description="holdingRef (UUID)")] = None,
+    report_format: Annotated[
+        str, QueryParameter(name="format", description="text, json, csv or html")
+    ] = "json",
+) -> Response[str]:
+    """The reconciliation report: totals, open exceptions by age, alerts, balance drift."""
+    if report_format not in FORMATS:
+        raise ValidationException(
+            detail=f"format {report_format!r} is not one of {', '.join(FORMATS)}"
+        )
+    policy: ReconcilePolicy = state.get(POLICY_STATE_KEY) or ReconcilePolicy()
+    try:
+        window = parse_window(since, until, holding, utcnow())
+        with transaction(_factory(state)) as session:
+            report = build_report(session, window, grace_seconds=policy.notification_grace_seconds)
+    except ReportError as exc:
+        raise ValidationException(detail=str(exc)) from None
+    _, media_type = FORMATS[report_format]
+    return Response(content=render(report, report_format), media_type=media_type)
+
+
+@get("/alerts", sync_to_thread=True, tags=["alerts"])
+def alerts(
+    state: State,
+    alert_state: Annotated[
+        str | None,
+        QueryParameter(name="state", description="open, acknowledged, resolved or active"),
+    ] = None,
+    kind: Annotated[str | None, QueryParameter(description="alert kind")] = None,
+    limit: Annotated[int, QueryParameter(ge=1, le=MAX_ALERTS)] = 100,
+) -> list[dict[str, Any]]:
+    """Alerts, most urgent and newest first."""
+    try:
+        with transaction(_factory(state)) as session:
+            return [
+                alert_as_dict(a)
+                for a in list_alerts(session, state=alert_state, kind=kind, limit=limit)
+            ]
+    except AlertError as exc:
+        raise ValidationException(detail=str(exc)) from None
+
+
+def _act(state: State, alert_id: int, action: AlertAction, *, resolve: bool) -> dict[str, Any]:
+    change = resolve_alert if resolve else acknowledge_alert
+    try:
+        with transaction(_factory(state)) as session:
+            return alert_as_dict(change(session, alert_id, by=action.by, note=action.note))
+    except AlertNotFoundError as exc:
+        raise NotFoundException(detail=str(exc)) from None
+    except AlertError as exc:
+        raise ValidationException(detail=str(exc)) from None
+
+
+@post("/alerts/{alert_id:int}/ack", sync_to_thread=True, status_code=200, tags=["alerts"])
+def acknowledge(
+    state: State, alert_id: FromPath[int], data: JSONBody[AlertAction]
+) -> dict[str, Any]:
+    """A person has seen the alert and owns it."""
+    return _act(state, alert_id, data, resolve=False)
+
+
+@post("/alerts/{alert_id:int}/resolve", sync_to_thread=True, status_code=200, tags=["alerts"])
+def resolve(state: State, alert_id: FromPath[int], data: JSONBody[AlertAction]) -> dict[str, Any]:
+    """A person closes the alert (it reopens if its condition clears and comes back)."""
+    return _act(state, alert_id, data, resolve=True)
+
+
+#: Mounted by app.main.create_app behind the admin guard.
+ROUTE_HANDLERS: Final = [reconciliation_report, alerts, acknowledge, resolve]

@@ -1,0 +1,72 @@
+"""Reading the `webhook-*` headers shared by the two Standard Webhooks schemes (v1 and v1a)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from app.signatures.verification import BAD_SIGNATURE, SignatureError, read_unix_seconds
+
+#: The three headers Standard Webhooks puts on every delivery.
+ID_HEADER: Final = "webhook-id"
+TIMESTAMP_HEADER: Final = "webhook-timestamp"
+SIGNATURE_HEADER: Final = "webhook-signature"
+
+
+@dataclass(frozen=True, slots=True)
+class SignedMessage:
+    """The id, the timestamp, the exact bytes that were signed, and the offered signatures."""
+
+    delivery_id: str
+    signed_at: int
+    signed_bytes: bytes
+    signatures: tuple[bytes, ...]
+
+
+def read_signed_message(
+    headers: Mapping[str, str], body: bytes, version: str, scheme: str
+) -> SignedMessage:
+    """Collect what a Standard Webhooks signature covers, or refuse with what is missing.
+
+    Headers arrive decoded as latin-1, so encoding them back the same way gives the exact bytes
+    the sender signed. Signatures of other versions (a `v1a` beside a `v1` during a migration)
+    are skipped, not refused.
+    """
+    delivery_id = headers.get(ID_HEADER)
+    timestamp = headers.get(TIMESTAMP_HEADER)
+    signature = headers.get(SIGNATURE_HEADER)
+    missing = [
+        name
+        for name, value in (
+            (ID_HEADER, delivery_id),
+            (TIMESTAMP_HEADER, timestamp),
+            (SIGNATURE_HEADER, signature),
+        )
+        if not value
+    ]
+    if missing or delivery_id is None or timestamp is None or signature is None:
+        raise SignatureError(
+            BAD_SIGNATURE,
+            f"missing {', '.join(missing)} header(s): this receiver expects Standard Webhooks "
+            f"signatures (RECON_SIGNATURE_SCHEME={scheme})",
+        )
+    signed_at = read_unix_seconds(timestamp, TIMESTAMP_HEADER)
+    offered = []
+    prefix = version + ","
+    for part in signature.split(" "):
+        if part.startswith(prefix):
+            try:
+                offered.append(base64.b64decode(part[len(prefix) :], validate=True))
+            except (binascii.Error, ValueError):
+                continue
+    if not offered:
+        raise SignatureError(
+            BAD_SIGNATURE,
+            f"{SIGNATURE_HEADER} carries no readable {version} signature "
+            f"(RECON_SIGNATURE_SCHEME={scheme})",
+        )
+    signed = f"{delivery_id}.{timestamp}.".encode("latin-1") + body
+    return SignedMessage(delivery_id, signed_at, signed, tuple(offered))

@@ -1,0 +1,80 @@
+"""Raw-body HMAC: SHA-256 or SHA-512 of the body alone, hex or base64, in one named header.
+
+Many payment providers sign this way. Nothing but the body is signed, so there is no timestamp
+to check: replays are absorbed by the inbox's durable deduplication instead, and the delivery id
+is read from the verified body.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+from app.signatures.verification import BAD_SIGNATURE, SignatureError, VerifiedSignature
+
+#: RECON_SIGNATURE_SCHEME value -> (digest, encoding).
+RAW_HMAC_SCHEMES: Final[dict[str, tuple[str, str]]] = {
+    "hmac-sha256-hex": ("sha256", "hex"),
+    "hmac-sha256-base64": ("sha256", "base64"),
+    "hmac-sha512-hex": ("sha512", "hex"),
+    "hmac-sha512-base64": ("sha512", "base64"),
+}
+
+
+class RawHmacVerifier:
+    """Accepts a delivery whose body HMAC, in the configured header, matches any key."""
+
+    def __init__(self, scheme: str, header: str, keys: Sequence[bytes]) -> None:
+        digest_name, encoding = RAW_HMAC_SCHEMES[scheme]
+        self._scheme = scheme
+        self._digest: Callable[..., Any] = getattr(hashlib, digest_name)
+        self._digest_name = digest_name
+        self._encoding = encoding
+        self._header = header.lower()
+        self._display_header = header
+        self._keys = tuple(keys)
+
+    @property
+    def scheme(self) -> str:
+        return self._scheme
+
+    @property
+    def key_count(self) -> int:
+        return len(self._keys)
+
+    def verify(self, headers: Mapping[str, str], body: bytes, now: float) -> VerifiedSignature:
+        value = headers.get(self._header, "").strip()
+        if not value:
+            raise SignatureError(
+                BAD_SIGNATURE,
+                f"missing {self._display_header} header: this receiver expects a raw-body HMAC "
+                f"(RECON_SIGNATURE_SCHEME={self._scheme}, RECON_SIGNATURE_HEADER)",
+            )
+        # Some providers prefix the algorithm ("sha256=..."); the digest itself is what counts.
+        value = value.removeprefix(self._digest_name + "=")
+        offered = self._decode(value)
+        for key in self._keys:
+            expected = hmac.new(key, body, self._digest).digest()
+            if hmac.compare_digest(expected, offered):
+                return VerifiedSignature(delivery_id=None, signed_at=None)
+        raise SignatureError(
+            BAD_SIGNATURE,
+            f"the {self._display_header} HMAC matches none of the {len(self._keys)} accepted "
+            "secret(s): check the webhook's secret and RECON_SIGNATURE_SCHEME",
+        )
+
+    def _decode(self, value: str) -> bytes:
+        try:
+            if self._encoding == "hex":
+                return bytes.fromhex(value)
+            return base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise SignatureError(
+                BAD_SIGNATURE,
+                f"{self._display_header} is not {self._encoding} "
+                f"(RECON_SIGNATURE_SCHEME={self._scheme})",
+            ) from None

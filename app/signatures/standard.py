@@ -1,0 +1,43 @@
+"""Standard Webhooks `v1`: base64 HMAC-SHA256 over `id.timestamp.body` with a `whsec_` secret."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Mapping, Sequence
+
+from app.signatures.headers import TIMESTAMP_HEADER, read_signed_message
+from app.signatures.verification import (
+    BAD_SIGNATURE,
+    SignatureError,
+    VerifiedSignature,
+    check_timestamp,
+)
+
+
+class StandardVerifier:
+    """Accepts a delivery whose `v1` signature matches any of the keys."""
+
+    scheme = "standard"
+
+    def __init__(self, keys: Sequence[bytes], tolerance_seconds: int) -> None:
+        self._keys = tuple(keys)
+        self._tolerance = tolerance_seconds
+
+    @property
+    def key_count(self) -> int:
+        return len(self._keys)
+
+    def verify(self, headers: Mapping[str, str], body: bytes, now: float) -> VerifiedSignature:
+        message = read_signed_message(headers, body, "v1", self.scheme)
+        for key in self._keys:
+            expected = hmac.new(key, message.signed_bytes, hashlib.sha256).digest()
+            for offered in message.signatures:
+                if hmac.compare_digest(expected, offered):
+                    check_timestamp(message.signed_at, now, self._tolerance, TIMESTAMP_HEADER)
+                    return VerifiedSignature(message.delivery_id, message.signed_at)
+        raise SignatureError(
+            BAD_SIGNATURE,
+            f"no v1 signature matches any of the {len(self._keys)} accepted secret(s): check the "
+            "webhook's secret (`recon webhooks list`, RECON_WEBHOOK_SECRETS)",
+        )

@@ -1,0 +1,133 @@
+"""The keys the receiver accepts right now: stored secrets plus RECON_WEBHOOK_SECRETS.
+
+The verifier is rebuilt from the store every few seconds in a background thread, so a secret
+registered or rotated by another process (`recon webhooks rotate`) is picked up without a
+restart, and the request path never waits for the database to learn its keys. When a signature
+fails, the receiver may ask for an early refresh (at most once a second), which makes the first
+delivery after a rotation succeed instead of being refused once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Final
+
+import structlog
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.signatures import Verifier, make_verifier
+from app.signatures.factory import key_problem
+from recon.secret import Secret
+from recon.secret_key import SecretBox
+from recon.settings import ConfigError
+from reconciliation.store.db import transaction
+from reconciliation.subscriptions import accepted_secrets
+
+#: Seconds between two background reloads of the stored secrets.
+REFRESH_SECONDS: Final = 5.0
+#: Least seconds between two refreshes forced by a failed signature.
+FORCED_REFRESH_MIN_SECONDS: Final = 1.0
+
+log = structlog.get_logger(__name__)
+
+
+class SigningKeys:
+    """Holds the current Verifier and keeps it in step with the store."""
+
+    def __init__(
+        self,
+        *,
+        session_factory: sessionmaker[Session],
+        box: SecretBox,
+        configured: Sequence[Secret],
+        scheme: str,
+        header: str,
+        tolerance_seconds: int,
+        refresh_seconds: float = REFRESH_SECONDS,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        for position, secret in enumerate(configured, start=1):
+            problem = key_problem(scheme, secret)
+            if problem is not None:
+                raise ConfigError(
+                    f"RECON_WEBHOOK_SECRETS entry {position} is not valid for "
+                    f"RECON_SIGNATURE_SCHEME={scheme}: {problem}"
+                )
+        self._factory = session_factory
+        self._box = box
+        self._configured = tuple(configured)
+        self._scheme = scheme
+        self._header = header
+        self._tolerance = tolerance_seconds
+        self._refresh_seconds = refresh_seconds
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._verifier = self._build(())
+        self._refreshed_at = float("-inf")
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def current(self) -> Verifier:
+        """The verifier in force (a cheap attribute read on the hot path)."""
+        return self._verifier
+
+    def refresh(self) -> bool:
+        """Reload stored secrets now; on failure keep the previous keys. True if reloaded."""
+        with self._lock:
+            self._refreshed_at = self._monotonic()
+            try:
+                with transaction(self._factory) as session:
+                    stored = accepted_secrets(session, self._box)
+            except Exception as exc:  # noqa: BLE001 - keep serving with the keys we have
+                log.warning("signing_keys.refresh_failed", error=type(exc).__name__)
+                return False
+            self._verifier = self._build(stored)
+            return True
+
+    def refresh_allowed(self) -> bool:
+        """Whether a refresh forced by a failed signature may run now."""
+        return self._monotonic() - self._refreshed_at >= FORCED_REFRESH_MIN_SECONDS
+
+    def start(self) -> None:
+        """Start the periodic refresh thread."""
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name="signing-keys", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the periodic refresh thread."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(2.0)
+            self._thread = None
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._refresh_seconds):
+            self.refresh()
+
+    def _build(self, stored: Sequence[Secret]) -> Verifier:
+        usable = []
+        for secret in stored:
+            problem = key_problem(self._scheme, secret)
+            if problem is None:
+                usable.append(secret)
+            else:
+                log.warning(
+                    "signing_keys.stored_secret_unusable",
+                    scheme=self._scheme,
+                    reason=problem,
+                    hint="registered under another RECON_SIGNATURE_SCHEME; rotate to replace it",
+                )
+        keys = [*self._configured, *usable]
+        if not keys:
+            log.warning(
+                "signing_keys.none",
+                hint="no webhook secret yet: every delivery is refused until recon registers "
+                "its webhook or RECON_WEBHOOK_SECRETS is set",
+            )
+        return make_verifier(
+            self._scheme, secrets=keys, tolerance_seconds=self._tolerance, header=self._header
+        )

@@ -1,0 +1,16 @@
+"""Names under which create_app puts the process's shared objects in `app.state`.
+
+Route modules read them from there (never from module globals), so several apps can live in one
+process, as they do in tests.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: `sessionmaker[Session]` of the store.
+SESSION_FACTORY: Final = "session_factory"
+#: The process's `enqueue(row_ids)` (through the relay: never blocks a request).
+ENQUEUE: Final = "enqueue"
+#: Redis URL of the broker, or None for the in-process broker.
+BROKER_URL: Final = "broker_url"

@@ -1,0 +1,528 @@
+"""Catch-up benchmark: 1,000,000 postings over 1,000 holdings, from the sandbox into the store.
+
+Two ways, same worker code:
+
+- over real HTTP: the sandbox under uvicorn in its own process, `recon worker` processes and
+  `recon scheduler` on a private Redis, PostgreSQL;
+- through an in-process transport (bench/asgi_transport.py): the sandbox's ASGI app called
+  directly by the embedded workers, so no network is involved and the store's write path is
+  what is measured; on PostgreSQL and SQLite.
+
+For each it prints: activity requests issued against the minimum (sum over holdings of
+ceil(postings / pageSize) plus one), whether every posting was stored exactly once (count, sum
+and line-ref checksum per holding), postings per second (first to last stored posting), and
+the peak RSS of each worker process. A third run measures the store's write path alone:
+pre-parsed pages committed by one and two writer threads, nothing else in the way.
+
+    python bench/catchup.py                         # everything, full size
+    python bench/catchup.py --holdings 100 --postings 100000 --only inprocess
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from asgi_transport import InProcessASGITransport
+from cryptography.fernet import Fernet
+from sandbox_host import (
+    ACTIVITY_PATH,
+    COUNTS_PATH,
+    CountingApp,
+    Summary,
+    build_world,
+    ledger_summary,
+    line_checksum,
+)
+from sqlalchemy import create_engine, func, select, text
+
+from recon.logs import configure_logging
+from recon.settings import Settings, load_settings
+from reconciliation.store import migrate
+from reconciliation.store.db import make_engine, make_session_factory
+from reconciliation.store.models import Holding, Posting
+from sandbox.app import create_app
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE_SIZE = 200
+DEFAULT_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+@dataclass
+class Figures:
+    """What one run measured."""
+
+    name: str
+    postings: int
+    holdings: int
+    activity_requests: int = 0
+    minimum_requests: int = 0
+    other_requests: dict[str, int] = field(default_factory=dict)
+    exactly_once: bool = False
+    seconds: float = 0.0
+    worker_peak_mb: list[float] = field(default_factory=list)
+    note: str = ""
+
+    def lines(self) -> list[str]:
+        ratio = self.activity_requests / self.minimum_requests if self.minimum_requests else 0
+        rate = self.postings / self.seconds if self.seconds else 0
+        out = [f"== {self.name}: {self.postings:,} postings over {self.holdings:,} holdings"]
+        if self.minimum_requests:
+            out += [
+                f"   activity requests   {self.activity_requests:,} for a minimum of "
+                f"{self.minimum_requests:,} ({ratio:.4f} x; goal <= 1.01 x)",
+                f"   other requests      {self.other_requests}",
+            ]
+        out += [
+            f"   stored exactly once {'yes' if self.exactly_once else 'NO'}",
+            f"   catch-up            {self.seconds:.1f} s, {rate:,.0f} postings/s",
+        ]
+        if self.worker_peak_mb:
+            peaks = ", ".join(f"{mb:.0f}" for mb in self.worker_peak_mb)
+            out.append(f"   worker peak RSS     {peaks} MB (goal <= 300 MB)")
+        if self.note:
+            out.append(f"   note                {self.note}")
+        return out
+
+
+def minimum_requests(summary: Summary, page_size: int = PAGE_SIZE) -> int:
+    """One request per page, plus the one that finds a holding's last page short or empty."""
+    return sum(math.ceil(count / page_size) + 1 for count, _, _ in summary.values())
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def postgres_database(admin_url: str) -> Iterator[str]:
+    """A fresh, migrated database, dropped afterwards."""
+    name = f"recon_bench_catchup_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(
+        admin_url.replace("postgresql://", "postgresql+psycopg://", 1), isolation_level="AUTOCOMMIT"
+    )
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = admin_url.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
+    url = f"{url}/{name}"
+    migrate.upgrade(url)
+    try:
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@contextmanager
+def sqlite_database(workdir: Path) -> Iterator[str]:
+    url = f"sqlite:///{workdir / 'bench.db'}"
+    migrate.upgrade(url)
+    yield url
+
+
+@contextmanager
+def private_redis(workdir: Path) -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until(lambda: _answers_ping(port), 10, "redis-server")
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait()
+
+
+def _answers_ping(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def wait_until(condition: Any, seconds: float, what: str, every: float = 0.05) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"bench: {what} did not happen within {seconds:.0f}s")
+        time.sleep(every)
+
+
+def environment(workdir: Path, database_url: str, gateway_url: str) -> dict[str, str]:
+    """Settings for a pure catch-up: everything but activity polling is left idle."""
+    return {
+        "RECON_STATE_DIR": str(workdir / "state"),
+        "DATABASE_URL": database_url,
+        "RECON_GATEWAY_URL": gateway_url,
+        "RECON_GATEWAY_API_KEY": "ak_test_recon",
+        "RECON_COMPANY_API_KEY": "ck_test_recon",
+        "RECON_SECRET_KEY": Fernet.generate_key().decode(),
+        "RECON_ADMIN_TOKEN": "bench-admin-token-0123456789",
+        "RECON_GATEWAY_RPS": "1000000",
+        "RECON_ACTIVITY_PAGE_SIZE": str(PAGE_SIZE),
+        # One read per holding, to its end: no steady-state polls during the measurement.
+        "RECON_POLL_ACTIVITY_SECONDS": "86400",
+        "RECON_POLL_TRANSFERS_SECONDS": "86400",
+        "RECON_SNAPSHOT_BALANCES_SECONDS": "86400",
+        "RECON_DISCOVER_HOLDINGS_SECONDS": "86400",
+        "RECON_CHECK_SUBSCRIPTION_SECONDS": "86400",
+        "RECON_RECONCILE_SECONDS": "86400",
+        "RECON_SWEEP_SECONDS": "86400",
+        "RECON_LOG_LEVEL": "warning",
+        "RECON_LOG_FORMAT": "json",
+    }
+
+
+def stored(settings: Settings) -> int:
+    engine = make_engine(settings.database_url)
+    try:
+        with engine.connect() as conn:
+            return int(conn.scalar(select(func.count()).select_from(Posting)) or 0)
+    finally:
+        engine.dispose()
+
+
+def verify(settings: Settings, expected: Summary) -> tuple[bool, float]:
+    """Exactly once per holding (count, sum, checksum); also the first-to-last stored span."""
+    engine = make_engine(settings.database_url)
+    got: dict[str, list[int]] = {}
+    try:
+        with engine.connect() as conn:
+            rows = conn.execution_options(yield_per=20_000).execute(
+                select(Holding.holding_ref, Posting.line_ref, Posting.amount_minor).join(
+                    Holding, Holding.id == Posting.holding_id
+                )
+            )
+            for ref, line, amount in rows:
+                entry = got.setdefault(str(ref), [0, 0, 0])
+                entry[0] += 1
+                entry[1] += amount
+                entry[2] ^= line_checksum(line.int)
+            first, last = conn.execute(
+                select(func.min(Posting.ingested_at), func.max(Posting.ingested_at))
+            ).one()
+    finally:
+        engine.dispose()
+    same = all(got.get(ref, [0, 0, 0]) == want for ref, want in expected.items())
+    return same and sum(v[0] for v in got.values()) == sum(v[0] for v in expected.values()), (
+        last - first
+    ).total_seconds() if first and last else 0.0
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The process's high-water RSS, from /proc (Linux)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def run_http(args: argparse.Namespace, workdir: Path) -> Figures:
+    """Sandbox process over HTTP, worker processes on Redis, PostgreSQL."""
+    figures = Figures("real HTTP, PostgreSQL", args.postings, args.holdings)
+    port = free_port()
+    summary_file = workdir / "summary.json"
+    sandbox = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "sandbox_host.py"),
+            "--port",
+            str(port),
+            "--holdings",
+            str(args.holdings),
+            "--postings",
+            str(args.postings),
+            "--seed",
+            str(args.seed),
+            "--summary",
+            str(summary_file),
+        ],
+    )
+    base = f"http://127.0.0.1:{port}"
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        wait_until(lambda: _answers(base + COUNTS_PATH), 300, "the sandbox start", every=0.2)
+        expected: Summary = json.loads(summary_file.read_text())
+        figures.minimum_requests = minimum_requests(expected)
+        with postgres_database(args.admin_url) as db_url, private_redis(workdir) as redis_url:
+            env = environment(workdir, db_url, base) | {"REDIS_URL": redis_url}
+            settings = load_settings(env)
+            child_env = {"PATH": os.environ.get("PATH", "")} | env
+            log = (workdir / "processes.log").open("ab")
+            processes.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "recon", "scheduler"],
+                    env=child_env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+            )
+            workers = [
+                subprocess.Popen(
+                    [sys.executable, "-m", "recon", "worker", "--threads", str(args.threads)],
+                    env=child_env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+                for _ in range(args.workers)
+            ]
+            processes.extend(workers)
+            started = time.monotonic()
+            wait_until(lambda: stored(settings) >= args.postings, 3600, "the catch-up", every=0.5)
+            figures.seconds = time.monotonic() - started
+            figures.worker_peak_mb = [peak_rss_mb(w.pid) for w in workers]
+            counts = httpx.get(base + COUNTS_PATH).json()
+            for process in processes:
+                process.send_signal(signal.SIGTERM)
+            for process in processes:
+                process.wait(timeout=60)
+            figures.exactly_once, span = verify(settings, expected)
+            figures.seconds = span or figures.seconds
+            figures.activity_requests = counts.pop(ACTIVITY_PATH, 0)
+            figures.other_requests = counts
+            figures.note = f"{args.workers} worker processes x {args.threads} threads"
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+        sandbox.terminate()
+        sandbox.wait()
+    return figures
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def run_inprocess(args: argparse.Namespace, workdir: Path, database: str) -> Figures:
+    """The sandbox app in this process behind an ASGI transport; embedded workers."""
+    from workers.embedded import start_embedded
+
+    figures = Figures(f"in-process transport, {database}", args.postings, args.holdings)
+    state = build_world(args.holdings, args.postings, args.seed)
+    expected = ledger_summary(state)
+    figures.minimum_requests = minimum_requests(expected)
+    app = CountingApp(create_app(state=state))
+    transport = InProcessASGITransport(app).start()
+    context = (
+        postgres_database(args.admin_url) if database == "PostgreSQL" else sqlite_database(workdir)
+    )
+    try:
+        with context as db_url:
+            settings = load_settings(environment(workdir, db_url, "http://sandbox.invalid"))
+            # No scheduler: only the catch-up runs (discovery sends each new holding's read).
+            embedded = start_embedded(
+                settings, threads=args.threads, transport=transport, with_scheduler=False
+            )
+            from workers.actors import discover_holdings
+
+            discover_holdings.send()
+            started = time.monotonic()
+            try:
+                wait_until(
+                    lambda: stored(settings) >= args.postings, 3600, "the catch-up", every=0.5
+                )
+                figures.seconds = time.monotonic() - started
+            finally:
+                embedded.stop()
+            figures.exactly_once, span = verify(settings, expected)
+            figures.seconds = span or figures.seconds
+            counts = app.counts()
+            figures.activity_requests = counts.pop(ACTIVITY_PATH, 0)
+            figures.other_requests = counts
+            figures.note = f"one process, {args.threads} worker threads, sandbox included"
+    finally:
+        transport.close()
+    return figures
+
+
+def run_write_path(args: argparse.Namespace, workdir: Path, database: str, writers: int) -> Figures:
+    """The store's write path alone: pre-parsed pages committed by `writers` threads.
+
+    No sandbox, no HTTP, no parsing: each thread holds one holding's lease and stores pages of
+    `PAGE_SIZE` postings with `store_page`, exactly as the reader does after each fetch.
+    """
+    import threading
+    from datetime import UTC, datetime, timedelta
+
+    from reconciliation.activity import acquire_lease, store_page
+    from reconciliation.store.db import transaction
+    from upstream.activity import ActivityCursor as WireCursor
+    from upstream.wire.balances import Posting as WirePosting
+    from upstream.wire.common import ValueUnit
+
+    total = min(args.postings, args.write_path_postings)
+    figures = Figures(f"store write path only, {database}, {writers} writer(s)", total, writers)
+    unit = ValueUnit.fiat("NGN")
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    per_writer = total // writers
+    pages_by_writer = [
+        [
+            [
+                WirePosting(
+                    posted_at=start + timedelta(milliseconds=n),
+                    receipt_ref=uuid.uuid4(),
+                    journal_ref=uuid.uuid4(),
+                    line_ref=uuid.uuid4(),
+                    journal_kind="transfer_settlement",
+                    posting_side="credit",
+                    balance_effect="increase",
+                    amount_minor_units=100 + n,
+                    value_unit=unit,
+                    ledger_partition="customer_liability",
+                    ledger_normal_side="credit_normal",
+                )
+                for n in range(first, min(first + PAGE_SIZE, per_writer))
+            ]
+            for first in range(0, per_writer, PAGE_SIZE)
+        ]
+        for _ in range(writers)
+    ]
+    context = (
+        postgres_database(args.admin_url)
+        if database == "PostgreSQL"
+        else sqlite_database(workdir / f"w{writers}")
+    )
+    (workdir / f"w{writers}").mkdir(exist_ok=True)
+    with context as db_url:
+        engine = make_engine(db_url)
+        sessions = make_session_factory(engine)
+        leases = []
+        for w in range(writers):
+            with transaction(sessions) as session:
+                holding = Holding(
+                    account_ref=uuid.uuid4(),
+                    endpoint_ref=uuid.uuid4(),
+                    holding_ref=uuid.uuid4(),
+                    currency="NGN",
+                )
+                session.add(holding)
+                session.flush()
+                holding_id = holding.id
+            lease = acquire_lease(sessions, holding_id, f"bench-writer-{w}", datetime.now(UTC))
+            assert lease is not None
+            leases.append(lease)
+
+        def write(index: int) -> None:
+            with sessions() as session:
+                for page in pages_by_writer[index]:
+                    last = page[-1]
+                    cursor = WireCursor(
+                        after_posted_at=last.posted_at.isoformat(),
+                        after_receipt_ref=str(last.receipt_ref),
+                        after_line_ref=str(last.line_ref),
+                        sort_direction="oldest_first",
+                    )
+                    store_page(session, leases[index], page, cursor, datetime.now(UTC))
+
+        threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
+        started = time.monotonic()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        figures.seconds = time.monotonic() - started
+        with engine.connect() as conn:
+            stored_rows = int(conn.scalar(select(func.count()).select_from(Posting)) or 0)
+        figures.exactly_once = stored_rows == per_writer * writers
+        figures.postings = stored_rows
+        engine.dispose()
+    figures.note = f"{PAGE_SIZE} postings per page, one transaction per page with its cursor"
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--holdings", type=int, default=1_000)
+    parser.add_argument("--postings", type=int, default=1_000_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=2, help="worker processes (HTTP run)")
+    parser.add_argument("--threads", type=int, default=4, help="threads per worker")
+    parser.add_argument("--only", choices=("http", "inprocess", "writepath"), default=None)
+    parser.add_argument(
+        "--databases",
+        default="PostgreSQL,SQLite",
+        help="in-process runs, comma-separated: PostgreSQL, SQLite",
+    )
+    parser.add_argument(
+        "--admin-url", default=os.environ.get("RECON_BENCH_POSTGRES_URL", DEFAULT_ADMIN_URL)
+    )
+    parser.add_argument(
+        "--write-path-postings",
+        type=int,
+        default=200_000,
+        help="postings for the write-path-only runs",
+    )
+    args = parser.parse_args()
+    configure_logging("console", "warning")
+
+    results: list[Figures] = []
+    workdir = Path(tempfile.mkdtemp(prefix="recon-bench-catchup-"))
+    try:
+        if args.only in (None, "http"):
+            results.append(run_http(args, workdir))
+            _print(results[-1])
+        databases = [d.strip() for d in args.databases.split(",") if d.strip()]
+        if args.only in (None, "inprocess"):
+            for database in databases:
+                results.append(run_inprocess(args, workdir, database))
+                _print(results[-1])
+        if args.only in (None, "writepath"):
+            for database in databases:
+                for writers in (1, 2):
+                    results.append(run_write_path(args, workdir, database, writers))
+                    _print(results[-1])
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print("\nsummary")
+    for figures in results:
+        _print(figures)
+
+
+def _print(figures: Figures) -> None:
+    print("\n".join(figures.lines()), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""`recon deliveries list|show|replay`: see the webhook inbox and re-process one delivery."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, TypeVar
+
+import click
+
+from recon.cli.main import fail, settings_or_exit
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from recon.settings import Settings
+
+T = TypeVar("T")
+
+
+@contextmanager
+def _session(settings: Settings) -> Iterator[Session]:
+    from sqlalchemy.exc import OperationalError
+
+    from reconciliation.store.db import make_engine, make_session_factory, transaction
+
+    engine = make_engine(settings.database_url)
+    try:
+        with transaction(make_session_factory(engine)) as session:
+            yield session
+    except OperationalError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else "connection failed"
+        fail(f"database unreachable: {reason} (check DATABASE_URL; run `recon db upgrade` first)")
+    finally:
+        engine.dispose()
+
+
+def _checked(action: Callable[[], T]) -> T:
+    """Bad filters and unknown ids end with the store's one-line explanation."""
+    try:
+        return action()
+    except (ValueError, LookupError) as exc:
+        fail(str(exc).strip("'\""))
+
+
+@click.group()
+def deliveries() -> None:
+    """Inspect the webhook inbox and replay deliveries."""
+
+
+@deliveries.command("list")
+@click.option("--state", type=click.Choice(["pending", "processed", "quarantined"]))
+@click.option("--event-type", help="For example PAYMENT_RECEIVED.")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 500))
+@click.option("--cursor", help="The 'next page' cursor printed by the previous call.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document instead of a table.")
+def list_deliveries(
+    state: str | None, event_type: str | None, limit: int, cursor: str | None, as_json: bool
+) -> None:
+    """Inbox rows, newest first."""
+    import msgspec
+
+    from app.deliveries_api import DeliveryPageOut, summarise
+    from reconciliation import inbox
+
+    settings = settings_or_exit()
+    with _session(settings) as session:
+        page = _checked(
+            lambda: inbox.list_deliveries(
+                session, state=state, event_type=event_type, cursor=cursor, limit=limit
+            )
+        )
+        items = [summarise(row) for row in page.items]
+    if as_json:
+        out = DeliveryPageOut(items=items, next_cursor=page.next_cursor)
+        click.echo(msgspec.json.encode(out).decode())
+        return
+    if not items:
+        click.echo("no deliveries match")
+        return
+    header = ("row", "delivery id", "event", "state", "received", "attempts", "error")
+    table = [header]
+    for item in items:
+        table.append(
+            (
+                str(item.id),
+                item.delivery_id,
+                item.event_type or "-",
+                item.state,
+                item.received_at.strftime("%Y-%m-%d %H:%M:%SZ"),
+                str(item.attempts),
+                (item.error or "-")[:60],
+            )
+        )
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    for r in table:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(r, widths, strict=True)))
+    if page.next_cursor:
+        click.echo(f"\nnext page: recon deliveries list --cursor {page.next_cursor}")
+
+
+@deliveries.command()
+@click.argument("row_id", type=int)
+@click.option(
+    "--json", "as_json", is_flag=True, help="One JSON document (body as text and base64)."
+)
+def show(row_id: int, as_json: bool) -> None:
+    """One delivery: its state, the headers kept and the exact body received."""
+    import msgspec
+
+    from app.deliveries_api import detail
+    from reconciliation import inbox
+
+    settings = settings_or_exit()
+    with _session(settings) as session:
+        row = inbox.get_delivery(session, row_id)
+        if row is None:
+            fail(f"no delivery with row id {row_id}: see `recon deliveries list`")
+        shown = detail(row)
+    if as_json:
+        click.echo(msgspec.json.encode(shown).decode())
+        return
+    d = shown.delivery
+    click.echo(f"row {d.id}  delivery {d.delivery_id}  {d.event_type or '-'}  {d.state}")
+    click.echo(f"received {d.received_at.isoformat()}  scheme {d.scheme}  attempts {d.attempts}")
+    if d.error:
+        click.echo(f"error: {d.error}")
+    for name, value in sorted(shown.headers.items()):
+        click.echo(f"{name}: {value}")
+    click.echo(f"body ({d.body_bytes} bytes, sha256 {shown.body_sha256}):")
+    click.echo(shown.body if shown.body is not None else f"(not UTF-8) base64 {shown.body_base64}")
+
+
+@deliveries.command()
+@click.argument("row_id", type=int)
+def replay(row_id: int) -> None:
+    """Reset one delivery to pending and enqueue it for processing again."""
+    from recon.cli.web_commands import delivery_enqueue
+    from reconciliation import inbox
+
+    settings = settings_or_exit()
+    with _session(settings) as session:
+        row = _checked(lambda: inbox.reset_for_replay(session, row_id))
+        delivery_id = row.delivery_id
+    enqueue = delivery_enqueue(settings)
+    if enqueue is None:
+        click.echo(
+            f"delivery {delivery_id} (row {row_id}) is pending again; the worker picks it up"
+        )
+        return
+    try:
+        enqueue([row_id])
+    except Exception as exc:  # noqa: BLE001 - the row is pending; the sweeper will get to it
+        click.echo(
+            f"delivery {delivery_id} (row {row_id}) is pending again, but enqueueing failed "
+            f"({type(exc).__name__}); the workers' sweeper will pick it up"
+        )
+        return
+    click.echo(f"delivery {delivery_id} (row {row_id}) is pending again and enqueued")
+
+
+COMMANDS = [deliveries]

@@ -1,0 +1,197 @@
+"""`recon reconcile`, `recon match`, `recon unmatch`: run a pass, decide an exception by hand.
+
+A pass in a terminal shows Rich progress bars on stderr (matching batches, drift rules); piped
+or in a job it prints only its summary. `--dry-run` runs the same pass and rolls it back: it
+shows what would be matched and which alerts would open or resolve, and writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from recon.cli.main import fail, settings_or_exit
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
+
+    from recon.settings import Settings
+
+
+@contextmanager
+def open_store(settings: Settings) -> Iterator[sessionmaker[Session]]:
+    """A session factory on the configured store; an unreachable store ends with one line."""
+    from sqlalchemy.exc import OperationalError, ProgrammingError
+
+    from reconciliation.store.db import make_engine, make_session_factory
+
+    engine = make_engine(settings.database_url)
+    try:
+        yield make_session_factory(engine)
+    except (OperationalError, ProgrammingError) as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else "connection failed"
+        fail(f"database unavailable: {reason} (check DATABASE_URL; run `recon db upgrade` first)")
+    finally:
+        engine.dispose()
+
+
+class RichProgress:
+    """The pass's progress as Rich bars on stderr, one per phase."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self._bars = Progress(
+            TextColumn("{task.description:<32}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+        )
+        self._task: Any = None
+
+    def __enter__(self) -> RichProgress:
+        self._bars.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._bars.stop()
+
+    def phase(self, name: str, total: int) -> None:
+        self._task = self._bars.add_task(name, total=total or None)
+
+    def advance(self, amount: int) -> None:
+        if self._task is not None:
+            self._bars.advance(self._task, amount)
+
+    def done(self) -> None:
+        if self._task is not None:
+            task = self._bars.tasks[-1]
+            self._bars.update(self._task, total=task.completed or 1, completed=task.completed or 1)
+            self._task = None
+
+
+def _print_result(result: Any, as_json: bool) -> None:
+    summary = result.as_dict()
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+        return
+    verb = "would match" if result.dry_run else "matched"
+    rules = summary["matchedByRule"] or {"(nothing)": 0}
+    click.echo(f"{verb}: " + ", ".join(f"{rule} {n}" for rule, n in rules.items()))
+    if summary["transfersAttached"]:
+        click.echo(f"transfers attached to earlier matches: {summary['transfersAttached']}")
+    click.echo(f"ambiguous (left for a person): {summary['ambiguities']}")
+    for row in summary["sample"]:
+        click.echo(
+            f"  {row['rule']:<22} posting {row['posting']} transfer {row['transfer']} "
+            f"notification {row['notification']}"
+        )
+    opened = "would open" if result.dry_run else "opened"
+    for label, key in (
+        (opened, "alertsOpened"),
+        ("reopened", "alertsReopened"),
+        ("resolved", "alertsResolved"),
+    ):
+        if summary[key]:
+            click.echo(f"alerts {label}: {len(summary[key])}")
+            for fp in summary[key][:20]:
+                click.echo(f"  {fp}")
+    if summary["alertsHeldBack"]:
+        click.echo(f"alerts held back by the per-pass cap: {summary['alertsHeldBack']}")
+    seconds = ", ".join(f"{k} {v:.2f}s" for k, v in summary["seconds"].items())
+    click.echo(f"took {seconds}" + ("; nothing was written (dry run)" if result.dry_run else ""))
+
+
+@click.command()
+@click.option(
+    "--dry-run", is_flag=True, help="Show what would be matched and alerted; write nothing."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def reconcile(dry_run: bool, as_json: bool) -> None:
+    """Run one reconciliation pass now: matching, drift rules, alerts."""
+    from reconciliation.progress import SilentProgress
+    from reconciliation.reconcile import run_pass
+
+    settings = settings_or_exit()
+    with open_store(settings) as factory:
+        if sys.stderr.isatty() and not as_json:
+            with RichProgress() as bars:
+                result = run_pass(factory, settings, dry_run=dry_run, progress=bars)
+        else:
+            result = run_pass(factory, settings, dry_run=dry_run, progress=SilentProgress())
+    if result.skipped:
+        fail("another reconciliation pass is running; try again when it has finished")
+    _print_result(result, as_json)
+
+
+BY = click.option("--by", required=True, help="Who decides (name or e-mail); recorded.")
+REASON = click.option("--reason", required=True, help="Why; recorded with the match.")
+
+
+@click.command()
+@click.option(
+    "--posting", "postings", type=int, multiple=True, help="Posting id (repeat for legs)."
+)
+@click.option("--transfer", type=int, help="Transfer id.")
+@click.option("--notification", type=int, help="Notification id.")
+@BY
+@REASON
+def match(
+    postings: tuple[int, ...],
+    transfer: int | None,
+    notification: int | None,
+    by: str,
+    reason: str,
+) -> None:
+    """Match items by hand (ids are in the alert's evidence and in `recon report`)."""
+    from reconciliation.manual import ManualMatchError, manual_match
+
+    settings = settings_or_exit()
+    with open_store(settings) as factory, factory() as session:
+        try:
+            rows = manual_match(
+                session,
+                posting_ids=list(postings),
+                transfer_id=transfer,
+                notification_id=notification,
+                by=by,
+                reason=reason,
+            )
+            session.commit()
+        except ManualMatchError as exc:
+            fail(str(exc))
+        click.echo("matched: " + ", ".join(f"match {r.id}" for r in rows))
+
+
+@click.command()
+@click.argument("match_id", type=int)
+@BY
+@REASON
+def unmatch(match_id: int, by: str, reason: str) -> None:
+    """Take match MATCH_ID apart; its items become exceptions for a person to decide."""
+    from reconciliation.manual import ManualMatchError, manual_unmatch
+
+    settings = settings_or_exit()
+    with open_store(settings) as factory, factory() as session:
+        try:
+            manual_unmatch(session, match_id, by=by, reason=reason)
+            session.commit()
+        except ManualMatchError as exc:
+            fail(str(exc))
+        click.echo(f"unmatched: match {match_id}")
+
+
+COMMANDS = [reconcile, match, unmatch]

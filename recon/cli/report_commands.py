@@ -1,0 +1,55 @@
+"""`recon report`: the reconciliation report on demand, in text, JSON, CSV or HTML."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from recon.cli.main import fail, settings_or_exit
+from recon.cli.reconcile_commands import open_store
+
+
+@click.command()
+@click.option("--since", help="Start of the window: 2026-11-01 or 2026-11-01T00:00:00Z.")
+@click.option("--until", help="End of the window (default now), same forms.")
+@click.option("--holding", help="Only this holdingRef.")
+@click.option(
+    "--format",
+    "report_format",
+    type=click.Choice(["text", "json", "csv", "html"]),
+    default="text",
+    show_default=True,
+)
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Write to this file instead of standard output.",
+)
+def report(
+    since: str | None,
+    until: str | None,
+    holding: str | None,
+    report_format: str,
+    output: Path | None,
+) -> None:
+    """Totals, open exceptions by age, alerts and balance drift, for a window."""
+    from reconciliation.reports import ReportError, build_report, parse_window, render
+    from reconciliation.store.types import utcnow
+
+    settings = settings_or_exit()
+    try:
+        window = parse_window(since, until, holding, utcnow())
+        with open_store(settings) as factory, factory() as session:
+            built = build_report(session, window, grace_seconds=settings.notification_grace_seconds)
+    except ReportError as exc:
+        fail(str(exc))
+    text = render(built, report_format)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    output.write_text(text, encoding="utf-8")
+    click.echo(f"wrote {output} ({report_format}, {len(text.encode())} bytes)")
+
+
+COMMANDS = [report]

@@ -1,0 +1,85 @@
+"""`recon web`: the web process (receiver, inbox API, health, metrics) under uvicorn.
+
+Without REDIS_URL (the embedded default) the same process also runs the workers and the
+scheduler on the in-process broker, unless `--no-workers` says another process does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import click
+
+from recon.cli.main import fail, settings_or_exit
+from recon.settings import ConfigError, Settings
+
+
+def delivery_enqueue(
+    settings: Settings, *, workers_in_process: bool = False
+) -> Callable[[Sequence[int]], None] | None:
+    """How a process hands committed deliveries to the workers, or None when it cannot.
+
+    With Redis, and with the embedded workers running in this very process, through the
+    workers' dispatcher (it never raises). Without Redis and without local workers an in-process
+    queue would have no consumer: None, and the workers' sweep finds the pending rows instead.
+    """
+    if settings.embedded and not workers_in_process:
+        return None
+    from workers.dispatch import enqueue_process_delivery
+
+    return enqueue_process_delivery
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", type=int, default=None, help="TCP port (default: $PORT, else 8000).")
+@click.option(
+    "--register/--no-register",
+    default=True,
+    show_default=True,
+    help="Register the webhook at the company API in the background at start-up.",
+)
+@click.option(
+    "--workers/--no-workers",
+    default=True,
+    show_default=True,
+    help="Without REDIS_URL: also run the workers and the scheduler in this process.",
+)
+def web(host: str, port: int | None, register: bool, workers: bool) -> None:
+    """Serve the webhook receiver, the inbox API, /health, /ready, /metrics and /schema."""
+    import uvicorn
+
+    from app.main import create_app
+
+    settings = settings_or_exit()
+    embedded = None
+    if settings.embedded and workers:
+        from workers.embedded import start_embedded
+
+        embedded = start_embedded(settings)
+    try:
+        try:
+            app = create_app(
+                settings,
+                enqueue=delivery_enqueue(settings, workers_in_process=embedded is not None),
+                self_register=register,
+            )
+        except ConfigError as exc:
+            fail(str(exc))
+        uvicorn.run(
+            app,
+            host=host,
+            port=port or settings.port,
+            # structlog owns logging (recon.logs); a line per request would cost more than the
+            # receiver's own work, and refusals are logged by the receiver itself.
+            log_config=None,
+            access_log=False,
+            server_header=False,
+            timeout_graceful_shutdown=20,
+        )
+    finally:
+        if embedded is not None:
+            embedded.stop()
+
+
+COMMANDS = [web]

@@ -1,0 +1,177 @@
+"""`recon webhooks register|list|rotate`: our webhook registration at the company API."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, TypeVar
+
+import click
+
+from recon.cli.main import fail, settings_or_exit
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
+
+    from recon.settings import Settings
+    from reconciliation.store.models import Subscription
+    from upstream.company import CompanyClient
+
+T = TypeVar("T")
+
+
+@contextmanager
+def _store_and_client(
+    settings: Settings,
+) -> Iterator[tuple[sessionmaker[Session], CompanyClient]]:
+    from app.registration import company_client
+    from reconciliation.store.db import make_engine, make_session_factory
+
+    engine = make_engine(settings.database_url)
+    try:
+        with company_client(settings) as client:
+            yield make_session_factory(engine), client
+    finally:
+        engine.dispose()
+
+
+def _run(action: Callable[[], T]) -> T:
+    """Run a store + provider action; known failures end with one line, not a traceback."""
+    from sqlalchemy.exc import OperationalError
+
+    from app.registration import RegistrationBusyError
+    from upstream.errors import ProviderError
+
+    try:
+        return action()
+    except ProviderError as exc:
+        fail(f"the company API refused or failed: {exc}")
+    except RegistrationBusyError as exc:
+        fail(str(exc))
+    except OperationalError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else "connection failed"
+        fail(f"database unreachable: {reason} (check DATABASE_URL; run `recon db upgrade` first)")
+
+
+@click.group()
+def webhooks() -> None:
+    """Register, inspect and rotate recon's webhook at the company API."""
+
+
+@webhooks.command()
+@click.option(
+    "--wait", default=30.0, show_default=True, help="Seconds to wait for another registration."
+)
+def register(wait: float) -> None:
+    """Register RECON_PUBLIC_URL + RECON_WEBHOOK_PATH unless an ACTIVE webhook points there."""
+    from app.registration import ensure_registered, process_owner
+
+    settings = settings_or_exit()
+    with _store_and_client(settings) as (factory, client):
+        result = _run(
+            lambda: ensure_registered(
+                settings, factory, client, owner=process_owner(), wait_seconds=wait
+            )
+        )
+    if result.created:
+        click.echo(f"registered webhook {result.webhook_id} -> {result.url} ({result.status})")
+    else:
+        click.echo(
+            f"already registered: webhook {result.webhook_id} -> {result.url} ({result.status})"
+        )
+
+
+@webhooks.command("list")
+def list_webhooks() -> None:
+    """Show our webhooks: status, delivery counters and how many secrets are accepted."""
+    from app.registration import sync_webhooks
+    from reconciliation.store.db import transaction
+    from reconciliation.subscriptions import list_subscriptions, secret_counts
+    from upstream.errors import ProviderError
+
+    settings = settings_or_exit()
+    with _store_and_client(settings) as (factory, client):
+
+        def read() -> tuple[list[Subscription], dict[int | None, int]]:
+            try:
+                sync_webhooks(settings, factory, client)
+            except ProviderError as exc:
+                click.echo(f"(showing the stored view: the company API failed: {exc})", err=True)
+            with transaction(factory) as session:
+                return list_subscriptions(session), secret_counts(session)
+
+        rows, counts = _run(read)
+    if not rows:
+        click.echo("no webhook known yet: run `recon webhooks register`")
+        return
+    header = (
+        "webhook",
+        "status",
+        "total",
+        "ok",
+        "failed",
+        "last delivery",
+        "secrets",
+        "notes",
+        "url",
+    )
+    table = [header]
+    for row in rows:
+        notes = []
+        if not row.registered_by_recon:
+            notes.append("registered elsewhere")
+        if row.retired_at is not None:
+            notes.append(f"retired {_when(row.retired_at)}")
+        table.append(
+            (
+                row.webhook_id,
+                row.status,
+                str(row.total_deliveries),
+                str(row.successful_deliveries),
+                str(row.failed_deliveries),
+                _when(row.last_triggered),
+                str(counts.get(row.id, 0)),
+                ", ".join(notes) or "-",
+                row.url,
+            )
+        )
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    for r in table:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(r, widths, strict=True)))
+    pending = counts.get(None, 0)
+    if pending:
+        click.echo(f"\n{pending} secret(s) stored by an unfinished registration are accepted too")
+    if settings.webhook_secrets:
+        click.echo(f"{len(settings.webhook_secrets)} secret(s) from RECON_WEBHOOK_SECRETS accepted")
+
+
+@webhooks.command()
+@click.option(
+    "--wait", default=30.0, show_default=True, help="Seconds to wait for another registration."
+)
+def rotate(wait: float) -> None:
+    """Register a new secret; the old ones stay accepted for RECON_WEBHOOK_ROTATION_OVERLAP_SECONDS."""
+    from app.registration import process_owner, rotate_secret
+
+    settings = settings_or_exit()
+    with _store_and_client(settings) as (factory, client):
+        result = _run(
+            lambda: rotate_secret(
+                settings, factory, client, owner=process_owner(), wait_seconds=wait
+            )
+        )
+    hours = settings.webhook_rotation_overlap_seconds / 3600
+    click.echo(
+        f"registered webhook {result.webhook_id} -> {result.url} with a new secret; the old "
+        f"secrets stay accepted for {hours:g} h. The company API cannot deactivate the old "
+        "webhook: deactivate it in the provider's dashboard (or let the provider suspend it once "
+        "its deliveries are refused after the overlap)."
+    )
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%SZ") if moment else "-"
+
+
+COMMANDS = [webhooks]

@@ -1,0 +1,1 @@
+"""The main job in one command: sandbox, recon's processes, a scenario with known faults, a report."""

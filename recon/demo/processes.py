@@ -1,0 +1,124 @@
+"""Start, watch and stop the processes of a demo or a Procfile run.
+
+Each process writes to its own log file, so a failing demo can point at the file that says why
+instead of interleaving four processes on one terminal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+#: Seconds a process gets to stop after SIGTERM before it is killed.
+STOP_GRACE_SECONDS = 10.0
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def recon_argv(*args: str) -> list[str]:
+    """The recon command run by this very interpreter, so a venv needs no activation."""
+    return [sys.executable, "-m", "recon", *args]
+
+
+@dataclass
+class ManagedProcess:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+@dataclass
+class ProcessGroup:
+    """Processes started together and stopped together, last started first stopped."""
+
+    log_dir: Path
+    processes: list[ManagedProcess] = field(default_factory=list)
+
+    def start(self, name: str, argv: list[str], env: Mapping[str, str]) -> ManagedProcess:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        log_path = self.log_dir / f"{name}.log"
+        with log_path.open("wb") as log:
+            popen = subprocess.Popen(
+                argv,
+                env=dict(env),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        process = ManagedProcess(name, popen, log_path)
+        self.processes.append(process)
+        return process
+
+    def check_alive(self) -> None:
+        """Raise with the dead process's last log lines: the demo cannot go on without it."""
+        for process in self.processes:
+            if not process.alive():
+                raise RuntimeError(
+                    f"{process.name} exited with status {process.popen.returncode}; "
+                    f"last lines of {process.log_path}:\n{process.tail()}"
+                )
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            if process.alive():
+                _signal_group(process.popen, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        for process in reversed(self.processes):
+            remaining = max(0.1, deadline - time.monotonic())
+            try:
+                process.popen.wait(timeout=remaining)
+            except subprocess.TimeoutExpired:
+                _signal_group(process.popen, signal.SIGKILL)
+                process.popen.wait(timeout=5)
+        self.processes.clear()
+
+
+def _signal_group(popen: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    # Each process leads its own session, so its children (uvicorn, dramatiq workers) go too.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(popen.pid, sig)
+
+
+def wait_until_ready(url: str, group: ProcessGroup, timeout: float = 60.0) -> None:
+    """Poll `url` until it answers 200, failing fast if one of the processes died."""
+    deadline = time.monotonic() + timeout
+    last_error = "no answer yet"
+    while time.monotonic() < deadline:
+        group.check_alive()
+        try:
+            response = httpx.get(url, timeout=2.0)
+        except httpx.HTTPError as exc:
+            last_error = type(exc).__name__
+        else:
+            if response.status_code == 200:
+                return
+            last_error = f"HTTP {response.status_code}"
+        time.sleep(0.2)
+    raise RuntimeError(f"{url} not ready after {timeout:.0f} s ({last_error})")

@@ -1,0 +1,300 @@
+"""Run the whole of recon against the sandbox, drive a scenario, and check the report.
+
+The demo starts real processes (the sandbox, `recon web`, and with Redis `recon worker` and
+`recon scheduler`) exactly as the Procfile would, so what it proves is what production runs.
+Schedules and grace periods are shortened so that a business day fits in a minute.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Final
+
+import httpx
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from recon.demo.processes import ProcessGroup, free_port, recon_argv, wait_until_ready
+from recon.demo.scenario import EXPECTED_ALERT_KINDS, SandboxControl, ScenarioRecord, run_scenario
+from reconciliation.outbound import StoreIdempotencyKeys
+from reconciliation.reports import render
+from reconciliation.reports.model import Report, ReportWindow
+from reconciliation.reports.query import build_report
+from reconciliation.store.db import make_engine, make_session_factory
+from reconciliation.store.models import Alert, Delivery, Transfer
+from reconciliation.store.types import utcnow
+from upstream.gateway import GatewayClient
+
+#: Schedules and grace periods of the demo's recon processes: a business day in a minute.
+DEMO_TIMINGS: Final[dict[str, str]] = {
+    "RECON_POLL_ACTIVITY_SECONDS": "1",
+    "RECON_POLL_TRANSFERS_SECONDS": "1",
+    "RECON_SNAPSHOT_BALANCES_SECONDS": "2",
+    "RECON_DISCOVER_HOLDINGS_SECONDS": "2",
+    "RECON_CHECK_SUBSCRIPTION_SECONDS": "5",
+    "RECON_SWEEP_SECONDS": "2",
+    "RECON_RECONCILE_SECONDS": "2",
+    "RECON_DELIVERY_GRACE_SECONDS": "3",
+    "RECON_NOTIFICATION_GRACE_SECONDS": "8",
+    "RECON_PROJECTION_GRACE_SECONDS": "5",
+    "RECON_FINALITY_DEADLINE_SECONDS": "12",
+}
+
+#: How long the demo waits for reconciliation to settle before calling it a failure.
+SETTLE_TIMEOUT_SECONDS: Final = 90.0
+
+
+@dataclass(frozen=True)
+class DemoPlan:
+    """Where everything runs and what it is called."""
+
+    env: dict[str, str]
+    sandbox_url: str
+    web_url: str
+    database_url: str
+    distributed: bool
+    log_dir: Path
+    report_path: Path
+    procfile: Path | None = None
+
+
+@dataclass(frozen=True)
+class DemoOutcome:
+    record: ScenarioRecord
+    report: Report
+    open_kinds: dict[str, int]
+    missing: list[str]
+    unexpected: list[str]
+    text_report: str
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing and not self.unexpected
+
+
+def plan_demo(
+    environ: Mapping[str, str], state_dir: Path, report_path: Path, procfile: Path | None = None
+) -> DemoPlan:
+    """Ports, a fresh store, and the environment every demo process gets."""
+    sandbox_port, web_port = free_port(), free_port()
+    sandbox_url = f"http://127.0.0.1:{sandbox_port}"
+    web_url = f"http://127.0.0.1:{web_port}"
+    database_url = environ.get("DATABASE_URL", "")
+    if not database_url:
+        demo_db = state_dir / "demo" / "recon-demo.db"
+        demo_db.parent.mkdir(parents=True, exist_ok=True)
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{demo_db}{suffix}").unlink(missing_ok=True)
+        database_url = f"sqlite:///{demo_db}"
+    env = {
+        **environ,
+        **DEMO_TIMINGS,
+        "DATABASE_URL": database_url,
+        "RECON_STATE_DIR": str(state_dir),
+        "RECON_GATEWAY_URL": sandbox_url,
+        "RECON_COMPANY_URL": sandbox_url,
+        "RECON_PUBLIC_URL": web_url,
+        "PORT": str(web_port),
+        "RECON_GATEWAY_API_KEY": environ.get("RECON_GATEWAY_API_KEY", "ak_test_recon"),
+        "RECON_COMPANY_API_KEY": environ.get("RECON_COMPANY_API_KEY", "ck_test_recon"),
+        "RECON_ADMIN_TOKEN": environ.get("RECON_ADMIN_TOKEN", "demo-admin-token-change-me"),
+        "RECON_LOG_FORMAT": "json",
+    }
+    return DemoPlan(
+        env=env,
+        sandbox_url=sandbox_url,
+        web_url=web_url,
+        database_url=database_url,
+        distributed=bool(environ.get("REDIS_URL")),
+        log_dir=state_dir / "demo" / "logs",
+        report_path=report_path,
+        procfile=procfile,
+    )
+
+
+def start_processes(plan: DemoPlan, group: ProcessGroup, step: Callable[[str], None]) -> None:
+    """The sandbox and recon's processes, each ready before the next depends on it."""
+    sandbox_port = plan.sandbox_url.rsplit(":", 1)[1]
+    step("starting the provider sandbox")
+    group.start(
+        "sandbox",
+        recon_argv("sandbox", "--port", sandbox_port, "--finality-delay", "1", "--seed", "7"),
+        plan.env,
+    )
+    wait_until_ready(f"{plan.sandbox_url}/_sandbox/state", group)
+    web_port = plan.web_url.rsplit(":", 1)[1]
+    if plan.procfile is not None:
+        _start_procfile(plan, group, step, web_port)
+    else:
+        step("migrating the store (release)")
+        _run_release(group, recon_argv("db", "upgrade"), plan.env)
+        mode = (
+            "web, worker and scheduler on Redis"
+            if plan.distributed
+            else "web with embedded workers"
+        )
+        step(f"starting recon ({mode})")
+        group.start("web", recon_argv("web", "--port", web_port), plan.env)
+        if plan.distributed:
+            group.start("worker", recon_argv("worker", "--threads", "4"), plan.env)
+            group.start("scheduler", recon_argv("scheduler"), plan.env)
+    wait_until_ready(f"{plan.web_url}/ready", group)
+    step("waiting for recon to register its webhook")
+    wait_for_registration(plan, group)
+
+
+def _run_release(group: ProcessGroup, argv: list[str], env: Mapping[str, str]) -> None:
+    release = group.start("release", argv, env)
+    if release.popen.wait(timeout=120) != 0:
+        raise RuntimeError(f"the release step failed:\n{release.tail()}")
+    group.processes.remove(release)
+    _require_empty_store(env["DATABASE_URL"])
+
+
+def _require_empty_store(database_url: str) -> None:
+    """The demo judges recon by exactly the faults it injects: old rows would muddy that."""
+    engine = make_engine(database_url)
+    try:
+        with engine.connect() as conn:
+            used = any(
+                conn.execute(select(func.count()).select_from(table)).scalar_one()
+                for table in (Delivery.__table__, Transfer.__table__, Alert.__table__)
+            )
+    finally:
+        engine.dispose()
+    if used:
+        raise RuntimeError(
+            "the demo needs an empty store, and DATABASE_URL already holds recon data: "
+            "point it at a new database (for example: createdb recon_demo)"
+        )
+
+
+def _start_procfile(
+    plan: DemoPlan, group: ProcessGroup, step: Callable[[str], None], web_port: str
+) -> None:
+    """Run the Procfile's own lines under honcho, exactly as the README tells an operator."""
+    assert plan.procfile is not None
+    bin_dir = str(Path(sys.executable).parent)
+    env = {**plan.env, "PATH": f"{bin_dir}{os.pathsep}{plan.env.get('PATH', '')}"}
+    honcho = [str(Path(bin_dir) / "honcho"), "-f", str(plan.procfile)]
+    step("Procfile: release")
+    _run_release(group, [*honcho, "start", "release"], env)
+    step("Procfile: web, worker, scheduler")
+    # honcho gives the first process named the base port as $PORT, which `web` binds.
+    group.start("procfile", [*honcho, "start", "-p", web_port, "web", "worker", "scheduler"], env)
+
+
+def wait_for_registration(plan: DemoPlan, group: ProcessGroup, timeout: float = 30.0) -> None:
+    """Our receiver URL must be an ACTIVE webhook at the company API before events flow."""
+    headers = {
+        "X-API-Key": plan.env["RECON_COMPANY_API_KEY"],
+        "X-App-Id": plan.env.get("RECON_COMPANY_APP_ID", "6f1c2a34-0000-4000-8000-00000000c0de"),
+    }
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        group.check_alive()
+        response = httpx.get(
+            f"{plan.sandbox_url}/company/v1/webhooks", params={"status": "ACTIVE"}, headers=headers
+        )
+        if response.status_code == 200:
+            hooks = response.json()["data"]["webhooks"]
+            if any(h["url"].startswith(plan.web_url) for h in hooks):
+                return
+        time.sleep(0.2)
+    raise RuntimeError("recon did not register its webhook at the sandbox within 30 s")
+
+
+def _open_alert_kinds(session: Session) -> dict[str, int]:
+    rows = session.execute(
+        select(Alert.kind, func.count())
+        .where(Alert.state.in_(("open", "acknowledged")))
+        .group_by(Alert.kind)
+    ).all()
+    return {kind: int(count) for kind, count in rows}
+
+
+def _unsettled(session: Session, stuck: object) -> int:
+    pending = session.scalar(
+        select(func.count()).select_from(Delivery).where(Delivery.state == "pending")
+    )
+    waiting = session.scalar(
+        select(func.count())
+        .select_from(Transfer)
+        .where(Transfer.is_terminal.is_(False), Transfer.transfer_ref != stuck)
+    )
+    return int(pending or 0) + int(waiting or 0)
+
+
+def wait_until_settled(
+    group: ProcessGroup,
+    session_factory: sessionmaker[Session],
+    record: ScenarioRecord,
+    step: Callable[[str], None],
+) -> dict[str, int]:
+    """Until every expected alert is open, nothing is pending, and that has held for a moment."""
+    expected = {EXPECTED_ALERT_KINDS[i] for i in record.injected}
+    deadline = time.monotonic() + SETTLE_TIMEOUT_SECONDS
+    kinds: dict[str, int] = {}
+    stable_since: float | None = None
+    while time.monotonic() < deadline:
+        group.check_alive()
+        with session_factory() as session:
+            kinds = _open_alert_kinds(session)
+            busy = _unsettled(session, record.stuck_transfer)
+        step(f"reconciling: {sum(kinds.values())} alerts open, {busy} items in flight")
+        if expected <= set(kinds) and busy == 0:
+            # A few more passes, so a late unexpected alert has its chance to show up.
+            stable_since = stable_since or time.monotonic()
+            if time.monotonic() - stable_since > 6:
+                return kinds
+        else:
+            stable_since = None
+        time.sleep(0.5)
+    return kinds
+
+
+def run_demo(plan: DemoPlan, step: Callable[[str], None]) -> DemoOutcome:
+    started_at: datetime = utcnow()
+    group = ProcessGroup(plan.log_dir)
+    engine = make_engine(plan.database_url)
+    try:
+        start_processes(plan, group, step)
+        session_factory = make_session_factory(engine)
+        control = SandboxControl(plan.sandbox_url)
+        with GatewayClient(
+            plan.sandbox_url,
+            plan.env["RECON_GATEWAY_API_KEY"],
+            idempotency=StoreIdempotencyKeys(session_factory),
+        ) as gateway:
+            record = run_scenario(gateway, control, session_factory, step)
+        control.close()
+        kinds = wait_until_settled(group, session_factory, record, step)
+        step("building the report")
+        with session_factory() as session:
+            report = build_report(
+                session, ReportWindow(since=started_at, until=utcnow(), holding_ref=None)
+            )
+        plan.report_path.parent.mkdir(parents=True, exist_ok=True)
+        plan.report_path.write_text(render(report, "html"), encoding="utf-8")
+    finally:
+        group.stop()
+        engine.dispose()
+    expected = {EXPECTED_ALERT_KINDS[i] for i in record.injected}
+    return DemoOutcome(
+        record=record,
+        report=report,
+        open_kinds=kinds,
+        missing=sorted(expected - set(kinds)),
+        unexpected=sorted(set(kinds) - expected),
+        text_report=render(report, "text"),
+    )
+
+
+def default_report_path() -> Path:
+    return Path(os.environ.get("RECON_DEMO_REPORT", "out/recon-report.html"))

@@ -1,0 +1,177 @@
+"""The demo's scenario: ordinary business with four known faults injected.
+
+Everything goes through the provider's APIs (recon's own clients) and the sandbox's control API;
+recon learns of it the way it would in production, from webhooks and polling. The scenario knows
+exactly which drifts it injected, so the demo can check that recon reports those and nothing
+else.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import httpx
+from sqlalchemy.orm import Session, sessionmaker
+
+from recon.transfer_requests import request_transfer
+from upstream.gateway import GatewayClient
+from upstream.wire.balances import CreditRequest
+from upstream.wire.common import Destination, HoldingAddress, ValueUnit
+from upstream.wire.endpoints import EndpointRequest
+from upstream.wire.transfers import TransferAccepted, TransferRequest
+
+#: The one currency of the scenario.
+NGN: Final = ValueUnit.fiat("NGN")
+
+#: Endpoints that take external money (inbound credits) have this template.
+COLLECTION_TEMPLATE: Final = "customer_balance_collection_child"
+
+#: Alert kinds each injected fault must raise (one alert each), and no other kind may be open.
+EXPECTED_ALERT_KINDS: Final = {
+    "dropped_notification": "posting_without_notification",
+    "altered_amount": "amount_mismatch",
+    "same_id_other_body": "delivery_body_conflict",
+    "stuck_transfer": "finality_overdue",
+}
+
+
+@dataclass
+class ScenarioRecord:
+    """What the scenario did, for the closing summary and the checks."""
+
+    endpoints: list[HoldingAddress] = field(default_factory=list)
+    credits: int = 0
+    transfers_settled: int = 0
+    transfers_denied: int = 0
+    stuck_transfer: uuid.UUID | None = None
+    injected: list[str] = field(default_factory=list)
+
+
+class SandboxControl:
+    """The sandbox's own control API (faults, outcomes): not part of the provider's specs."""
+
+    def __init__(self, base_url: str) -> None:
+        self._http = httpx.Client(base_url=f"{base_url}/_sandbox", timeout=10.0)
+
+    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        response = self._http.post(path, json=body)
+        response.raise_for_status()
+        result: dict[str, Any] = response.json()
+        return result
+
+    def event_count(self) -> int:
+        response = self._http.get("/events")
+        response.raise_for_status()
+        events = response.json()
+        return len(events["events"] if isinstance(events, dict) else events)
+
+    def delivery_fault(self, event_type: str, kind: str) -> None:
+        self.post("/faults/deliveries", {"eventType": event_type, "kind": kind, "count": 1})
+
+    def clear_faults(self) -> None:
+        self._http.delete("/faults").raise_for_status()
+
+    def close(self) -> None:
+        self._http.close()
+
+
+def _wait_for(condition: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def run_scenario(
+    gateway: GatewayClient,
+    control: SandboxControl,
+    session_factory: sessionmaker[Session],
+    step: Callable[[str], None],
+) -> ScenarioRecord:
+    """Drive the business day; `step` is told each step's name (the progress display)."""
+    record = ScenarioRecord()
+    owner = uuid.uuid4()
+
+    step("opening four customer accounts")
+    for _ in range(4):
+        created = gateway.create_programmable_endpoint(
+            EndpointRequest(
+                template=COLLECTION_TEMPLATE,
+                owner_ref=owner,
+                owner_kind="business-entity",
+                value_unit=NGN,
+            )
+        )
+        ep = created.value.endpoint
+        assert ep.holding_ref is not None, "a created endpoint always names its holding"
+        record.endpoints.append(
+            HoldingAddress(
+                account_ref=ep.account_ref, endpoint_ref=ep.endpoint_ref, holding_ref=ep.holding_ref
+            )
+        )
+    treasury, alice, bob, carol = record.endpoints
+
+    def credit(to: HoldingAddress, amount_minor: int, fault: str | None = None) -> None:
+        before = control.event_count()
+        if fault is not None:
+            control.delivery_fault("PAYMENT_RECEIVED", fault)
+            record.injected.append(fault)
+        gateway.simulate_inbound_credit(
+            CreditRequest(target=to, value_unit=NGN, amount_minor_units=amount_minor)
+        )
+        # The fault must hit this credit's event and no other: wait until it is emitted.
+        _wait_for(lambda: control.event_count() > before, "the credit's webhook event")
+        if fault is not None:
+            control.clear_faults()
+        record.credits += 1
+
+    step("receiving inbound payments")
+    credit(treasury, 50_000_000)
+    credit(alice, 125_050)
+    credit(bob, 9_999)
+    credit(carol, 300_000)
+    credit(alice, 42_000)
+
+    step("injecting faults: a dropped webhook, an altered amount, a re-used delivery id")
+    credit(bob, 77_700, fault="drop")
+    credit(carol, 15_000, fault="altered_amount")
+    credit(alice, 61_250, fault="same_id_other_body")
+
+    def transfer(to: HoldingAddress, amount_minor: int) -> uuid.UUID:
+        creation = request_transfer(
+            gateway,
+            session_factory,
+            TransferRequest(
+                source=treasury,
+                destination=Destination.internal(to),
+                value_unit=NGN,
+                amount_minor_units=amount_minor,
+            ),
+        )
+        if isinstance(creation, TransferAccepted):
+            return creation.transfer_ref
+        record.transfers_denied += 1
+        return creation.transfer_ref
+
+    step("paying out: two transfers that settle, one the balance cannot cover")
+    transfer(alice, 1_000_000)
+    transfer(bob, 250_000)
+    record.transfers_settled = 2
+    transfer(carol, 10_000_000_000)
+
+    step("injecting a stuck transfer (the rail never answers)")
+    control.post("/transfers/outcomes", {"outcome": "hold"})
+    record.stuck_transfer = transfer(carol, 5_000)
+    record.injected.append("stuck_transfer")
+    # Names as the expectations know them.
+    record.injected = [
+        {"drop": "dropped_notification", "altered_amount": "altered_amount"}.get(i, i)
+        for i in record.injected
+    ]
+    return record

@@ -1,0 +1,440 @@
+"""Balance activity in the store: the per-holding cursor, its lease, and pages of postings.
+
+Invariant 3 lives here. A page's postings and the cursor that follows them are written in one
+transaction, so after any crash the stored cursor names exactly the last posting stored: the
+next reader resumes from it, re-reads nothing it has and skips nothing it lacks. Postings are
+inserted with ON CONFLICT (journal_ref, line_ref) DO NOTHING, so even a page read twice (a
+lease that expired under a stalled worker) lands once.
+
+The lease makes "one reader per holding" hold across processes and machines with nothing but
+the store: taking it is one conditional UPDATE (free, expired, or already ours), and every page
+write is guarded by `lease_owner = me`, so a worker that lost its lease rolls its page back and
+stops instead of moving a cursor someone else now owns. This is plain SQL that behaves the same
+on SQLite (one writer at a time) and PostgreSQL (row locks, re-checked after a wait).
+
+Each write transaction starts with a write statement, which on SQLite takes the write lock up
+front (waiting under the busy timeout) rather than upgrading a read snapshot mid-transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from sqlalchemy import and_, bindparam, func, or_, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from reconciliation.store.db import transaction
+from reconciliation.store.models import UNMATCHED, ActivityCursor, Holding, Posting
+from reconciliation.write_statements import insert_ignoring_conflicts, rows_touched
+from upstream.activity import ActivityCursor as WireCursor
+from upstream.wire.balances import Posting as WirePosting
+from upstream.wire.common import HoldingAddress
+
+#: How long a lease lasts without renewal. Every stored page renews it, so only a worker that
+#: stalls (or died) for this long loses its holding to another.
+LEASE_SECONDS: Final = 60.0
+
+#: The postings table itself (Core inserts on the hot path).
+POSTINGS: Final = Posting.__table__
+
+#: PostgreSQL's page insert, in two steps on a per-connection temporary table: the page is
+#: streamed in with binary COPY (the driver formats rows in C), then moved into `postings` with
+#: one INSERT .. SELECT that skips what is already stored. The table empties itself at commit.
+_STAGE_TABLE: Final = "recon_posting_stage"
+_CREATE_STAGE: Final = f"""
+    CREATE TEMPORARY TABLE IF NOT EXISTS {_STAGE_TABLE} (
+        journal_ref uuid, line_ref uuid, receipt_ref uuid, posted_at timestamptz,
+        side text, effect text, kind text, amount_minor bigint, currency text,
+        partition text, normal_side text
+    ) ON COMMIT DELETE ROWS
+"""
+_COPY_STAGE: Final = f"COPY {_STAGE_TABLE} FROM STDIN (FORMAT BINARY)"
+_STAGE_TYPES: Final = (
+    "uuid",
+    "uuid",
+    "uuid",
+    "timestamptz",
+    "text",
+    "text",
+    "text",
+    "int8",
+    "text",
+    "text",
+    "text",
+)
+_MOVE_STAGE: Final = f"""
+    INSERT INTO postings (journal_ref, line_ref, receipt_ref, holding_id, posted_at, side,
+        effect, kind, amount_minor, currency, partition, normal_side, ingested_at, match_status)
+    SELECT journal_ref, line_ref, receipt_ref, %(holding_id)s, posted_at, side, effect, kind,
+        amount_minor, currency, partition, normal_side, %(now)s, '{UNMATCHED}'
+    FROM {_STAGE_TABLE}
+    ON CONFLICT (journal_ref, line_ref) DO NOTHING
+"""
+
+#: A page's commit does not wait for its WAL flush (PostgreSQL). Safe here: if a crash loses the
+#: last pages, it loses their cursor moves with them (same transaction), and the reader simply
+#: reads them again; and any later transaction that commits synchronously flushes the WAL up
+#: to and including these pages first, so nothing built on them can outlive them.
+_ASYNC_COMMIT: Final = "SET LOCAL synchronous_commit = off"
+
+#: Move the cursor past a page and renew the lease, only if the lease is still ours. One fixed
+#: statement (compiled once); a part passed as NULL keeps its stored value (an empty page).
+_MOVE_CURSOR: Final = (
+    update(ActivityCursor)
+    .where(
+        ActivityCursor.holding_id == bindparam("holding"),
+        ActivityCursor.lease_owner == bindparam("owner"),
+    )
+    .values(
+        lease_expires_at=bindparam("expires"),
+        next_poll_at=bindparam("expires"),
+        consecutive_errors=0,
+        last_error=None,
+        after_posted_at=func.coalesce(bindparam("posted_at"), ActivityCursor.after_posted_at),
+        after_receipt_ref=func.coalesce(bindparam("receipt_ref"), ActivityCursor.after_receipt_ref),
+        after_line_ref=func.coalesce(bindparam("line_ref"), ActivityCursor.after_line_ref),
+        sort_direction=func.coalesce(bindparam("direction"), ActivityCursor.sort_direction),
+        last_advanced_at=func.coalesce(bindparam("advanced_at"), ActivityCursor.last_advanced_at),
+        postings_read=ActivityCursor.postings_read + bindparam("read"),
+    )
+)
+
+#: Longest error text kept on the cursor row (the full one is in the worker's log).
+ERROR_TEXT_LIMIT: Final = 2000
+
+
+class LeaseLostError(Exception):
+    """Another worker holds this holding's lease now; the page was rolled back, stop reading."""
+
+
+@dataclass(frozen=True, slots=True)
+class LeasedHolding:
+    """What a lease holder needs to read on: where the holding is and where to resume."""
+
+    holding_id: int
+    address: HoldingAddress
+    cursor: WireCursor | None
+    owner: str
+
+
+def lease_until(now: datetime, seconds: float = LEASE_SECONDS) -> datetime:
+    """Expiry of a lease taken or renewed at `now`."""
+    return now + timedelta(seconds=seconds)
+
+
+def ensure_cursor_rows(session: Session, holding_ids: Sequence[int], now: datetime) -> None:
+    """Create the missing cursor rows (due at once) for holdings; existing rows stay as they are."""
+    if not holding_ids:
+        return
+    rows = [
+        {
+            "holding_id": h,
+            "next_poll_at": now,
+            "consecutive_errors": 0,
+            "postings_read": 0,
+            "reads_completed": 0,
+        }
+        for h in holding_ids
+    ]
+    session.execute(insert_ignoring_conflicts(session, ActivityCursor, ["holding_id"]), rows)
+
+
+def acquire_lease(
+    factory: sessionmaker[Session],
+    holding_id: int,
+    owner: str,
+    now: datetime,
+    seconds: float = LEASE_SECONDS,
+    after_reads: int | None = None,
+) -> LeasedHolding | None:
+    """Take the holding's lease if it is free, expired or ours; None when someone else has it.
+
+    With `after_reads` (the holding's `reads_completed` when the request was sent), a request
+    that a completed read has already answered is refused too: it would only re-ask the
+    gateway for what the store has. The stored cursor is read after the lease is taken, in the
+    same transaction, so it is the one the previous holder committed last.
+    """
+    with transaction(factory) as session:
+        ensure_cursor_rows(session, [holding_id], now)
+        conditions = [
+            ActivityCursor.holding_id == holding_id,
+            or_(
+                ActivityCursor.lease_owner.is_(None),
+                ActivityCursor.lease_owner == owner,
+                ActivityCursor.lease_expires_at < now,
+            ),
+        ]
+        if after_reads is not None:
+            conditions.append(ActivityCursor.reads_completed <= after_reads)
+        taken = rows_touched(
+            session.execute(
+                update(ActivityCursor)
+                .where(*conditions)
+                .values(
+                    lease_owner=owner,
+                    lease_expires_at=lease_until(now, seconds),
+                    next_poll_at=lease_until(now, seconds),
+                )
+            )
+        )
+        if taken != 1:
+            return None
+        row = session.execute(
+            select(
+                Holding.account_ref,
+                Holding.endpoint_ref,
+                Holding.holding_ref,
+                ActivityCursor.after_posted_at,
+                ActivityCursor.after_receipt_ref,
+                ActivityCursor.after_line_ref,
+                ActivityCursor.sort_direction,
+            )
+            .join(ActivityCursor, ActivityCursor.holding_id == Holding.id)
+            .where(Holding.id == holding_id)
+        ).one()
+    return LeasedHolding(
+        holding_id=holding_id,
+        address=HoldingAddress(
+            account_ref=row.account_ref, endpoint_ref=row.endpoint_ref, holding_ref=row.holding_ref
+        ),
+        cursor=cursor_from_parts(
+            row.after_posted_at, row.after_receipt_ref, row.after_line_ref, row.sort_direction
+        ),
+        owner=owner,
+    )
+
+
+def cursor_from_parts(
+    posted_at: str | None, receipt_ref: str | None, line_ref: str | None, direction: str | None
+) -> WireCursor | None:
+    """The stored cursor as the gateway issued it, or None before the first page.
+
+    A row with only some parts set was not written by `store_page` (which writes all four or
+    none); resuming from it would mix cursors, so it is refused loudly.
+    """
+    parts = (posted_at, receipt_ref, line_ref, direction)
+    if all(p is None for p in parts):
+        return None
+    if any(p is None for p in parts):
+        raise ValueError(
+            "stored activity cursor is incomplete (some of its four parts are empty): clear all "
+            "four to re-read the holding from the start, or restore them from a backup"
+        )
+    assert posted_at is not None and receipt_ref is not None
+    assert line_ref is not None and direction is not None
+    return WireCursor(
+        after_posted_at=posted_at,
+        after_receipt_ref=receipt_ref,
+        after_line_ref=line_ref,
+        sort_direction=direction,
+    )
+
+
+def posting_rows(
+    holding_id: int, entries: Sequence[WirePosting], now: datetime
+) -> list[dict[str, Any]]:
+    """Postings as insert parameters: plain dicts for one executemany, no ORM objects."""
+    return [
+        {
+            "journal_ref": e.journal_ref,
+            "line_ref": e.line_ref,
+            "receipt_ref": e.receipt_ref,
+            "holding_id": holding_id,
+            "posted_at": e.posted_at,
+            "side": e.posting_side,
+            "effect": e.balance_effect,
+            "kind": e.journal_kind,
+            "amount_minor": e.amount_minor_units,
+            "currency": str(e.value_unit),
+            "partition": e.ledger_partition,
+            "normal_side": e.ledger_normal_side,
+            "ingested_at": now,
+            "match_status": UNMATCHED,
+        }
+        for e in entries
+    ]
+
+
+def insert_postings(
+    session: Session, holding_id: int, entries: Sequence[WirePosting], now: datetime
+) -> None:
+    """Insert a page of postings, skipping any already stored (same journal_ref + line_ref).
+
+    This is the catch-up's hot path. On PostgreSQL the page is copied into a temporary table
+    and moved from there (see `_MOVE_STAGE`): about twice as fast as one multi-row INSERT, most
+    of the per-row work done in C by the driver and the server. SQLite gets the plain
+    executemany of the Core table insert, which its driver runs in C.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        connection = session.connection()
+        driver = connection.connection.driver_connection
+        assert driver is not None
+        with driver.cursor() as cursor:
+            cursor.execute(_ASYNC_COMMIT)
+            if not connection.info.get(_STAGE_TABLE):
+                # Once per database connection (the info dict lives as long as it does).
+                cursor.execute(_CREATE_STAGE)
+                connection.info[_STAGE_TABLE] = True
+            with cursor.copy(_COPY_STAGE) as copy:
+                copy.set_types(list(_STAGE_TYPES))
+                for e in entries:
+                    copy.write_row(
+                        (
+                            e.journal_ref,
+                            e.line_ref,
+                            e.receipt_ref,
+                            e.posted_at,
+                            e.posting_side,
+                            e.balance_effect,
+                            e.journal_kind,
+                            e.amount_minor_units,
+                            str(e.value_unit),
+                            e.ledger_partition,
+                            e.ledger_normal_side,
+                        )
+                    )
+            cursor.execute(_MOVE_STAGE, {"holding_id": holding_id, "now": now})
+        return
+    session.connection().execute(
+        insert_ignoring_conflicts(session, POSTINGS, ["journal_ref", "line_ref"]),
+        posting_rows(holding_id, entries, now),
+    )
+
+
+def store_page(
+    session: Session,
+    lease: LeasedHolding,
+    entries: Sequence[WirePosting],
+    next_cursor: WireCursor | None,
+    now: datetime,
+    seconds: float = LEASE_SECONDS,
+) -> None:
+    """Insert a page's postings and move the cursor past them, in one transaction.
+
+    `session` must have no transaction open: this one begins and commits (or rolls back) its
+    own. A reader keeps one session for all its pages, so each page costs no pool checkout.
+    Raises LeaseLostError (after rolling back) when the lease is no longer ours. The lease is
+    renewed by the same statement that moves the cursor.
+    """
+    with session.begin():
+        if entries:
+            insert_postings(session, lease.holding_id, entries, now)
+        renewed = lease_until(now, seconds)
+        moved = rows_touched(
+            session.connection().execute(
+                _MOVE_CURSOR,
+                {
+                    "holding": lease.holding_id,
+                    "owner": lease.owner,
+                    "expires": renewed,
+                    "posted_at": next_cursor.after_posted_at if next_cursor else None,
+                    "receipt_ref": next_cursor.after_receipt_ref if next_cursor else None,
+                    "line_ref": next_cursor.after_line_ref if next_cursor else None,
+                    "direction": next_cursor.sort_direction if next_cursor else None,
+                    "advanced_at": now if entries else None,
+                    "read": len(entries),
+                },
+            )
+        )
+        if moved != 1:
+            raise LeaseLostError(f"holding {lease.holding_id}: lease taken over by another worker")
+
+
+def release_lease(
+    factory: sessionmaker[Session],
+    lease: LeasedHolding,
+    next_poll_at: datetime | None,
+    *,
+    caught_up_at: datetime | None = None,
+    error: str | None = None,
+) -> None:
+    """Give the lease back and say when the holding is due again; record an error if any.
+
+    `caught_up_at` marks a read that reached the last page (it counts in `reads_completed`).
+    `next_poll_at` None leaves the due time as the last renewal set it. A release by a worker
+    that no longer holds the lease changes nothing.
+    """
+    values: dict[str, Any] = {"lease_owner": None, "lease_expires_at": None}
+    if next_poll_at is not None:
+        values["next_poll_at"] = next_poll_at
+    if caught_up_at is not None:
+        values["last_polled_at"] = caught_up_at
+        values["reads_completed"] = ActivityCursor.reads_completed + 1
+    if error is not None:
+        values["consecutive_errors"] = ActivityCursor.consecutive_errors + 1
+        values["last_error"] = error[:ERROR_TEXT_LIMIT]
+    with transaction(factory) as session:
+        session.execute(
+            update(ActivityCursor)
+            .where(
+                ActivityCursor.holding_id == lease.holding_id,
+                ActivityCursor.lease_owner == lease.owner,
+            )
+            .values(**values)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DueHolding:
+    """A holding to poll, and its completed reads when the poll was asked for."""
+
+    holding_id: int
+    reads_completed: int
+
+
+def claim_due_holdings(
+    session: Session, now: datetime, redo_after: timedelta, limit: int = 10_000
+) -> list[DueHolding]:
+    """Watched holdings due for a poll, marked as sent so they are not sent again at once.
+
+    Their due time moves to `now + redo_after`: if the message is lost, the holding becomes due
+    again then and the next pass sends it again (a poll that runs moves it itself).
+    """
+    due = _due_condition(now)
+    found = [
+        DueHolding(holding_id=row.holding_id, reads_completed=row.reads_completed)
+        for row in session.execute(
+            select(ActivityCursor.holding_id, ActivityCursor.reads_completed)
+            .join(Holding, Holding.id == ActivityCursor.holding_id)
+            .where(Holding.watched.is_(True), due)
+            .order_by(ActivityCursor.next_poll_at, ActivityCursor.holding_id)
+            .limit(limit)
+        )
+    ]
+    if found:
+        session.execute(
+            update(ActivityCursor)
+            .where(ActivityCursor.holding_id.in_([d.holding_id for d in found]), due)
+            .values(next_poll_at=now + redo_after)
+        )
+    return found
+
+
+def watched_without_cursor(session: Session) -> list[int]:
+    """Watched holdings that have no cursor row yet (created by hand or by an older version)."""
+    return list(
+        session.scalars(
+            select(Holding.id)
+            .outerjoin(ActivityCursor, ActivityCursor.holding_id == Holding.id)
+            .where(Holding.watched.is_(True), ActivityCursor.holding_id.is_(None))
+        )
+    )
+
+
+def stored_postings_count(session: Session, holding_id: int | None = None) -> int:
+    """How many postings the store holds (for one holding, or all)."""
+    query = select(func.count()).select_from(Posting)
+    if holding_id is not None:
+        query = query.where(Posting.holding_id == holding_id)
+    return int(session.scalar(query) or 0)
+
+
+def _due_condition(now: datetime) -> Any:
+    """Due and not leased by a live worker."""
+    return and_(
+        or_(ActivityCursor.next_poll_at.is_(None), ActivityCursor.next_poll_at <= now),
+        or_(ActivityCursor.lease_owner.is_(None), ActivityCursor.lease_expires_at < now),
+    )

@@ -1,0 +1,62 @@
+"""What every drift rule sees, and what it must give back.
+
+A rule reads the store and returns an `Assessment` (reconciliation.alert_pass): the conditions
+it sees now, for the alert kinds it owns. It writes nothing itself except its own bookkeeping
+(balance checks, baselines), so a dry run can run every rule and throw the writes away.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from reconciliation.alert_pass import Assessment
+from reconciliation.matching.outcome import Ambiguity, MatchTally
+from reconciliation.policy import ReconcilePolicy
+
+
+@dataclass(frozen=True, slots=True)
+class DriftContext:
+    """One pass's view for the drift rules.
+
+    session: the pass's unit of work (rolled back in a dry run).
+    factory: for a rule that needs its own consistent read (balances).
+    previous_pass_at: when the last committed pass ran; None on the first.
+    matches_checked / matches_top: match rows in (checked, top] were written before this pass
+        and never checked by a drift phase (a manual match, or a pass stopped half-way): rules
+        about matched pairs read them in full. Normally the range is empty or tiny.
+    matched: what this pass's matching did: ambiguities it refused to guess, and the pairs it
+        matched whose stories it flagged as disagreeing (rules about pairs read only those).
+    deliveries_checked / deliveries_top: inbox rows in (checked, top] are new since last pass.
+    """
+
+    session: Session
+    factory: sessionmaker[Session]
+    policy: ReconcilePolicy
+    now: datetime
+    previous_pass_at: datetime | None
+    matches_checked: int
+    matches_top: int
+    deliveries_checked: int
+    deliveries_top: int
+    matched: MatchTally = field(default_factory=MatchTally)
+
+    @property
+    def ambiguities(self) -> list[Ambiguity]:
+        return self.matched.ambiguities
+
+    def ago(self, seconds: int) -> datetime:
+        return self.now - timedelta(seconds=seconds)
+
+
+class DriftRule(Protocol):
+    """One family of drift: the kinds of alert it owns and how it sees them."""
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The alert kinds this rule owns."""
+
+    def assess(self, ctx: DriftContext) -> Assessment: ...

@@ -1,0 +1,144 @@
+"""status_contradiction: the notification and the gateway tell different stories.
+
+- a notification says the money moved (TRANSACTION_COMPLETED, PAYMENT_RECEIVED) while the
+  gateway says the transfer was denied or failed: at once;
+- it says the money moved while the gateway still says awaiting_finality: after the
+  notification grace (our status poller may simply not have asked yet);
+- a TRANSACTION_FAILED for a transfer the gateway says completed: at once.
+
+Incremental: a pair can only start contradicting when its notification is new or waiting, or
+its transfer is still moving. So a pass reads the waiting notifications (backlog), those whose
+transfer is not terminal, the pairs its own matching flagged (matching computes the flag in the
+join that finds them), rows no drift phase has checked yet, and the pairs its open alerts name
+(to see whether they cleared); the disagreement itself is a SQL filter. Clears when the
+gateway's status comes to agree.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Final
+
+from sqlalchemy import ColumnElement, Table, and_, false, or_, select
+
+from reconciliation.alert_pass import Assessment, chunks
+from reconciliation.alerts import ACKNOWLEDGED, OPEN, Finding, fingerprint
+from reconciliation.drift.base import DriftContext
+from reconciliation.drift.evidence import NOTIFICATION_FIELDS, TRANSFER_FIELDS, as_evidence
+from reconciliation.matching.backlog import in_backlog
+from reconciliation.matching.vocabulary import (
+    FAILED_EVENTS,
+    MONEY_EVENTS,
+    POSTED_EVENTS,
+    STATUS_AWAITING,
+    STATUS_COMPLETED,
+    STATUS_DENIED,
+    STATUS_FAILED,
+)
+from reconciliation.store.models import Alert, Match, Notification, Transfer
+
+KIND: Final = "status_contradiction"
+SEVERITY: Final = "critical"
+
+notifications: Table = Notification.__table__  # type: ignore[assignment]
+transfers: Table = Transfer.__table__  # type: ignore[assignment]
+matches: Table = Match.__table__  # type: ignore[assignment]
+
+
+def contradiction(
+    event_type: str,
+    transfer_status: str | None,
+    heard_at: datetime,
+    cutoff: datetime,
+) -> str | None:
+    """Why this notification and this transfer status disagree, or None when they agree."""
+    if event_type in POSTED_EVENTS:
+        if transfer_status in (STATUS_DENIED, STATUS_FAILED):
+            return f"the notification says the money moved; the gateway says {transfer_status}"
+        if transfer_status == STATUS_AWAITING and heard_at <= cutoff:
+            return (
+                "the notification says the money moved; the gateway still says "
+                f"{STATUS_AWAITING} after the grace period"
+            )
+    if event_type in FAILED_EVENTS and transfer_status == STATUS_COMPLETED:
+        return "the notification says the transfer failed; the gateway says completed"
+    return None
+
+
+def disagreeing(n: Table, t: Table) -> ColumnElement[bool]:
+    """SQL prefilter: pairs that may contradict (`contradiction` decides, with the grace)."""
+    return or_(
+        and_(n.c.event_type.in_(POSTED_EVENTS), t.c.status != STATUS_COMPLETED),
+        and_(n.c.event_type.in_(FAILED_EVENTS), t.c.status == STATUS_COMPLETED),
+    )
+
+
+class StatusContradiction:
+    kinds = (KIND,)
+
+    def assess(self, ctx: DriftContext) -> Assessment:
+        cutoff = ctx.ago(ctx.policy.notification_grace_seconds)
+        found = []
+        for note, transfer in self._pairs(ctx):
+            heard_at = max(note.pop("_occurred"), note.pop("_created"))
+            why = contradiction(note["eventType"], transfer["status"], heard_at, cutoff)
+            if why is None:
+                continue
+            found.append(
+                Finding(
+                    kind=KIND,
+                    severity=SEVERITY,
+                    subject=f"transfer {transfer['transferRef']}: {why}",
+                    fingerprint=fingerprint(KIND, note["eventId"]),
+                    evidence={"notification": note, "transfer": transfer, "why": why},
+                )
+            )
+        return Assessment(kinds=self.kinds, findings=found)
+
+    def _pairs(self, ctx: DriftContext) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """Disagreeing (notification, transfer) pairs among those that can have changed."""
+        n, t, m = notifications, transfers, matches
+        moving = transfers.alias("moving")  # driven from the few transfers still in flight
+        base = (
+            select(
+                *NOTIFICATION_FIELDS.values(),
+                n.c.occurred_at,
+                n.c.created_at,
+                *TRANSFER_FIELDS.values(),
+            )
+            .select_from(n.join(t, t.c.transfer_ref == n.c.transfer_ref))
+            .where(n.c.event_type.in_(MONEY_EVENTS), disagreeing(n, t))
+        )
+        unchecked = select(m.c.notification_id).where(
+            m.c.id > ctx.matches_checked, m.c.id <= ctx.matches_top
+        )
+        named = sorted(ctx.matched.status_suspects | set(self._named_by_open_alerts(ctx)))
+        scopes = [
+            in_backlog("notification", n.c.id),
+            n.c.transfer_ref.in_(
+                select(moving.c.transfer_ref).where(moving.c.is_terminal == false())
+            ),
+            n.c.id.in_(unchecked),
+            *(n.c.id.in_(batch) for batch in chunks(named)),
+        ]
+        width = len(NOTIFICATION_FIELDS)
+        pairs: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
+        for scope in scopes:
+            for row in ctx.session.execute(base.where(scope)):
+                note = as_evidence(NOTIFICATION_FIELDS, row[:width])
+                note["_occurred"], note["_created"] = row[width], row[width + 1]
+                pairs[note["notificationId"]] = (
+                    note,
+                    as_evidence(TRANSFER_FIELDS, row[width + 2 :]),
+                )
+        return list(pairs.values())
+
+    def _named_by_open_alerts(self, ctx: DriftContext) -> list[int]:
+        ids = []
+        for evidence in ctx.session.scalars(
+            select(Alert.evidence).where(Alert.kind == KIND, Alert.state.in_((OPEN, ACKNOWLEDGED)))
+        ):
+            note_id = (evidence or {}).get("notification", {}).get("notificationId")
+            if isinstance(note_id, int):
+                ids.append(note_id)
+        return ids

@@ -1,0 +1,90 @@
+"""delivery_body_conflict: one delivery id arrived twice with different bodies.
+
+A provider retries with the same id and the same bytes; the same id with other bytes means the
+event was changed after it was sent, or someone is replaying ids. The inbox raises this the
+moment it stores the second body (reconciliation.inbox, same kind and fingerprint); this rule
+re-checks the inbox set-wise for deliveries stored since the last pass, so a conflict stored by
+any path is never missed. It never resolves: a conflict that happened stays a fact until a
+person resolves it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Final
+
+from sqlalchemy import Table, func, select
+
+from reconciliation.alert_pass import Assessment, chunks
+from reconciliation.alerts import Finding
+from reconciliation.drift.base import DriftContext
+from reconciliation.drift.evidence import plain
+from reconciliation.inbox import BODY_CONFLICT_ALERT, body_conflict_fingerprint
+from reconciliation.store.models import Alert, Delivery
+
+KIND: Final = BODY_CONFLICT_ALERT
+SEVERITY: Final = "high"
+
+deliveries: Table = Delivery.__table__  # type: ignore[assignment]
+
+
+def conflict_finding(delivery_id: str, bodies: list[dict[str, Any]]) -> Finding:
+    return Finding(
+        kind=KIND,
+        severity=SEVERITY,
+        subject=(
+            f"delivery {delivery_id} arrived with {len(bodies)} different bodies; "
+            "the later ones were not applied"
+        ),
+        fingerprint=body_conflict_fingerprint(delivery_id),
+        evidence={"deliveryId": delivery_id, "bodies": bodies},
+    )
+
+
+class DeliveryBodyConflict:
+    kinds = (KIND,)
+
+    def assess(self, ctx: DriftContext) -> Assessment:
+        d, s = deliveries, ctx.session
+        fresh = set(
+            s.scalars(
+                select(d.c.delivery_id).where(
+                    d.c.id > ctx.deliveries_checked, d.c.id <= ctx.deliveries_top
+                )
+            )
+        )
+        conflicted: list[str] = []
+        for batch in chunks(sorted(fresh)):
+            conflicted += s.scalars(
+                select(d.c.delivery_id)
+                .where(d.c.delivery_id.in_(batch))
+                .group_by(d.c.delivery_id)
+                .having(func.count(func.distinct(d.c.body_sha256)) > 1)
+            )
+        bodies: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for batch in chunks(sorted(conflicted)):
+            query = (
+                select(d.c.delivery_id, d.c.id, d.c.body_sha256, d.c.received_at, d.c.state)
+                .where(d.c.delivery_id.in_(batch))
+                .order_by(d.c.id)
+            )
+            for delivery_id, pk, digest, received_at, state in s.execute(query):
+                bodies[delivery_id].append(
+                    {
+                        "deliveryPk": pk,
+                        "bodySha256": digest,
+                        "receivedAt": plain(received_at),
+                        "state": state,
+                    }
+                )
+        found = []
+        for delivery_id, seen in sorted(bodies.items()):
+            finding = conflict_finding(delivery_id, seen)
+            known = s.scalars(select(Alert).where(Alert.fingerprint == finding.fingerprint)).first()
+            if known is not None:
+                # Raised by the inbox with its own evidence: refresh it, do not rewrite it.
+                finding = Finding(
+                    KIND, known.severity, known.subject, known.fingerprint, known.evidence
+                )
+            found.append(finding)
+        return Assessment(kinds=self.kinds, findings=found, clears=False)

@@ -1,0 +1,70 @@
+"""notification_without_posting: the provider said money moved, the ledger shows nothing.
+
+A notification claiming money moved (PAYMENT_RECEIVED, TRANSACTION_COMPLETED) that no posting
+matched, once both the event and our receipt of it are older than the notification grace (the
+posting poller needs time to see the ledger). One that names a transfer the gateway says did
+not complete is a status contradiction instead (that rule reports it; one cause, one alert).
+Items a person must decide on ('exception') are reported as ambiguous matches, not here.
+Waiting notifications are the backlog's, so the rule reads the backlog, not the history.
+Clears when the posting arrives and matches.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from sqlalchemy import Table, or_, select
+from sqlalchemy.orm import Session
+
+from reconciliation.alert_pass import Assessment
+from reconciliation.alerts import Finding, fingerprint
+from reconciliation.drift.base import DriftContext
+from reconciliation.drift.evidence import describe_notifications
+from reconciliation.matching.backlog import in_backlog
+from reconciliation.matching.vocabulary import POSTED_EVENTS, STATUS_COMPLETED
+from reconciliation.store.models import Notification, Transfer
+
+KIND: Final = "notification_without_posting"
+SEVERITY: Final = "high"
+
+notifications: Table = Notification.__table__  # type: ignore[assignment]
+transfers: Table = Transfer.__table__  # type: ignore[assignment]
+
+
+class NotificationWithoutPosting:
+    kinds = (KIND,)
+
+    def assess(self, ctx: DriftContext) -> Assessment:
+        cutoff = ctx.ago(ctx.policy.notification_grace_seconds)
+        n, t = notifications, transfers
+        query = (
+            select(n.c.id)
+            .select_from(n.outerjoin(t, t.c.transfer_ref == n.c.transfer_ref))
+            .where(
+                in_backlog("notification", n.c.id),
+                n.c.event_type.in_(POSTED_EVENTS),
+                n.c.occurred_at <= cutoff,
+                n.c.created_at <= cutoff,
+                or_(t.c.id.is_(None), t.c.status == STATUS_COMPLETED),
+            )
+        )
+        ids = [int(i) for i in ctx.session.scalars(query)]
+        return Assessment(kinds=self.kinds, findings=findings(ctx.session, ids))
+
+
+def findings(session: Session, ids: list[int]) -> list[Finding]:
+    found = []
+    for ev in describe_notifications(session, ids).values():
+        found.append(
+            Finding(
+                kind=KIND,
+                severity=SEVERITY,
+                subject=(
+                    f"{ev['eventType']} {ev['eventId']} claims {ev['amountMinor']} "
+                    f"{ev['currency']} moved, but no posting matches it"
+                ),
+                fingerprint=fingerprint(KIND, ev["eventId"]),
+                evidence={"notification": ev},
+            )
+        )
+    return found

@@ -1,0 +1,59 @@
+"""poller_stuck: a holding's activity cursor has not moved while errors pile up.
+
+`consecutive_errors` counts polls that failed since the cursor last advanced or a poll last
+succeeded; at `policy.poller_stuck_errors` the poller is stuck and postings (and so matching and
+balances) of that holding are going stale. Clears when a poll succeeds (the counter is reset).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from sqlalchemy import select
+
+from recon.logs import redact_text
+from reconciliation.alert_pass import Assessment
+from reconciliation.alerts import Finding, fingerprint
+from reconciliation.drift.base import DriftContext
+from reconciliation.store.models import ActivityCursor, Holding
+
+KIND: Final = "poller_stuck"
+SEVERITY: Final = "high"
+
+
+class PollerStuck:
+    kinds = (KIND,)
+
+    def assess(self, ctx: DriftContext) -> Assessment:
+        query = (
+            select(ActivityCursor, Holding.holding_ref)
+            .join(Holding, Holding.id == ActivityCursor.holding_id)
+            .where(ActivityCursor.consecutive_errors >= ctx.policy.poller_stuck_errors)
+        )
+        found = []
+        for cursor, holding_ref in ctx.session.execute(query):
+            since = cursor.last_advanced_at.isoformat() if cursor.last_advanced_at else None
+            found.append(
+                Finding(
+                    kind=KIND,
+                    severity=SEVERITY,
+                    subject=(
+                        f"activity poller of holding {holding_ref} has failed "
+                        f"{cursor.consecutive_errors} times in a row; cursor last moved {since or 'never'}"
+                    ),
+                    fingerprint=fingerprint(KIND, holding_ref),
+                    evidence={
+                        "holdingRef": str(holding_ref),
+                        "consecutiveErrors": cursor.consecutive_errors,
+                        "lastAdvancedAt": since,
+                        "lastError": redact_text(cursor.last_error or ""),
+                        "cursor": {
+                            "afterPostedAt": cursor.after_posted_at,
+                            "afterReceiptRef": cursor.after_receipt_ref,
+                            "afterLineRef": cursor.after_line_ref,
+                            "sortDirection": cursor.sort_direction,
+                        },
+                    },
+                )
+            )
+        return Assessment(kinds=self.kinds, findings=found)

@@ -1,0 +1,67 @@
+"""posting_without_notification: the ledger moved money the provider never told us about.
+
+Which postings are expected to be notified (docs/decisions.md, "Reconciler"): credits to a
+holding that has a locator (a bank account number the outside world pays into). Those are the
+payments a virtual-account provider announces; debits and credits to internal holdings are
+reconciled through their transfer instead. A posting waits out the notification grace (from
+when it was posted and when we read it) before its silence is drift. Clears when its
+notification arrives and matches.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from sqlalchemy import Table, exists, select
+from sqlalchemy.orm import Session
+
+from reconciliation.alert_pass import Assessment
+from reconciliation.alerts import Finding, fingerprint
+from reconciliation.drift.base import DriftContext
+from reconciliation.drift.evidence import describe_postings
+from reconciliation.matching.backlog import in_backlog
+from reconciliation.store.models import Locator, Posting
+
+KIND: Final = "posting_without_notification"
+SEVERITY: Final = "medium"
+
+#: The side of a posting that is expected to be notified (see the module docstring).
+NOTIFIED_SIDE: Final = "credit"
+
+postings: Table = Posting.__table__  # type: ignore[assignment]
+locators: Table = Locator.__table__  # type: ignore[assignment]
+
+
+class PostingWithoutNotification:
+    kinds = (KIND,)
+
+    def assess(self, ctx: DriftContext) -> Assessment:
+        cutoff = ctx.ago(ctx.policy.notification_grace_seconds)
+        p = postings
+        query = select(p.c.id).where(
+            in_backlog("posting", p.c.id),
+            p.c.side == NOTIFIED_SIDE,
+            exists().where(locators.c.holding_id == p.c.holding_id),
+            p.c.posted_at <= cutoff,
+            p.c.ingested_at <= cutoff,
+        )
+        ids = [int(i) for i in ctx.session.scalars(query)]
+        return Assessment(kinds=self.kinds, findings=findings(ctx.session, ids))
+
+
+def findings(session: Session, ids: list[int]) -> list[Finding]:
+    found = []
+    for ev in describe_postings(session, ids).values():
+        found.append(
+            Finding(
+                kind=KIND,
+                severity=SEVERITY,
+                subject=(
+                    f"{ev['side']} of {ev['amountMinor']} {ev['currency']} on holding "
+                    f"{ev['holdingRef']} (receipt {ev['receiptRef']}) was never notified"
+                ),
+                fingerprint=fingerprint(KIND, ev["journalRef"], ev["lineRef"]),
+                evidence={"posting": ev},
+            )
+        )
+    return found

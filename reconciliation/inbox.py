@@ -1,0 +1,288 @@
+"""The webhook inbox, store side: record deliveries in batches, list, fetch, reset for replay.
+
+The receiver hands over verified deliveries, many at a time (group commit), and answers 2xx only
+once `record_deliveries` has committed. Deduplication is durable, here, on the unique
+(delivery_id, body_sha256) pair (invariant 2):
+
+- same id, same body: a provider retry; nothing new is stored and nothing is re-processed;
+- same id, different body: the new row is kept but quarantined, and an alert is raised, because
+  a provider that changes what an event said is a story someone must look at;
+- a verified body that cannot be parsed is kept quarantined, with its bytes, so the provider
+  is not asked to retry what will never parse and nothing is lost.
+
+No HTTP here: the web layer turns outcomes into status codes.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Final
+
+from sqlalchemy import func, select, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session
+
+from reconciliation.alerts import raise_alert
+from reconciliation.inbox_insert import NewRow, insert_new
+from reconciliation.store.models import Delivery
+
+#: Delivery states (DESIGN.md, "the store"): waiting for the processor, done, or set aside.
+PENDING: Final = "pending"
+PROCESSED: Final = "processed"
+QUARANTINED: Final = "quarantined"
+STATES: Final = (PENDING, PROCESSED, QUARANTINED)
+
+#: Alert kind for a delivery id re-sent with a different body.
+BODY_CONFLICT_ALERT: Final = "delivery_body_conflict"
+#: Why a row with a known id and a new body is quarantined.
+BODY_CONFLICT_REASON: Final = "delivery id re-sent with a different body"
+#: Longest page `list_deliveries` returns.
+MAX_PAGE_SIZE: Final = 500
+#: Longest delivery id the column holds; a longer one is stored by its hash.
+MAX_DELIVERY_ID_LENGTH: Final = 255
+
+
+class Outcome(enum.Enum):
+    """What recording one delivery did."""
+
+    ACCEPTED = "accepted"
+    QUARANTINED = "quarantined"
+    DUPLICATE = "duplicate"
+    CONFLICT = "conflict"
+
+
+@dataclass(frozen=True, slots=True)
+class InboundDelivery:
+    """A delivery whose signature has been verified, ready to be committed.
+
+    `quarantine_reason` is set when the receiver already knows the body can never be processed
+    (malformed JSON, no id); such a delivery is stored 'quarantined' rather than 'pending'.
+    """
+
+    delivery_id: str
+    body: bytes
+    headers: dict[str, str]
+    scheme: str
+    event_type: str | None
+    received_at: datetime
+    quarantine_reason: str | None = None
+    body_sha256: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.body_sha256:
+            object.__setattr__(self, "body_sha256", hashlib.sha256(self.body).hexdigest())
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """The outcome for one delivery; `row_id` is set when a new row was stored."""
+
+    outcome: Outcome
+    row_id: int | None
+
+
+def stored_delivery_id(delivery_id: str) -> str:
+    """The id as stored: itself, or `sha256:<hex>` when it does not fit the column."""
+    if len(delivery_id) <= MAX_DELIVERY_ID_LENGTH:
+        return delivery_id
+    return "sha256:" + hashlib.sha256(delivery_id.encode()).hexdigest()
+
+
+def record_deliveries(
+    connection: Connection, deliveries: Sequence[InboundDelivery]
+) -> list[Recorded]:
+    """Store a batch in the connection's open transaction; one Recorded per input, in order.
+
+    Duplicates and other bodies under a known id are told apart by the database's unique
+    indexes (reconciliation.inbox_insert), so concurrent writers and web processes agree;
+    within the batch the first body of an id is the original.
+    """
+    rows: list[NewRow] = []
+    planned: dict[tuple[str, str], Outcome] = {}
+    seen: dict[str, set[str]] = {}
+    for d in deliveries:
+        bodies = seen.setdefault(d.delivery_id, set())
+        if d.body_sha256 in bodies:
+            continue
+        if bodies:
+            plan, state, error = Outcome.CONFLICT, QUARANTINED, BODY_CONFLICT_REASON
+        elif d.quarantine_reason is not None:
+            plan, state, error = Outcome.QUARANTINED, QUARANTINED, d.quarantine_reason
+        else:
+            plan, state, error = Outcome.ACCEPTED, PENDING, None
+        bodies.add(d.body_sha256)
+        planned[(d.delivery_id, d.body_sha256)] = plan
+        rows.append(
+            NewRow(
+                delivery_id=d.delivery_id,
+                body_sha256=d.body_sha256,
+                body=d.body,
+                headers=d.headers,
+                scheme=d.scheme,
+                event_type=d.event_type,
+                received_at=d.received_at,
+                state=state,
+                error=error,
+                original=plan is not Outcome.CONFLICT,
+            )
+        )
+    inserted = insert_new(connection, rows, conflict=(QUARANTINED, BODY_CONFLICT_REASON))
+
+    results: list[Recorded] = []
+    conflicts: list[tuple[InboundDelivery, int]] = []
+    for d in deliveries:
+        key = (d.delivery_id, d.body_sha256)
+        row = inserted.pop(key, None)
+        if row is None:
+            # Stored before, or earlier in this batch.
+            results.append(Recorded(Outcome.DUPLICATE, None))
+            continue
+        outcome = Outcome.CONFLICT if row.conflict else planned[key]
+        if outcome is Outcome.CONFLICT:
+            conflicts.append((d, row.row_id))
+        results.append(Recorded(outcome, row.row_id))
+    if conflicts:
+        # Rare: worth an ORM session on the same connection and transaction for raise_alert.
+        with Session(bind=connection) as session:
+            for d, row_id in conflicts:
+                _alert_body_conflict(session, d, row_id)
+            session.flush()
+    return results
+
+
+def _alert_body_conflict(session: Session, delivery: InboundDelivery, row_id: int) -> None:
+    others = session.execute(
+        select(Delivery.id, Delivery.body_sha256, Delivery.received_at)
+        .where(Delivery.delivery_id == delivery.delivery_id, Delivery.id != row_id)
+        .order_by(Delivery.id)
+    ).all()
+    raise_alert(
+        session,
+        kind=BODY_CONFLICT_ALERT,
+        severity="high",
+        subject=(
+            f"webhook delivery {delivery.delivery_id} was re-sent with a different body; the new "
+            "body is quarantined in the inbox"
+        ),
+        fingerprint=body_conflict_fingerprint(delivery.delivery_id),
+        evidence={
+            "delivery_id": delivery.delivery_id,
+            "quarantined_row_id": row_id,
+            "quarantined_body_sha256": delivery.body_sha256,
+            "event_type": delivery.event_type,
+            "earlier_rows": [
+                {
+                    "row_id": o.id,
+                    "body_sha256": o.body_sha256,
+                    "received_at": o.received_at.isoformat(),
+                }
+                for o in others
+            ],
+        },
+    )
+
+
+def body_conflict_fingerprint(delivery_id: str) -> str:
+    """One alert per delivery id, however many different bodies arrive under it."""
+    digest = hashlib.sha256(delivery_id.encode()).hexdigest()[:32]
+    return f"{BODY_CONFLICT_ALERT}:{digest}"
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryPage:
+    """One page of the inbox, newest first; `next_cursor` fetches the next (older) page."""
+
+    items: list[Delivery]
+    next_cursor: str | None
+
+
+def parse_cursor(cursor: str | None) -> int | None:
+    """The row id a cursor stands for; a ValueError that says what a cursor looks like."""
+    if cursor is None or cursor == "":
+        return None
+    if not cursor.isdigit():
+        raise ValueError(
+            f"cursor {cursor!r} is not valid: pass back the next_cursor of the previous page"
+        )
+    return int(cursor)
+
+
+def list_deliveries(
+    session: Session,
+    *,
+    state: str | None = None,
+    event_type: str | None = None,
+    cursor: str | None = None,
+    limit: int = 50,
+) -> DeliveryPage:
+    """Newest first, filtered by state and event type, paged by row id (stable under inserts)."""
+    if state is not None and state not in STATES:
+        raise ValueError(f"state {state!r} is not valid: expected one of {', '.join(STATES)}")
+    if not 0 < limit <= MAX_PAGE_SIZE:
+        raise ValueError(f"limit {limit} is not valid: expected 1 to {MAX_PAGE_SIZE}")
+    before = parse_cursor(cursor)
+    query = select(Delivery).order_by(Delivery.id.desc()).limit(limit + 1)
+    if state is not None:
+        query = query.where(Delivery.state == state)
+    if event_type is not None:
+        query = query.where(Delivery.event_type == event_type)
+    if before is not None:
+        query = query.where(Delivery.id < before)
+    items = list(session.scalars(query))
+    more = len(items) > limit
+    items = items[:limit]
+    return DeliveryPage(items, str(items[-1].id) if more and items else None)
+
+
+def get_delivery(session: Session, row_id: int) -> Delivery | None:
+    """One inbox row by its row id."""
+    return session.get(Delivery, row_id)
+
+
+def find_by_delivery_id(session: Session, delivery_id: str) -> list[Delivery]:
+    """Every row under a provider delivery id (more than one only after a body conflict)."""
+    return list(
+        session.scalars(
+            select(Delivery)
+            .where(Delivery.delivery_id == stored_delivery_id(delivery_id))
+            .order_by(Delivery.id)
+        )
+    )
+
+
+def reset_for_replay(session: Session, row_id: int) -> Delivery:
+    """Put a delivery back to 'pending' so the processor runs it again from scratch.
+
+    The processor is idempotent (invariant 4), so replaying a processed delivery changes nothing
+    it already recorded; replaying a quarantined one is how an operator retries it after a fix.
+    """
+    delivery = session.get(Delivery, row_id)
+    if delivery is None:
+        raise LookupError(f"no delivery with row id {row_id}: see `recon deliveries list`")
+    session.execute(
+        update(Delivery)
+        .where(Delivery.id == row_id)
+        .values(state=PENDING, attempts=0, error=None, processed_at=None)
+    )
+    session.refresh(delivery)
+    return delivery
+
+
+def inbox_depth(session: Session) -> dict[str, int]:
+    """Rows waiting (pending) or set aside (quarantined), for the metrics gauge.
+
+    Processed rows are not counted: they grow without bound and a scrape must stay cheap (the
+    state index answers this query without reading the table).
+    """
+    counts = {PENDING: 0, QUARANTINED: 0}
+    for state, count in session.execute(
+        select(Delivery.state, func.count())
+        .where(Delivery.state.in_(list(counts)))
+        .group_by(Delivery.state)
+    ):
+        counts[state] = count
+    return counts

@@ -1,0 +1,162 @@
+"""A person's decision on an exception: match items by hand, or take a match apart.
+
+Every manual change is a row in `matches` that says who and why (matched_by/reason for a match,
+unmatched_by/unmatch_reason for an unmatch), so the audit trail is the table itself; nothing is
+deleted. Items a person took apart become 'exception': automatic matching never touches an
+exception, so it cannot put them straight back together and undo the decision. A person puts
+them together again (or closes one on its own, say a duplicate notification) with a manual
+match, which hands them back ('unmatched', the row saying they are matched).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Final
+
+import structlog
+from sqlalchemy import exists, select, update
+from sqlalchemy.orm import Session
+
+from reconciliation.matching.backlog import seen
+from reconciliation.matching.status import ITEM_TABLES, mark_items
+from reconciliation.matching.vocabulary import RULE_MANUAL
+from reconciliation.store.models import EXCEPTION, UNMATCHED, Match
+from reconciliation.store.types import utcnow
+
+#: Longest name kept for who did it (matches.matched_by is VARCHAR(128)).
+ACTOR_MAX: Final = 128
+
+log = structlog.get_logger(__name__)
+
+
+class ManualMatchError(Exception):
+    """The manual change cannot be made as asked; the message says what to do instead."""
+
+
+def _require(by: str, reason: str) -> tuple[str, str]:
+    who, why = by.strip(), reason.strip()
+    if not who:
+        raise ManualMatchError("say who you are (--by): every manual change records a name")
+    if len(who) > ACTOR_MAX:
+        raise ManualMatchError(f"--by is {len(who)} characters; at most {ACTOR_MAX} are kept")
+    if not why:
+        raise ManualMatchError("say why (--reason): the next person reading this match needs it")
+    return who, why
+
+
+def _check_item(session: Session, kind: str, item_id: int) -> None:
+    table, column = ITEM_TABLES[kind]
+    found = session.execute(select(table.c.id).where(table.c.id == item_id)).scalar()
+    if found is None:
+        raise ManualMatchError(f"no {kind} has id {item_id}")
+    if not seen(session, kind, item_id):
+        raise ManualMatchError(
+            f"{kind} {item_id} has not been through a reconciliation pass yet: run "
+            "`recon reconcile` first (it may well match it by itself)"
+        )
+    active = session.scalars(
+        select(Match.id).where(Match.__table__.c[column] == item_id, Match.unmatched_at.is_(None))
+    ).first()
+    if active is not None:
+        raise ManualMatchError(
+            f"{kind} {item_id} is already matched (match {active}); "
+            f"unmatch it first: recon unmatch {active} --by ... --reason ..."
+        )
+
+
+def manual_match(
+    session: Session,
+    *,
+    posting_ids: Sequence[int] = (),
+    transfer_id: int | None = None,
+    notification_id: int | None = None,
+    by: str,
+    reason: str,
+    now: datetime | None = None,
+) -> list[Match]:
+    """Match the given items together, one row per posting (or one row without a posting).
+
+    A single item may be matched on its own, to close it with a reason (a duplicate
+    notification, a transfer the provider never announced).
+    """
+    who, why = _require(by, reason)
+    if not posting_ids and transfer_id is None and notification_id is None:
+        raise ManualMatchError("name at least one item: --posting, --transfer or --notification")
+    if len(set(posting_ids)) != len(posting_ids):
+        raise ManualMatchError("a posting is named twice")
+    for posting_id in posting_ids:
+        _check_item(session, "posting", posting_id)
+    if transfer_id is not None:
+        _check_item(session, "transfer", transfer_id)
+    if notification_id is not None:
+        _check_item(session, "notification", notification_id)
+    moment = now or utcnow()
+    rows = [
+        Match(
+            rule=RULE_MANUAL,
+            posting_id=posting_id,
+            transfer_id=transfer_id,
+            notification_id=notification_id,
+            matched_at=moment,
+            matched_by=who,
+            reason=why,
+        )
+        for posting_id in ([*posting_ids] if posting_ids else [None])
+    ]
+    session.add_all(rows)
+    session.flush()
+    items = [("posting", p) for p in posting_ids]
+    if transfer_id is not None:
+        items.append(("transfer", transfer_id))
+    if notification_id is not None:
+        items.append(("notification", notification_id))
+    # Out of a person's hands again: the row says they are matched; the next pass takes them
+    # out of the backlog.
+    mark_items(session, items, UNMATCHED)
+    log.info("match.manual", matches=[r.id for r in rows], by=who, reason=why)
+    return rows
+
+
+def manual_unmatch(
+    session: Session,
+    match_id: int,
+    *,
+    by: str,
+    reason: str,
+    now: datetime | None = None,
+) -> Match:
+    """Take one match row apart; items left in no active row become exceptions."""
+    who, why = _require(by, reason)
+    row = session.get(Match, match_id)
+    if row is None:
+        raise ManualMatchError(f"no match has id {match_id}")
+    if row.unmatched_at is not None:
+        raise ManualMatchError(
+            f"match {match_id} was already unmatched by {row.unmatched_by} "
+            f"at {row.unmatched_at.isoformat()}"
+        )
+    row.unmatched_at = now or utcnow()
+    row.unmatched_by = who
+    row.unmatch_reason = why
+    session.flush()
+    for kind, item_id in (
+        ("posting", row.posting_id),
+        ("transfer", row.transfer_id),
+        ("notification", row.notification_id),
+    ):
+        if item_id is None:
+            continue
+        table, column = ITEM_TABLES[kind]
+        still = exists().where(
+            Match.__table__.c[column] == item_id,
+            Match.__table__.c.unmatched_at.is_(None),
+        )
+        session.execute(
+            update(table)
+            .where(table.c.id == item_id, ~still)
+            .values(match_status=EXCEPTION)
+            .execution_options(synchronize_session=False)
+        )
+    log.info("match.unmatched", match=match_id, by=who, reason=why)
+    return row

@@ -1,0 +1,6 @@
+"""Matching postings, transfers and notifications, set-based and incremental (see run.py)."""
+
+from reconciliation.matching.outcome import Ambiguity, MatchTally
+from reconciliation.matching.run import match_all
+
+__all__ = ["Ambiguity", "MatchTally", "match_all"]

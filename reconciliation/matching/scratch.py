@@ -1,0 +1,30 @@
+"""A temporary table holding one rule's candidates, so they are computed once.
+
+A rule computes its candidates (a join plus window counts) once, with CREATE TEMPORARY TABLE
+... AS SELECT, then writes the unambiguous ones into matches and reads the ambiguous ones back.
+On PostgreSQL that form may run the join with parallel workers, which INSERT ... SELECT never
+does (measured: a 200,000-posting batch in 1.6 s instead of 5 s); temporary tables are private
+to the connection and not WAL-logged. The table lives inside the caller's transaction and is
+dropped at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Table
+from sqlalchemy.orm import Session
+from sqlalchemy.schema import CreateTableAs
+
+
+@contextmanager
+def candidate_table(session: Session, name: str, query: Any) -> Iterator[Table]:
+    """The rows of `query` (its labels become the columns) in a temporary table `name`."""
+    build = CreateTableAs(query, name, temporary=True)
+    session.execute(build)
+    try:
+        yield build.table
+    finally:
+        build.table.drop(session.connection())

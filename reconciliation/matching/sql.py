@@ -1,0 +1,62 @@
+"""SQL that must read differently on SQLite and PostgreSQL, in one place, and id batching.
+
+Matching is written once with SQLAlchemy Core and runs on both databases; the only thing they
+spell differently is time arithmetic. PostgreSQL adds an interval. SQLite keeps timestamps as
+text ('YYYY-MM-DD HH:MM:SS.ffffff', SQLAlchemy's storage format), so a shifted time is built as
+the same text with strftime (millisecond precision, padded to six digits) and compared as text,
+which orders exactly like time in that format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Final
+
+from sqlalchemy import ColumnElement, event, func, literal_column, text, type_coerce
+from sqlalchemy.orm import Session
+
+from reconciliation.store.types import UTCDateTime
+
+#: Rows per batch of a set-based statement: large enough that per-statement overhead vanishes,
+#: small enough that one batch's transaction stays short.
+BATCH_ROWS: Final = 200_000
+
+#: Sort and hash memory for one matching transaction on PostgreSQL: the default 4 MB sends a
+#: 200,000-row window sort to disk. SET LOCAL: it ends with the transaction.
+WORK_MEM: Final = "64MB"
+
+
+def tune_every_transaction(session: Session) -> None:
+    """Per-transaction settings for every transaction of a pass's session (PostgreSQL).
+
+    work_mem: see WORK_MEM. plan_cache_mode: the driver prepares a statement after a few runs,
+    and a generic plan for `id > $1` cannot know that $1 is near the top of the table; it scans
+    the table where an index range would read ten rows (measured: 0.1 s instead of 1 ms, for
+    each of them, in every incremental pass). SET LOCAL ends with each transaction.
+    """
+    if session.get_bind().dialect.name != "postgresql":
+        return
+
+    def _tune(_session: Session, _transaction: Any, connection: Any) -> None:
+        connection.execute(text(f"SET LOCAL work_mem = '{WORK_MEM}'"))
+        connection.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
+
+    event.listen(session, "after_begin", _tune)
+
+
+def shift_seconds(session: Session, column: ColumnElement[Any], seconds: int) -> ColumnElement[Any]:
+    """`column` moved by a whole number of seconds, comparable with other timestamp columns."""
+    seconds = int(seconds)
+    if session.get_bind().dialect.name == "sqlite":
+        shifted = func.strftime("%Y-%m-%d %H:%M:%f", column, f"{seconds:+d} seconds")
+        return shifted.concat("000")
+    interval: ColumnElement[Any] = literal_column(f"INTERVAL '{seconds} seconds'")
+    return type_coerce(column + interval, UTCDateTime())
+
+
+def ranges(lo: int, hi: int, size: int = BATCH_ROWS) -> Iterator[tuple[int, int]]:
+    """Inclusive id ranges of at most `size` ids covering [lo, hi]."""
+    start = lo
+    while start <= hi:
+        yield start, min(hi, start + size - 1)
+        start += size

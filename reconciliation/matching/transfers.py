@@ -1,0 +1,144 @@
+"""Rule 1 anchored on transfers: what the postings' side cannot see.
+
+- A transfer we learned of after its legs matched (imported late, or polled late) is attached
+  to the rows of the notification that names it (the backlog keeps those notifications as
+  'transferless' until then).
+- A failed transfer posts nothing: its TRANSACTION_FAILED notification is its only counterpart.
+  Two failure notices for one transfer is an ambiguity.
+- A denied transfer moved nothing and is never notified: it needs no counterpart, so it never
+  waits in the backlog (reports count it as reconciled). If a notification claims it completed,
+  that is a status contradiction, which a drift rule reports.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    Table,
+    func,
+    insert,
+    literal,
+    null,
+    select,
+    true,
+    update,
+)
+from sqlalchemy.orm import Session
+
+from reconciliation.alert_pass import chunks
+from reconciliation.matching.backlog import TRANSFERLESS, active_row, backlog
+from reconciliation.matching.outcome import MatchTally
+from reconciliation.matching.scratch import candidate_table
+from reconciliation.matching.status import count_chosen, group_ambiguities
+from reconciliation.matching.vocabulary import (
+    FAILED_EVENTS,
+    MATCHER,
+    RULE_TRANSFER_REF,
+    STATUS_DENIED,
+)
+from reconciliation.store.models import EXCEPTION, Match, Notification, Transfer
+from reconciliation.store.types import UTCDateTime
+
+notifications: Table = Notification.__table__  # type: ignore[assignment]
+transfers: Table = Transfer.__table__  # type: ignore[assignment]
+matches: Table = Match.__table__  # type: ignore[assignment]
+
+
+def attach_transfers(session: Session) -> set[int]:
+    """Put newly known transfers on the rows of 'transferless' notifications naming them.
+
+    Returns the notifications whose rows now name a transfer: new pairs for the drift rules.
+    """
+    t, n, m, b = transfers, notifications, matches, backlog
+    waiting = (
+        select(b.c.item_id)
+        .join(n, n.c.id == b.c.item_id)
+        .join(t, t.c.transfer_ref == n.c.transfer_ref)
+        .where(b.c.kind == TRANSFERLESS, t.c.match_status != EXCEPTION)
+    )
+    # Driven by the backlog (short), not by the rows without a transfer (every inbound credit).
+    candidates = [int(i) for i in session.scalars(waiting)]
+    if not candidates:
+        return set()
+    transfer_of = (
+        select(t.c.id)
+        .join(n, n.c.transfer_ref == t.c.transfer_ref)
+        .where(n.c.id == m.c.notification_id)
+        .scalar_subquery()
+    )
+    attached: set[int] = set()
+    for batch in chunks(candidates):
+        open_rows = (
+            m.c.transfer_id.is_(None),
+            m.c.unmatched_at.is_(None),
+            m.c.notification_id.in_(batch),
+        )
+        attached |= {int(i) for i in session.scalars(select(m.c.notification_id).where(*open_rows))}
+        session.execute(
+            update(m)
+            .where(*open_rows)
+            .values(transfer_id=transfer_of, rule=RULE_TRANSFER_REF)
+            .execution_options(synchronize_session=False)
+        )
+    return attached
+
+
+def failure_candidates(anchor: ColumnElement[bool]) -> Select[tuple[int, int, int]]:
+    t, n = transfers, notifications
+    return (
+        select(
+            t.c.id.label("transfer_id"),
+            n.c.id.label("notification_id"),
+            func.count().over(partition_by=t.c.id).label("rivals"),
+        )
+        .select_from(t.join(n, n.c.transfer_ref == t.c.transfer_ref))
+        .where(
+            anchor,
+            t.c.match_status != EXCEPTION,
+            t.c.is_terminal == true(),
+            t.c.is_successful.is_not(True),
+            t.c.status != STATUS_DENIED,
+            n.c.event_type.in_(FAILED_EVENTS),
+            n.c.match_status != EXCEPTION,
+            ~active_row("notification", n.c.id),
+        )
+    )
+
+
+def match_failures(session: Session, anchor: ColumnElement[bool], now: datetime) -> MatchTally:
+    """Failed transfers `anchor` selects, with their one TRANSACTION_FAILED notification."""
+    tally = MatchTally()
+    with candidate_table(session, "failure_candidates", failure_candidates(anchor)) as cand:
+        session.execute(
+            insert(matches).from_select(
+                [
+                    "rule",
+                    "posting_id",
+                    "transfer_id",
+                    "notification_id",
+                    "matched_at",
+                    "matched_by",
+                ],
+                select(
+                    literal(RULE_TRANSFER_REF),
+                    null(),
+                    cand.c.transfer_id,
+                    cand.c.notification_id,
+                    literal(now, UTCDateTime()),
+                    literal(MATCHER),
+                ).where(cand.c.rivals == 1),
+            )
+        )
+        tally.rows_by_rule.update(
+            count_chosen(session, literal(RULE_TRANSFER_REF), cand.c.rivals == 1)
+        )
+        pairs = session.execute(
+            select(cand.c.transfer_id, cand.c.notification_id).where(cand.c.rivals > 1)
+        ).all()
+    tally.ambiguities = group_ambiguities(
+        RULE_TRANSFER_REF, "transfer", "notification", ((int(a), int(b)) for a, b in pairs)
+    )
+    return tally

@@ -1,0 +1,51 @@
+"""The words matching is made of: rule names, event types, and what each event is about.
+
+Kept in one module so that the rules, the drift checks and the reports agree on them, and a
+change (say, a provider that notifies debits too) is one edit here.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: Rules, strongest first, as recorded in matches.rule.
+RULE_TRANSFER_REF: Final = "transfer_ref"
+RULE_RECEIPT_REF: Final = "receipt_ref"
+RULE_ACCOUNT_AMOUNT: Final = "account_amount_window"
+#: A transfer the gateway denied: nothing moved, nothing is owed a counterpart (no posting, no
+#: webhook), so it is reconciled on its own.
+RULE_NOTHING_MOVED: Final = "nothing_moved"
+RULE_MANUAL: Final = "manual"
+RULES: Final = (
+    RULE_TRANSFER_REF,
+    RULE_RECEIPT_REF,
+    RULE_ACCOUNT_AMOUNT,
+    RULE_NOTHING_MOVED,
+    RULE_MANUAL,
+)
+
+#: Who made an automatic match.
+MATCHER: Final = "recon"
+
+PAYMENT_RECEIVED: Final = "PAYMENT_RECEIVED"
+TRANSACTION_COMPLETED: Final = "TRANSACTION_COMPLETED"
+TRANSACTION_FAILED: Final = "TRANSACTION_FAILED"
+
+#: Events that claim money moved, so a posting must exist behind them.
+POSTED_EVENTS: Final = (PAYMENT_RECEIVED, TRANSACTION_COMPLETED)
+
+#: Events that claim money did not move.
+FAILED_EVENTS: Final = (TRANSACTION_FAILED,)
+
+#: Every event that matching looks at; ACCOUNT_CREATED and KYC_VERIFIED carry no money.
+MONEY_EVENTS: Final = POSTED_EVENTS + FAILED_EVENTS
+
+#: Which leg an event speaks of on the holding it names: a payment received is the credit on
+#: the receiving account; a completed transfer is reported on the source account, its debit.
+EVENT_SIDE: Final = {PAYMENT_RECEIVED: "credit", TRANSACTION_COMPLETED: "debit"}
+
+#: Gateway transfer statuses (docs/decisions.md, "Transfer life cycle after reservation").
+STATUS_COMPLETED: Final = "completed"
+STATUS_FAILED: Final = "failed"
+STATUS_DENIED: Final = "reservation_denied"
+STATUS_AWAITING: Final = "awaiting_finality"

@@ -1,0 +1,163 @@
+"""Inline SVG charts drawn here, so the HTML report needs nothing from the network.
+
+Two charts people read faster than tables: open exceptions by age (stacked bars, one colour per
+stream) and balance drift over time (one line per holding, zero marked). Every label is
+escaped; sizes are fixed so the file renders the same in any browser, offline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from html import escape
+from typing import Final
+
+#: Colours per stream and for lines: distinguishable, and readable when printed in grey.
+STREAM_COLOURS: Final = {"posting": "#1f77b4", "notification": "#ff7f0e", "transfer": "#2ca02c"}
+LINE_COLOURS: Final = (
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#bcbd22",
+    "#7f7f7f",
+    "#1f77b4",
+)
+
+WIDTH: Final = 640
+HEIGHT: Final = 280
+MARGIN: Final = {"left": 70, "right": 150, "top": 30, "bottom": 40}
+
+
+def _frame(title: str, body: list[str]) -> str:
+    return (
+        f'<svg role="img" width="{WIDTH}" height="{HEIGHT}" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">'
+        f"<title>{escape(title)}</title>"
+        f'<text x="{MARGIN["left"]}" y="18" font-size="14" font-weight="bold">{escape(title)}</text>'
+        + "".join(body)
+        + "</svg>"
+    )
+
+
+def _nice_ceiling(value: int) -> int:
+    """A round axis maximum at or above `value` (1, 2 or 5 times a power of ten)."""
+    if value <= 0:
+        return 1
+    magnitude = 1
+    while magnitude * 10 <= value:
+        magnitude *= 10
+    for step in (1, 2, 5, 10):
+        if step * magnitude >= value:
+            return step * magnitude
+    return 10 * magnitude
+
+
+def stacked_bars(
+    title: str, buckets: Sequence[tuple[str, dict[str, int]]], streams: Sequence[str]
+) -> str:
+    """Stacked bars: one bar per bucket, one segment per stream."""
+    plot_w = WIDTH - MARGIN["left"] - MARGIN["right"]
+    plot_h = HEIGHT - MARGIN["top"] - MARGIN["bottom"]
+    top = _nice_ceiling(max((sum(c.values()) for _, c in buckets), default=0))
+    slot = plot_w / max(len(buckets), 1)
+    bar_w = slot * 0.6
+    base_y = MARGIN["top"] + plot_h
+    body = [
+        f'<line x1="{MARGIN["left"]}" y1="{base_y}" x2="{MARGIN["left"] + plot_w}" y2="{base_y}" stroke="#333"/>',
+        f'<line x1="{MARGIN["left"]}" y1="{MARGIN["top"]}" x2="{MARGIN["left"]}" y2="{base_y}" stroke="#333"/>',
+    ]
+    steps = min(4, top)  # whole counts only: no two ticks with the same label
+    for tick in range(steps + 1):
+        value = top * tick // steps
+        y = base_y - plot_h * value / top
+        body.append(
+            f'<text x="{MARGIN["left"] - 6}" y="{y + 4:.1f}" text-anchor="end">{value}</text>'
+            f'<line x1="{MARGIN["left"]}" y1="{y:.1f}" x2="{MARGIN["left"] + plot_w}" y2="{y:.1f}" '
+            'stroke="#ddd"/>'
+        )
+    for index, (label, counts) in enumerate(buckets):
+        x = MARGIN["left"] + slot * index + (slot - bar_w) / 2
+        y = base_y
+        for stream in streams:
+            count = counts.get(stream, 0)
+            if not count:
+                continue
+            h = plot_h * count / top
+            y -= h
+            body.append(
+                f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar_w:.1f}" height="{h:.1f}" '
+                f'fill="{STREAM_COLOURS.get(stream, "#999")}"><title>{escape(label)} days, '
+                f"{escape(stream)}s: {count}</title></rect>"
+            )
+        total = sum(counts.values())
+        body.append(
+            f'<text x="{x + bar_w / 2:.1f}" y="{y - 4:.1f}" text-anchor="middle">{total}</text>'
+            f'<text x="{x + bar_w / 2:.1f}" y="{base_y + 16}" text-anchor="middle">'
+            f"{escape(label)} days</text>"
+        )
+    for index, stream in enumerate(streams):
+        y = MARGIN["top"] + 20 * index
+        x = WIDTH - MARGIN["right"] + 20
+        body.append(
+            f'<rect x="{x}" y="{y}" width="12" height="12" fill="{STREAM_COLOURS.get(stream, "#999")}"/>'
+            f'<text x="{x + 18}" y="{y + 11}">{escape(stream)}s</text>'
+        )
+    return _frame(title, body)
+
+
+def lines_over_time(
+    title: str, series: Sequence[tuple[str, Sequence[tuple[datetime, int]]]]
+) -> str:
+    """One line per named series of (time, value); a dashed line marks zero."""
+    points = [p for _, s in series for p in s]
+    if not points:
+        return _frame(title, [f'<text x="{MARGIN["left"]}" y="60">No drift in this window.</text>'])
+    plot_w = WIDTH - MARGIN["left"] - MARGIN["right"]
+    plot_h = HEIGHT - MARGIN["top"] - MARGIN["bottom"]
+    start = min(t for t, _ in points).timestamp()
+    end = max(t for t, _ in points).timestamp()
+    span_t = max(end - start, 1.0)
+    low = min(0, *(v for _, v in points))
+    high = max(0, *(v for _, v in points))
+    span_v = max(high - low, 1)
+
+    def x_of(moment: datetime) -> float:
+        return MARGIN["left"] + plot_w * (moment.timestamp() - start) / span_t
+
+    def y_of(value: int) -> float:
+        return MARGIN["top"] + plot_h * (high - value) / span_v
+
+    zero = y_of(0)
+    body = [
+        f'<line x1="{MARGIN["left"]}" y1="{zero:.1f}" x2="{MARGIN["left"] + plot_w}" y2="{zero:.1f}" '
+        'stroke="#333" stroke-dasharray="4 3"/>',
+        f'<text x="{MARGIN["left"] - 6}" y="{zero + 4:.1f}" text-anchor="end">0</text>',
+        f'<text x="{MARGIN["left"] - 6}" y="{MARGIN["top"] + 4}" text-anchor="end">{high}</text>',
+        f'<text x="{MARGIN["left"] - 6}" y="{MARGIN["top"] + plot_h + 4}" text-anchor="end">{low}</text>',
+        f'<text x="{MARGIN["left"]}" y="{HEIGHT - 10}">{escape(_short(start))}</text>',
+        f'<text x="{MARGIN["left"] + plot_w}" y="{HEIGHT - 10}" text-anchor="end">{escape(_short(end))}</text>',
+    ]
+    for index, (name, values) in enumerate(series):
+        colour = LINE_COLOURS[index % len(LINE_COLOURS)]
+        coords = " ".join(f"{x_of(t):.1f},{y_of(v):.1f}" for t, v in values)
+        body.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{coords}"/>')
+        for t, v in values:
+            body.append(
+                f'<circle cx="{x_of(t):.1f}" cy="{y_of(v):.1f}" r="3" fill="{colour}">'
+                f"<title>{escape(name)} {escape(t.isoformat())}: {v}</title></circle>"
+            )
+        y = MARGIN["top"] + 20 * index
+        x = WIDTH - MARGIN["right"] + 20
+        body.append(
+            f'<rect x="{x}" y="{y}" width="12" height="12" fill="{colour}"/>'
+            f'<text x="{x + 18}" y="{y + 11}">{escape(name[:18])}</text>'
+        )
+    return _frame(title, body)
+
+
+def _short(epoch: float) -> str:
+    from datetime import UTC
+
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%d %H:%M")

@@ -1,0 +1,92 @@
+"""`recon web` as the Procfile runs it: in the embedded default the same process processes
+what it receives (receiver -> enqueue -> in-process workers)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import httpx
+
+from tests.integration.app.receiver_helpers import (
+    ADMIN,
+    PATH,
+    SECRET,
+    free_port,
+    signed_headers,
+    wait_for,
+)
+
+
+def test_embedded_web_process_processes_what_it_receives(
+    base_env: dict[str, str], db_url: str, tmp_path: Path
+) -> None:
+    port = free_port()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("RECON_")},
+        **base_env,
+        "DATABASE_URL": db_url,
+        "RECON_WEBHOOK_SECRETS": SECRET,
+        "RECON_LOG_LEVEL": "warning",
+    }
+    env.pop("REDIS_URL", None)
+    log = tmp_path / "web.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "recon", "web", "--no-register", "--port", str(port)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: _up(base) or process.poll() is not None, 30, "recon web to start")
+        assert process.poll() is None, log.read_text()
+        event_id = str(uuid.uuid4())
+        body = json.dumps(
+            {
+                "id": event_id,
+                "event": "KYC_VERIFIED",
+                "createdAt": "2026-11-22T00:48:01.123Z",
+                "data": {
+                    "transferRef": None,
+                    "receiptRef": None,
+                    "accountRef": str(uuid.uuid4()),
+                    "endpointRef": str(uuid.uuid4()),
+                    "holdingRef": str(uuid.uuid4()),
+                    "accountNumber": "0123456789",
+                    "bankCode": "000",
+                    "amount": None,
+                    "currency": None,
+                    "status": None,
+                    "narration": None,
+                },
+            }
+        ).encode()
+        response = httpx.post(
+            base + PATH, content=body, headers=signed_headers(body, delivery_id=event_id)
+        )
+        assert response.status_code == 200, response.text
+
+        def processed() -> bool:
+            items = httpx.get(f"{base}/deliveries", headers=ADMIN).json()["items"]
+            return bool(items) and items[0]["state"] == "processed"
+
+        wait_for(processed, 20, "the embedded worker to process the delivery")
+    finally:
+        process.terminate()
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def _up(base: str) -> bool:
+    try:
+        return httpx.get(f"{base}/health", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False

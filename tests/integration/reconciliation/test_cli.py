@@ -1,0 +1,108 @@
+"""`recon reconcile|match|unmatch|alerts|report` against a real store."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from recon.cli.main import cli
+from reconciliation.store.models import Alert, Match
+from reconciliation.store.types import utcnow
+from tests.integration.reconciliation.builders import Store
+
+#: CLI commands read the real clock: items are an hour old, well past the 1 s grace set below.
+AN_HOUR_AGO = utcnow() - timedelta(hours=1)
+
+
+@pytest.fixture
+def run(base_env: dict[str, str], db_url: str, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    for name, value in {**base_env, "DATABASE_URL": db_url}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("RECON_NOTIFICATION_GRACE_SECONDS", "1")
+    return CliRunner()
+
+
+def invoke(runner: CliRunner, *args: str) -> str:
+    result = runner.invoke(cli, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_reconcile_dry_run_then_for_real(
+    run: CliRunner, session_factory: sessionmaker[Session]
+) -> None:
+    store = Store(session_factory)
+    holding = store.holding()
+    posting = store.posting(holding, 5_000)
+    store.notification("PAYMENT_RECEIVED", holding, 5_000, receipt=posting.receipt_ref)
+
+    dry = invoke(run, "reconcile", "--dry-run")
+    assert "would match: receipt_ref 1" in dry and "nothing was written" in dry
+    with session_factory() as s:
+        assert s.scalars(select(Match)).all() == []
+
+    real = json.loads(invoke(run, "reconcile", "--json"))
+    assert real["matchedByRule"] == {"receipt_ref": 1}
+    with session_factory() as s:
+        [row] = s.scalars(select(Match)).all()
+
+    out = invoke(run, "unmatch", str(row.id), "--by", "ana", "--reason", "wrong customer")
+    assert f"unmatched: match {row.id}" in out
+    out = invoke(
+        run, "match", "--posting", str(posting.id), "--by", "ana", "--reason", "refund, no notice"
+    )
+    assert "matched: match" in out
+    with session_factory() as s:
+        manual = s.scalars(select(Match).where(Match.rule == "manual")).one()
+        assert (manual.matched_by, manual.reason) == ("ana", "refund, no notice")
+
+    refused = run.invoke(
+        cli, ["match", "--posting", str(posting.id), "--by", "ana", "--reason", "again"]
+    )
+    assert refused.exit_code == 2
+    assert "already matched" in refused.output
+
+
+def test_alerts_list_ack_resolve(run: CliRunner, session_factory: sessionmaker[Session]) -> None:
+    store = Store(session_factory)
+    store.posting(store.holding(), 1_234, posted=AN_HOUR_AGO)  # never notified
+    invoke(run, "reconcile")
+
+    listed = json.loads(invoke(run, "alerts", "list", "--json"))
+    assert [a["kind"] for a in listed] == ["posting_without_notification"]
+    alert_id = str(listed[0]["id"])
+    assert "posting_without_notification" in invoke(run, "alerts", "list")
+    assert "acknowledged" in invoke(run, "alerts", "ack", alert_id, "--by", "bo")
+    assert "resolved" in invoke(run, "alerts", "resolve", alert_id, "--by", "bo", "--note", "ok")
+    with session_factory() as s:
+        alert = s.scalars(select(Alert)).one()
+        assert (alert.acknowledged_by, alert.resolved_by, alert.note) == ("bo", "bo", "ok")
+    missing = run.invoke(cli, ["alerts", "ack", "999", "--by", "bo"])
+    assert missing.exit_code == 2 and "no alert has id 999" in missing.output
+
+
+def test_report_to_a_file_in_every_format(
+    run: CliRunner, session_factory: sessionmaker[Session], tmp_path: Path
+) -> None:
+    store = Store(session_factory)
+    store.posting(store.holding(), 1_234, posted=AN_HOUR_AGO)
+    invoke(run, "reconcile")
+    for fmt in ("text", "json", "csv", "html"):
+        target = tmp_path / f"report.{fmt}"
+        out = invoke(
+            run, "report", "--format", fmt, "--output", str(target), "--since", "2020-01-01"
+        )
+        assert f"wrote {target}" in out
+        assert target.stat().st_size > 200
+    assert json.loads((tmp_path / "report.json").read_text())["openExceptions"]["total"] == 1
+    assert not re.search(r"https?://", (tmp_path / "report.html").read_text())
+    assert "Totals by holding" in invoke(run, "report")
+    bad = run.invoke(cli, ["report", "--until", "2026-01-01T00:00:00"])
+    assert bad.exit_code == 2 and "no time zone" in bad.output

@@ -1,0 +1,170 @@
+"""The activity cursor and its lease in the store, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from reconciliation.activity import (
+    LeaseLostError,
+    acquire_lease,
+    claim_due_holdings,
+    release_lease,
+    store_page,
+    stored_postings_count,
+)
+from reconciliation.store.db import transaction
+from reconciliation.store.models import ActivityCursor, Holding, Posting
+from upstream.activity import ActivityCursor as WireCursor
+from upstream.wire.balances import Posting as WirePosting
+from upstream.wire.common import ValueUnit
+
+NOW = datetime(2026, 11, 22, 1, 0, tzinfo=UTC)
+
+
+def make_holding(factory: sessionmaker[Session]) -> int:
+    with transaction(factory) as session:
+        holding = Holding(
+            account_ref=uuid.uuid4(),
+            endpoint_ref=uuid.uuid4(),
+            holding_ref=uuid.uuid4(),
+            currency="NGN",
+        )
+        session.add(holding)
+        session.flush()
+        return holding.id
+
+
+def postings(n: int, start_ms: int = 0) -> list[WirePosting]:
+    return [
+        WirePosting(
+            posted_at=NOW + timedelta(milliseconds=start_ms + i),
+            receipt_ref=uuid.uuid4(),
+            journal_ref=uuid.uuid4(),
+            line_ref=uuid.uuid4(),
+            journal_kind="transfer_settlement",
+            posting_side="credit",
+            balance_effect="increase",
+            amount_minor_units=100 + i,
+            value_unit=ValueUnit.fiat("NGN"),
+            ledger_partition="customer_liability",
+            ledger_normal_side="credit_normal",
+        )
+        for i in range(n)
+    ]
+
+
+def cursor_after(entry: WirePosting, posted_at_text: str) -> WireCursor:
+    return WireCursor(
+        after_posted_at=posted_at_text,
+        after_receipt_ref=str(entry.receipt_ref).upper(),
+        after_line_ref=str(entry.line_ref),
+        sort_direction="oldest_first",
+    )
+
+
+def test_only_one_worker_holds_a_holding_until_the_lease_expires(
+    session_factory: sessionmaker[Session],
+) -> None:
+    holding = make_holding(session_factory)
+    first = acquire_lease(session_factory, holding, "worker-a", NOW, seconds=30)
+    assert first is not None
+    assert first.cursor is None
+    assert acquire_lease(session_factory, holding, "worker-b", NOW + timedelta(seconds=29)) is None
+    second = acquire_lease(session_factory, holding, "worker-b", NOW + timedelta(seconds=31))
+    assert second is not None and second.owner == "worker-b"
+
+
+def test_a_worker_that_lost_its_lease_writes_nothing(
+    session_factory: sessionmaker[Session],
+) -> None:
+    holding = make_holding(session_factory)
+    stale = acquire_lease(session_factory, holding, "worker-a", NOW, seconds=5)
+    assert stale is not None
+    fresh = acquire_lease(session_factory, holding, "worker-b", NOW + timedelta(seconds=6))
+    assert fresh is not None
+    page = postings(3)
+    with pytest.raises(LeaseLostError):
+        store_page(session_factory(), stale, page, cursor_after(page[-1], "x"), NOW)
+    with transaction(session_factory) as session:
+        assert stored_postings_count(session, holding) == 0
+        row = session.get(ActivityCursor, holding)
+        assert row is not None
+        assert row.after_posted_at is None
+        assert row.lease_owner == "worker-b"
+
+
+def test_a_page_and_its_cursor_are_stored_together_exactly_as_issued(
+    session_factory: sessionmaker[Session],
+) -> None:
+    holding = make_holding(session_factory)
+    lease = acquire_lease(session_factory, holding, "worker-a", NOW)
+    assert lease is not None
+    page = postings(4)
+    # An odd but legal text form: kept byte for byte, never re-formatted.
+    issued = cursor_after(page[-1], "2026-11-22T01:00:00.120Z")
+    store_page(session_factory(), lease, page, issued, NOW)
+    store_page(session_factory(), lease, page, issued, NOW)  # the same page again: no duplicate
+    release_lease(session_factory, lease, NOW + timedelta(minutes=1), caught_up_at=NOW)
+    again = acquire_lease(session_factory, holding, "worker-b", NOW + timedelta(seconds=1))
+    assert again is not None
+    assert again.cursor == issued
+    with transaction(session_factory) as session:
+        stored = session.execute(
+            select(Posting.line_ref, Posting.amount_minor, Posting.posted_at, Posting.side)
+            .where(Posting.holding_id == holding)
+            .order_by(Posting.amount_minor)
+        ).all()
+        cursor_row = session.get(ActivityCursor, holding)
+        assert cursor_row is not None
+        assert cursor_row.postings_read == 8  # both reads counted, one stored
+        assert cursor_row.reads_completed == 1
+    assert [(r.line_ref, r.amount_minor, r.posted_at, r.side) for r in stored] == [
+        (p.line_ref, p.amount_minor_units, p.posted_at, "credit") for p in page
+    ]
+
+
+def test_a_poll_request_already_answered_by_a_completed_read_is_skipped(
+    session_factory: sessionmaker[Session],
+) -> None:
+    holding = make_holding(session_factory)
+    lease = acquire_lease(session_factory, holding, "worker-a", NOW, after_reads=0)
+    assert lease is not None
+    release_lease(session_factory, lease, NOW, caught_up_at=NOW)
+    # A duplicate of the message that was just served (sent when 0 reads were complete).
+    assert acquire_lease(session_factory, holding, "worker-b", NOW, after_reads=0) is None
+    assert acquire_lease(session_factory, holding, "worker-b", NOW, after_reads=1) is not None
+
+
+def test_due_holdings_are_sent_once_until_the_redo_time(
+    session_factory: sessionmaker[Session],
+) -> None:
+    holdings = sorted(make_holding(session_factory) for _ in range(3))
+    with transaction(session_factory) as session:
+        for h in holdings:
+            session.add(ActivityCursor(holding_id=h, next_poll_at=NOW, reads_completed=2))
+    redo = timedelta(seconds=30)
+    with transaction(session_factory) as session:
+        first = claim_due_holdings(session, NOW, redo)
+    with transaction(session_factory) as session:
+        again = claim_due_holdings(session, NOW + timedelta(seconds=29), redo)
+    with transaction(session_factory) as session:
+        later = claim_due_holdings(session, NOW + timedelta(seconds=31), redo)
+    assert sorted(d.holding_id for d in first) == holdings
+    assert {d.reads_completed for d in first} == {2}
+    assert again == []
+    assert sorted(d.holding_id for d in later) == holdings
+
+
+def test_an_incomplete_stored_cursor_is_refused_not_guessed(
+    session_factory: sessionmaker[Session],
+) -> None:
+    holding = make_holding(session_factory)
+    with transaction(session_factory) as session:
+        session.add(ActivityCursor(holding_id=holding, after_posted_at="2026-11-22T01:00:00.000Z"))
+    with pytest.raises(ValueError, match="incomplete"):
+        acquire_lease(session_factory, holding, "worker-a", NOW)

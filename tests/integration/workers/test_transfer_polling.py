@@ -1,0 +1,173 @@
+"""poll_transfers against the sandbox: terminal statuses, backoff, shared work."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from recon.settings import Settings
+from reconciliation.store.db import transaction
+from reconciliation.store.models import Transfer, TransferChange
+from reconciliation.transfer_polling import Backoff
+from sandbox.server import SandboxServer
+from tests.integration.workers.sandbox_probe import RequestProbe
+from upstream.gateway import GatewayClient
+from upstream.wire.common import Destination, HoldingAddress, ValueUnit
+from upstream.wire.transfers import TransferRequest
+from workers.actors.transfers import poll_due_transfers
+from workers.runtime import Runtime, build_runtime, release_runtime
+
+QUICK = Backoff(first_seconds=0.05, cap_seconds=0.1)
+
+
+def address(ref: dict[str, str]) -> HoldingAddress:
+    return HoldingAddress(
+        account_ref=uuid.UUID(ref["accountRef"]),
+        endpoint_ref=uuid.UUID(ref["endpointRef"]),
+        holding_ref=uuid.UUID(ref["holdingRef"]),
+    )
+
+
+def create_transfers(sandbox: SandboxServer, amounts: list[int]) -> list[uuid.UUID]:
+    """Transfers between two funded sandbox holdings, made through the real gateway API."""
+    source, target = sandbox.state.build_bulk(holdings=2, postings=20, seed=9)
+    refs = []
+    with GatewayClient(sandbox.base_url, "ak_test_recon") as gateway:
+        for amount in amounts:
+            created = gateway.create_transfer(
+                TransferRequest(
+                    source=address(source),
+                    destination=Destination.internal(address(target)),
+                    value_unit=ValueUnit.fiat("NGN"),
+                    amount_minor_units=amount,
+                )
+            )
+            refs.append(created.transfer_ref)
+    return refs
+
+
+def track(factory: sessionmaker[Session], refs: list[uuid.UUID], due: datetime) -> None:
+    with transaction(factory) as session:
+        for ref in refs:
+            session.add(Transfer(transfer_ref=ref, origin="created", next_poll_at=due))
+
+
+def poll_until(rt: Runtime, done: Callable[[], bool], seconds: float = 15.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < deadline, "transfers did not reach a terminal status in time"
+        poll_due_transfers(rt, backoff=QUICK)
+        time.sleep(0.02)
+
+
+def all_terminal(factory: sessionmaker[Session]) -> bool:
+    with factory() as session:
+        return all(session.scalars(select(Transfer.is_terminal)))
+
+
+def test_transfers_are_polled_until_their_terminal_status(
+    runtime: Runtime, sandbox: SandboxServer
+) -> None:
+    settle, fail, denied = create_transfers(sandbox, [100, 200, 10**15])
+    sandbox.state.outcomes.fix(str(fail), "fail")
+    track(runtime.sessions, [settle, fail, denied], runtime.clock())
+    poll_until(runtime, lambda: all_terminal(runtime.sessions))
+    with runtime.sessions() as session:
+        rows = {t.transfer_ref: t for t in session.scalars(select(Transfer))}
+        changes: dict[uuid.UUID, list[Any]] = {}
+        for ref, stage, status, revision in session.execute(
+            select(
+                Transfer.transfer_ref,
+                TransferChange.stage,
+                TransferChange.status,
+                TransferChange.revision,
+            )
+            .join(Transfer, Transfer.id == TransferChange.transfer_id)
+            .order_by(TransferChange.id)
+        ):
+            changes.setdefault(ref, []).append((stage, status, revision))
+    assert (rows[settle].status, rows[settle].is_successful) == ("completed", True)
+    assert (rows[fail].status, rows[fail].is_successful) == ("failed", False)
+    assert (rows[denied].status, rows[denied].stage) == ("reservation_denied", "ReservationDenied")
+    assert all(t.next_poll_at is None and t.terminal_at is not None for t in rows.values())
+    assert changes[settle] == [
+        ("PrincipalReserved", "awaiting_finality", 2),
+        ("Settled", "completed", 3),
+    ]
+    assert changes[fail][-1] == ("Failed", "failed", 3)
+    assert changes[denied] == [("ReservationDenied", "reservation_denied", 1)]
+
+
+class SteppedClock:
+    """A clock the test moves; the store and the poller read it, nothing sleeps."""
+
+    def __init__(self, start: datetime) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def test_backoff_grows_while_awaiting_finality_and_stops_at_terminal(
+    worker_settings: Settings, sandbox: SandboxServer, probe: RequestProbe
+) -> None:
+    sandbox.state.config.transfer_finality_delay_seconds = 3600
+    [ref] = create_transfers(sandbox, [300])
+    clock = SteppedClock(datetime(2030, 1, 1, tzinfo=UTC))
+    rt = build_runtime(worker_settings, clock=clock)
+    try:
+        track(rt.sessions, [ref], clock.now)
+        backoff = Backoff(first_seconds=2, cap_seconds=16)
+        polled_at: list[float] = []
+        start = clock.now
+        for _ in range(80):  # 40 simulated seconds in half-second steps
+            before = probe.count("GET /v1/transfers/")
+            poll_due_transfers(rt, backoff=backoff)
+            if probe.count("GET /v1/transfers/") > before:
+                polled_at.append((clock.now - start).total_seconds())
+            clock.now += timedelta(seconds=0.5)
+        assert polled_at == [0, 2, 6, 14, 30]
+        sandbox.state.finalize(str(ref), "settle")
+        clock.now += timedelta(seconds=16)
+        poll_due_transfers(rt, backoff=backoff)
+        calls = probe.count("GET /v1/transfers/")
+        clock.now += timedelta(hours=1)
+        poll_due_transfers(rt, backoff=backoff)
+        assert probe.count("GET /v1/transfers/") == calls  # terminal: never polled again
+        assert all_terminal(rt.sessions)
+    finally:
+        release_runtime(rt)
+
+
+def test_workers_share_due_transfers_without_polling_one_twice(
+    runtime: Runtime, sandbox: SandboxServer, probe: RequestProbe
+) -> None:
+    sandbox.state.config.transfer_finality_delay_seconds = 3600
+    refs = create_transfers(sandbox, [10 + i for i in range(30)])
+    track(runtime.sessions, refs, runtime.clock())
+    slow = Backoff(first_seconds=3600, cap_seconds=3600)
+    results = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        result = poll_due_transfers(runtime, backoff=slow, batch=3)
+        with lock:
+            results.append(result.polled)
+
+    threads = [threading.Thread(target=worker) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(results) == 30
+    assert probe.count("GET /v1/transfers/") == 30
+    with runtime.sessions() as session:
+        attempts = session.scalars(select(Transfer.poll_attempts)).all()
+    assert sorted(attempts) == [1] * 30

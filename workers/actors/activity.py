@@ -1,0 +1,184 @@
+"""poll_activity: read one holding's committed postings into the store, page by page.
+
+The reader takes the holding's lease (reconciliation.activity), resumes from the stored cursor
+exactly as the gateway issued it, and commits each page with the cursor that follows it. It
+reads `oldest_first` for catch-up and steady state alike (docs/decisions.md): one direction and
+one cursor for the life of a holding, new postings always after it.
+
+A long catch-up is cut into messages of at most `PAGE_BUDGET` pages or `TIME_BUDGET_SECONDS`:
+each message ends by sending the next, so a thousand holdings share the workers fairly, no
+message nears its time limit, and a stopped worker loses at most one page of work (which the
+next reader re-reads from the stored cursor and the unique key makes harmless).
+
+Gateway faults that waiting may fix (5xx, 429, timeouts, unreadable answers) are recorded on
+the cursor row (`consecutive_errors`, `last_error`, which the reconciler watches) and the holding
+is made due again shortly; the upstream client has already retried within its own deadline.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Final
+
+import dramatiq
+import structlog
+
+import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
+from recon.settings import Settings
+from reconciliation.activity import (
+    LEASE_SECONDS,
+    LeasedHolding,
+    LeaseLostError,
+    acquire_lease,
+    release_lease,
+    store_page,
+)
+from upstream.activity import OLDEST_FIRST
+from upstream.errors import ProviderError
+from workers.middleware.metrics import PAGE_WRITE_SECONDS, POSTINGS_STORED
+from workers.queues import POLLING, PRIORITY_BULK
+from workers.retry_policy import MINUTE_MS, NOT_RETRYABLE, SECOND_MS
+from workers.runtime import Runtime, current_runtime, worker_identity
+
+#: Direction of every activity read (docs/decisions.md, "Balance activity paging").
+READ_DIRECTION: Final = OLDEST_FIRST
+
+#: Pages and seconds one message reads before handing the rest of a catch-up to the next.
+PAGE_BUDGET: Final = 100
+TIME_BUDGET_SECONDS: Final = 20.0
+
+#: How soon a holding whose read failed on a gateway fault is due again (at most the interval).
+ERROR_RETRY_SECONDS: Final = 5.0
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(slots=True)
+class ActivityRead:
+    """What one poll_activity message did."""
+
+    holding_id: int
+    pages: int = 0
+    postings: int = 0
+    caught_up: bool = False
+    continues: bool = False
+    skipped: bool = False
+    lease_lost: bool = False
+    error: str | None = None
+
+
+def redo_after(settings: Settings) -> timedelta:
+    """How long a sent poll may wait in the queue before the holding counts as due again.
+
+    Long enough that a queued message normally runs first (a duplicate would be skipped
+    anyway, at the cost of a queue slot), short enough that a lost one is replaced soon.
+    """
+    return timedelta(seconds=2 * max(settings.poll_activity_seconds, settings.sweep_seconds))
+
+
+def read_activity(
+    rt: Runtime,
+    holding_id: int,
+    after_reads: int | None = None,
+    *,
+    page_budget: int = PAGE_BUDGET,
+    time_budget: float = TIME_BUDGET_SECONDS,
+) -> ActivityRead:
+    """Read the holding from its stored cursor: to the last page, or until the budget is spent."""
+    settings = rt.settings
+    lease_seconds = rt.lease_seconds or LEASE_SECONDS
+    owner = worker_identity("activity")
+    result = ActivityRead(holding_id)
+    lease = acquire_lease(
+        rt.sessions, holding_id, owner, rt.clock(), lease_seconds, after_reads=after_reads
+    )
+    if lease is None:
+        result.skipped = True
+        return result
+    cursor = lease.cursor
+    deadline = time.monotonic() + time_budget
+    try:
+        with rt.sessions() as session:
+            while True:
+                page = rt.gateway.activity_page(
+                    lease.address,
+                    cursor,
+                    page_size=settings.activity_page_size,
+                    sort_direction=READ_DIRECTION,
+                )
+                with PAGE_WRITE_SECONDS.time():
+                    store_page(
+                        session, lease, page.entries, page.next_cursor, rt.clock(), lease_seconds
+                    )
+                POSTINGS_STORED.inc(len(page.entries))
+                result.pages += 1
+                result.postings += len(page.entries)
+                cursor = page.next_cursor
+                if page.is_last:
+                    result.caught_up = True
+                    break
+                if result.pages >= page_budget or time.monotonic() >= deadline:
+                    break
+    except LeaseLostError:
+        result.lease_lost = True
+        return result
+    except ProviderError as exc:
+        result.error = str(exc)
+        retry_in = min(ERROR_RETRY_SECONDS, settings.poll_activity_seconds)
+        release_lease(
+            rt.sessions,
+            lease,
+            rt.clock() + timedelta(seconds=retry_in),
+            error=f"{type(exc).__name__}: {exc}",
+        )
+        if isinstance(exc, NOT_RETRYABLE):
+            raise
+        return result
+    except BaseException as exc:
+        _release_after_crash(rt, lease, exc)
+        raise
+    now = rt.clock()
+    if result.caught_up:
+        interval = timedelta(seconds=settings.poll_activity_seconds)
+        release_lease(rt.sessions, lease, now + interval, caught_up_at=now)
+    else:
+        release_lease(rt.sessions, lease, now + redo_after(settings))
+        result.continues = True
+    return result
+
+
+def _release_after_crash(rt: Runtime, lease: LeasedHolding, exc: BaseException) -> None:
+    """Best effort: free the lease at once; if the store is down too, it expires by itself."""
+    try:
+        release_lease(rt.sessions, lease, None, error=f"{type(exc).__name__}: {exc}")
+    except Exception as release_error:  # noqa: BLE001 - the original error is what matters
+        log.warning("activity.release_failed", error=type(release_error).__name__)
+
+
+@dramatiq.actor(
+    queue_name=POLLING,
+    priority=PRIORITY_BULK,
+    max_retries=2,
+    min_backoff=2 * SECOND_MS,
+    max_backoff=30 * SECOND_MS,
+    time_limit=5 * MINUTE_MS,
+    throws=NOT_RETRYABLE,
+)
+def poll_activity(holding_id: int, after_reads: int | None = None) -> None:
+    """Read a holding's new postings; send the next message if the catch-up is not done."""
+    result = read_activity(current_runtime(), holding_id, after_reads)
+    if result.continues:
+        poll_activity.send(holding_id, after_reads)
+    if result.pages or result.error or result.lease_lost:
+        log.info(
+            "activity.read",
+            holding_id=holding_id,
+            pages=result.pages,
+            postings=result.postings,
+            caught_up=result.caught_up,
+            continues=result.continues,
+            lease_lost=result.lease_lost,
+            error=result.error,
+        )

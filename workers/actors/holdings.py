@@ -1,0 +1,83 @@
+"""discover_holdings: list the endpoint register to the end, store holdings and locators.
+
+The list is followed page by page (`afterEndpointRef`) until a short page. An endpoint is read
+(for its holding ref and locators, which list rows do not carry) only when it is new or its
+locator count changed (reconciliation.holdings). New holdings are watched at once: their
+activity read is sent right away rather than waiting for the next tick.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import dramatiq
+import structlog
+
+import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
+from reconciliation.holdings import known_endpoints, needs_read, store_endpoint
+from reconciliation.store.db import transaction
+from upstream.errors import NotFound
+from workers.actors.activity import poll_activity
+from workers.queues import POLLING, PRIORITY_URGENT
+from workers.retry_policy import MINUTE_MS, NOT_RETRYABLE, SECOND_MS
+from workers.runtime import Runtime, current_runtime
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(slots=True)
+class DiscoveryPass:
+    """What one discovery pass did."""
+
+    listed: int = 0
+    read: int = 0
+    new_holdings: list[int] = field(default_factory=list)
+
+
+def discover(rt: Runtime) -> DiscoveryPass:
+    """Follow the register to its end; store what is new or changed."""
+    result = DiscoveryPass()
+    with transaction(rt.sessions) as session:
+        known = known_endpoints(session)
+    for row in rt.gateway.iter_programmable_endpoints():
+        result.listed += 1
+        if not needs_read(row, known):
+            continue
+        try:
+            answer = rt.gateway.get_programmable_endpoint(row.endpoint_ref).value
+        except NotFound:
+            continue
+        result.read += 1
+        if not answer.found or answer.endpoint is None:
+            continue
+        with transaction(rt.sessions) as session:
+            stored = store_endpoint(session, answer.endpoint, rt.clock())
+        if stored is None:
+            log.warning("holdings.no_holding_ref", endpoint_ref=str(row.endpoint_ref))
+            continue
+        known[row.endpoint_ref] = len(answer.endpoint.locators)
+        if stored.is_new:
+            result.new_holdings.append(stored.holding_id)
+    return result
+
+
+@dramatiq.actor(
+    queue_name=POLLING,
+    priority=PRIORITY_URGENT,
+    max_retries=2,
+    min_backoff=5 * SECOND_MS,
+    max_backoff=MINUTE_MS,
+    time_limit=15 * MINUTE_MS,
+    throws=NOT_RETRYABLE,
+)
+def discover_holdings() -> None:
+    """Store new holdings and locators, and start reading the new holdings' postings."""
+    result = discover(current_runtime())
+    for holding_id in result.new_holdings:
+        poll_activity.send(holding_id, 0)
+    log.info(
+        "holdings.discovered",
+        listed=result.listed,
+        read=result.read,
+        new=len(result.new_holdings),
+    )

@@ -1,0 +1,50 @@
+"""process_delivery: inbox deliveries become notifications (reconciliation.notifications).
+
+One message carries a batch of delivery row ids (the receiver commits deliveries in groups and
+hands each group over at once); the batch is processed in one transaction. Idempotent: a
+delivery already processed is skipped, so a message delivered twice, or a delivery sent both by
+the receiver and by the sweep, changes nothing the second time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import dramatiq
+import structlog
+
+import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
+from reconciliation.notifications import ProcessOutcome, process_deliveries
+from reconciliation.store.db import transaction
+from workers.queues import INBOX, PRIORITY_URGENT
+from workers.retry_policy import MINUTE_MS, SECOND_MS
+from workers.runtime import Runtime, current_runtime
+
+log = structlog.get_logger(__name__)
+
+
+def handle_deliveries(rt: Runtime, delivery_pks: Sequence[int]) -> ProcessOutcome:
+    """Process the batch in one transaction and log what it did."""
+    with transaction(rt.sessions) as session:
+        outcome = process_deliveries(session, delivery_pks, rt.clock())
+    if outcome.processed or outcome.quarantined:
+        log.info(
+            "inbox.processed",
+            processed=len(outcome.processed),
+            quarantined=outcome.quarantined,
+            transfers_named=len(outcome.transfers_named),
+        )
+    return outcome
+
+
+@dramatiq.actor(
+    queue_name=INBOX,
+    priority=PRIORITY_URGENT,
+    max_retries=5,
+    min_backoff=SECOND_MS,
+    max_backoff=MINUTE_MS,
+    time_limit=MINUTE_MS,
+)
+def process_delivery(delivery_pks: list[int]) -> None:
+    """Turn the deliveries with these row ids into notifications (skipping any already done)."""
+    handle_deliveries(current_runtime(), delivery_pks)

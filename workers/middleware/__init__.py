@@ -1,0 +1,1 @@
+"""Dramatiq middleware of our own, one concern per module."""

@@ -1,0 +1,38 @@
+"""SIGTERM and SIGINT as an event to wait on, for `recon worker` and `recon scheduler`.
+
+A module of its own with nothing heavy to import, so a process installs its handlers before the
+slow part of its start-up: a stop that arrives while it is still starting is then honoured like
+any other (start-up finishes, everything stops cleanly, exit status 0) instead of killing it
+half-started.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+import structlog
+
+log = structlog.get_logger(__name__)
+
+
+class StopSignal:
+    """SIGTERM and SIGINT (the Procfile's stop, or Ctrl-C) turned into an event to wait on.
+
+    Installed first thing, before the slow start-up, so a stop that arrives while the process
+    is still starting is honoured the same way: start-up finishes, then everything stops cleanly.
+    """
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        log.info("process.stopping", signal=signal.Signals(signum).name)
+        self._stop.set()
+
+    def wait(self) -> None:
+        """Block until a stop signal has arrived (at once if one already has)."""
+        while not self._stop.wait(1.0):
+            pass
