@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+from collections.abc import Callable
 from typing import Final
 
 from litestar.enums import ScopeType
@@ -26,23 +27,35 @@ _PREFIX: Final = os.urandom(6).hex()
 _counter = itertools.count(1)
 
 
-def correlation_middleware(app: ASGIApp) -> ASGIApp:
-    """Litestar middleware factory: bind and echo the correlation id of each HTTP request."""
+def request_id(supplied: bytes | None) -> bytes:
+    """The caller's id if it is short and plain, else a new one."""
+    if supplied is not None and _ACCEPTABLE_ID.fullmatch(supplied):
+        return supplied
+    return f"{_PREFIX}-{next(_counter):x}".encode()
 
-    async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != ScopeType.HTTP:
-            await app(scope, receive, send)
-            return
-        raw = next((v for k, v in scope["headers"] if k == REQUEST_ID_HEADER), None)
-        if raw is None or not _ACCEPTABLE_ID.fullmatch(raw):
-            raw = f"{_PREFIX}-{next(_counter):x}".encode()
-        bind_correlation_id(raw.decode("ascii"))
 
-        async def send_with_id(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", ()), (REQUEST_ID_HEADER, raw)]
-            await send(message)
+def correlation_middleware(*, bypass: frozenset[str] = frozenset()) -> Callable[[ASGIApp], ASGIApp]:
+    """Litestar middleware factory: bind and echo the correlation id of each HTTP request.
 
-        await app(scope, receive, send_with_id)
+    Paths in `bypass` handle the id themselves (the webhook receiver does, binding it only when
+    it has something to log: a wrapper on every send would cost more than that).
+    """
 
-    return middleware
+    def factory(app: ASGIApp) -> ASGIApp:
+        async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != ScopeType.HTTP or scope["path"] in bypass:
+                await app(scope, receive, send)
+                return
+            raw = request_id(next((v for k, v in scope["headers"] if k == REQUEST_ID_HEADER), None))
+            bind_correlation_id(raw.decode("ascii"))
+
+            async def send_with_id(message: Message) -> None:
+                if message["type"] == "http.response.start":
+                    message["headers"] = [*message.get("headers", ()), (REQUEST_ID_HEADER, raw)]
+                await send(message)
+
+            await app(scope, receive, send_with_id)
+
+        return middleware
+
+    return factory

@@ -133,7 +133,7 @@ def create_app(
             DeliveriesController,
             *_reporting_routers(),
         ],
-        middleware=[correlation_middleware],
+        middleware=[correlation_middleware(bypass=frozenset({settings.webhook_path}))],
         on_startup=[start],
         on_shutdown=[stop],
         after_exception=[_log_exception],

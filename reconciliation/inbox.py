@@ -27,7 +27,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from reconciliation.alerts import raise_alert
-from reconciliation.inbox_insert import NewRow, insert_new
+from reconciliation.inbox_insert import NewRow, atomic, insert_originals, insert_others
 from reconciliation.store.models import Delivery
 
 #: Delivery states (DESIGN.md, "the store"): waiting for the processor, done, or set aside.
@@ -55,7 +55,7 @@ class Outcome(enum.Enum):
     CONFLICT = "conflict"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class InboundDelivery:
     """A delivery whose signature has been verified, ready to be committed.
 
@@ -74,7 +74,7 @@ class InboundDelivery:
 
     def __post_init__(self) -> None:
         if not self.body_sha256:
-            object.__setattr__(self, "body_sha256", hashlib.sha256(self.body).hexdigest())
+            self.body_sha256 = hashlib.sha256(self.body).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,13 +95,17 @@ def stored_delivery_id(delivery_id: str) -> str:
 def record_deliveries(
     connection: Connection, deliveries: Sequence[InboundDelivery]
 ) -> list[Recorded]:
-    """Store a batch in the connection's open transaction; one Recorded per input, in order.
+    """Store a batch; one Recorded per input, in order.
 
-    Duplicates and other bodies under a known id are told apart by the database's unique
-    indexes (reconciliation.inbox_insert), so concurrent writers and web processes agree;
-    within the batch the first body of an id is the original.
+    In the connection's open transaction, if there is one. On a connection set up with
+    `use_statement_commits` (the receiver's writers) a batch of new deliveries is one statement
+    that commits by itself; other bodies under known ids and their alerts commit together in a
+    transaction of their own. Duplicates and other bodies are told apart by the database's
+    unique indexes (reconciliation.inbox_insert), so concurrent writers and web processes
+    agree; within the batch the first body of an id is the original.
     """
-    rows: list[NewRow] = []
+    originals: list[NewRow] = []
+    others: list[NewRow] = []
     planned: dict[tuple[str, str], Outcome] = {}
     seen: dict[str, set[str]] = {}
     for d in deliveries:
@@ -109,48 +113,44 @@ def record_deliveries(
         if d.body_sha256 in bodies:
             continue
         if bodies:
-            plan, state, error = Outcome.CONFLICT, QUARANTINED, BODY_CONFLICT_REASON
+            others.append(NewRow(d, QUARANTINED, BODY_CONFLICT_REASON))
+            plan = Outcome.CONFLICT
         elif d.quarantine_reason is not None:
-            plan, state, error = Outcome.QUARANTINED, QUARANTINED, d.quarantine_reason
+            originals.append(NewRow(d, QUARANTINED, d.quarantine_reason))
+            plan = Outcome.QUARANTINED
         else:
-            plan, state, error = Outcome.ACCEPTED, PENDING, None
+            originals.append(NewRow(d, PENDING, None))
+            plan = Outcome.ACCEPTED
         bodies.add(d.body_sha256)
         planned[(d.delivery_id, d.body_sha256)] = plan
-        rows.append(
-            NewRow(
-                delivery_id=d.delivery_id,
-                body_sha256=d.body_sha256,
-                body=d.body,
-                headers=d.headers,
-                scheme=d.scheme,
-                event_type=d.event_type,
-                received_at=d.received_at,
-                state=state,
-                error=error,
-                original=plan is not Outcome.CONFLICT,
+    inserted, collided = insert_originals(connection, originals)
+    conflicted: dict[tuple[str, str], int] = {}
+    if collided or others:
+        with atomic(connection):
+            conflicted = insert_others(
+                connection, [*collided, *others], conflict=(QUARANTINED, BODY_CONFLICT_REASON)
             )
-        )
-    inserted = insert_new(connection, rows, conflict=(QUARANTINED, BODY_CONFLICT_REASON))
+            if conflicted:
+                # Rare: worth an ORM session on the same connection and transaction.
+                by_key = {(d.delivery_id, d.body_sha256): d for d in deliveries}
+                with Session(bind=connection) as session:
+                    for conflict_key, conflict_row in conflicted.items():
+                        _alert_body_conflict(session, by_key[conflict_key], conflict_row)
+                    session.flush()
 
     results: list[Recorded] = []
-    conflicts: list[tuple[InboundDelivery, int]] = []
     for d in deliveries:
         key = (d.delivery_id, d.body_sha256)
-        row = inserted.pop(key, None)
-        if row is None:
+        new_row = inserted.pop(key, None)
+        if new_row is not None:
+            results.append(Recorded(planned[key], new_row))
+            continue
+        other_row = conflicted.pop(key, None)
+        if other_row is not None:
+            results.append(Recorded(Outcome.CONFLICT, other_row))
+        else:
             # Stored before, or earlier in this batch.
             results.append(Recorded(Outcome.DUPLICATE, None))
-            continue
-        outcome = Outcome.CONFLICT if row.conflict else planned[key]
-        if outcome is Outcome.CONFLICT:
-            conflicts.append((d, row.row_id))
-        results.append(Recorded(outcome, row.row_id))
-    if conflicts:
-        # Rare: worth an ORM session on the same connection and transaction for raise_alert.
-        with Session(bind=connection) as session:
-            for d, row_id in conflicts:
-                _alert_body_conflict(session, d, row_id)
-            session.flush()
     return results
 
 

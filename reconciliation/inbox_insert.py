@@ -9,9 +9,9 @@ Two unique indexes let the database itself sort every row, even between concurre
 
 So the common case is ONE statement: insert every row as an original with ON CONFLICT DO
 NOTHING, and whatever comes back is new. A row that does not come back collided with a stored
-row (or with a rival writer's, which the database waited for); a second statement, only then,
-reads what is stored under those ids: the same body is a duplicate, another body is inserted
-as a non-original, quarantined row.
+row (or with a rival writer's, which the database waited for); only then, in a transaction of
+its own, what is stored under those ids is read: the same body is a duplicate, another body is
+inserted as a non-original, quarantined row (and its alert raised with it).
 
 PostgreSQL takes the batch as arrays in one statement whose text never changes; SQLite (no round
 trips, in-process) one prepared statement per row. Values pass through the columns' own
@@ -21,10 +21,10 @@ exactly as if it had written them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, NamedTuple, Protocol
 
 import msgspec
 from sqlalchemy.engine import Connection
@@ -40,9 +40,9 @@ _COLUMNS: Final = (
 )
 _PG_INSERT: Final = (
     f"INSERT INTO {TABLE.name} ({_COLUMNS}) "
-    "SELECT u.d, u.s, u.b, u.h::json, u.sc, u.e, u.r, u.st, 0, u.er, u.o "
-    "FROM unnest(%b::text[], %b::text[], %b::bytea[], %b::text[], %b::text[], %b::text[], "
-    "%b::timestamptz[], %b::text[], %b::text[], %b::bool[]) AS u(d, s, b, h, sc, e, r, st, er, o) "
+    "SELECT x.d, x.s, decode(x.b, 'base64'), x.h, x.sc, x.e, x.r, x.st, 0, x.er, %b "
+    "FROM json_to_recordset(%b::json) "
+    "AS x(d text, s text, b text, h json, sc text, e text, r timestamptz, st text, er text) "
     "ON CONFLICT DO NOTHING RETURNING id, delivery_id, body_sha256"
 )
 _PG_STORED: Final = (
@@ -54,13 +54,16 @@ _SQLITE_INSERT: Final = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class NewRow:
-    """One row to insert, with the state the caller chose for it.
+class NewRow(NamedTuple):
+    """One delivery to insert, with the state the caller chose for it."""
 
-    `original` is False only for a row the caller already knows is another body under an id
-    earlier in the same batch.
-    """
+    delivery: Incoming
+    state: str
+    error: str | None
+
+
+class Incoming(Protocol):
+    """What the inbox stores of a delivery (reconciliation.inbox.InboundDelivery)."""
 
     delivery_id: str
     body_sha256: str
@@ -69,44 +72,67 @@ class NewRow:
     scheme: str
     event_type: str | None
     received_at: datetime
-    state: str
-    error: str | None
-    original: bool = True
 
 
-@dataclass(frozen=True, slots=True)
-class StoredRow:
-    """A row that was inserted: its id, and whether it was stored as a re-sent other body."""
+def use_statement_commits(connection: Connection) -> None:
+    """Let each inbox statement commit by itself on PostgreSQL (driver autocommit).
 
-    row_id: int
-    conflict: bool
+    A batch whose rows are all new is then one INSERT: one round trip, durable when it returns,
+    with no BEGIN or COMMIT of its own to wait for. What must be atomic (another body under a
+    known id, with its alert) still runs in a transaction (`atomic`). SQLite has no round trips
+    to save: left as it is.
+    """
+    if connection.dialect.name == "postgresql" and not connection.in_transaction():
+        _driver(connection).autocommit = True
 
 
-def insert_new(
+@contextmanager
+def atomic(connection: Connection) -> Iterator[None]:
+    """A transaction for the block: the caller's if one is open, else one of its own."""
+    if connection.in_transaction():
+        yield
+        return
+    driver = _driver(connection)
+    autocommit = bool(getattr(driver, "autocommit", False))
+    if autocommit:
+        driver.autocommit = False
+    try:
+        with connection.begin():
+            yield
+    finally:
+        if autocommit:
+            driver.autocommit = True
+
+
+def insert_originals(
+    connection: Connection, rows: Sequence[NewRow]
+) -> tuple[dict[tuple[str, str], int], list[NewRow]]:
+    """Insert rows as the first body of their id; one statement.
+
+    Returns the row ids of those inserted, by (delivery_id, body_sha256), and the rows that
+    collided with a stored row (a duplicate, or another body under a known id) for
+    `insert_others` to sort out.
+    """
+    if not rows:
+        return {}, []
+    inserted = _insert(connection, rows, original=True)
+    collided = [r for r in rows if (r.delivery.delivery_id, r.delivery.body_sha256) not in inserted]
+    return inserted, collided
+
+
+def insert_others(
     connection: Connection, rows: Sequence[NewRow], *, conflict: tuple[str, str]
-) -> dict[tuple[str, str], StoredRow]:
-    """Insert what is new among `rows` (unique (delivery_id, body_sha256) among themselves).
+) -> dict[tuple[str, str], int]:
+    """Rows that cannot be originals: duplicates stay out, other bodies go in as non-originals.
 
-    `conflict` is the (state, error) given to another body under a known id. Returns the
-    inserted rows by (delivery_id, body_sha256); a row missing from the answer was stored
-    already (a duplicate).
+    `conflict` is the (state, error) they are stored with. Returns the row ids of those
+    inserted; a row missing from the answer is a duplicate. Run it inside `atomic` together with
+    whatever must commit with those rows.
     """
     if not rows:
         return {}
     postgres = connection.dialect.name == "postgresql"
-    inserted = _insert_postgres(connection, rows) if postgres else _insert_sqlite(connection, rows)
-    stored = {key: StoredRow(row_id, conflict=False) for key, row_id in inserted.items()}
-    collided = [r for r in rows if (r.delivery_id, r.body_sha256) not in stored]
-    if collided:
-        stored.update(_settle_collisions(connection, collided, conflict, postgres))
-    return stored
-
-
-def _settle_collisions(
-    connection: Connection, rows: list[NewRow], conflict: tuple[str, str], postgres: bool
-) -> dict[tuple[str, str], StoredRow]:
-    """Rows that did not go in: duplicates stay out, other bodies go in as non-originals."""
-    ids = sorted({r.delivery_id for r in rows})
+    ids = sorted({r.delivery.delivery_id for r in rows})
     if postgres:
         cursor = _driver(connection).cursor()
         cursor.execute(_PG_STORED, [ids], binary=True)
@@ -119,83 +145,94 @@ def _settle_collisions(
     known = {(d, s) for d, s in cursor.fetchall()}
     state, error = conflict
     others = [
-        NewRow(
-            delivery_id=r.delivery_id,
-            body_sha256=r.body_sha256,
-            body=r.body,
-            headers=r.headers,
-            scheme=r.scheme,
-            event_type=r.event_type,
-            received_at=r.received_at,
-            state=state,
-            error=error,
-            original=False,
-        )
+        NewRow(r.delivery, state, error)
         for r in rows
-        if (r.delivery_id, r.body_sha256) not in known
+        if (r.delivery.delivery_id, r.delivery.body_sha256) not in known
     ]
-    if not others:
-        return {}
-    inserted = (
-        _insert_postgres(connection, others) if postgres else _insert_sqlite(connection, others)
-    )
-    return {key: StoredRow(row_id, conflict=True) for key, row_id in inserted.items()}
+    return _insert(connection, others, original=False) if others else {}
 
 
-def _insert_postgres(connection: Connection, rows: Sequence[NewRow]) -> dict[tuple[str, str], int]:
-    cursor = _driver(connection).cursor()
-    # Binary array parameters (%b): no element needs quoting on the way out.
-    cursor.execute(
-        _PG_INSERT,
+def _insert(
+    connection: Connection, rows: Sequence[NewRow], *, original: bool
+) -> dict[tuple[str, str], int]:
+    if connection.dialect.name == "postgresql":
+        return _insert_postgres(connection, rows, original)
+    return _insert_sqlite(connection, rows, original)
+
+
+class _JsonRow(msgspec.Struct):
+    """One row as PostgreSQL's json_to_recordset reads it (bytes travel as base64)."""
+
+    d: str
+    s: str
+    b: bytes
+    h: dict[str, str]
+    sc: str
+    e: str | None
+    r: datetime
+    st: str
+    er: str | None
+
+
+_encode_rows: Final = msgspec.json.Encoder().encode
+
+
+def _insert_postgres(
+    connection: Connection, rows: Sequence[NewRow], original: bool
+) -> dict[tuple[str, str], int]:
+    # The whole batch is one JSON text, encoded in C: far cheaper for the web process than
+    # handing the driver one array per column to dump element by element.
+    batch = _encode_rows(
         [
-            [r.delivery_id for r in rows],
-            [r.body_sha256 for r in rows],
-            [r.body for r in rows],
-            [_json(r.headers) for r in rows],
-            [r.scheme for r in rows],
-            [r.event_type for r in rows],
-            [r.received_at for r in rows],
-            [r.state for r in rows],
-            [r.error for r in rows],
-            [r.original for r in rows],
-        ],
-        binary=True,
-    )
+            _JsonRow(
+                d.delivery_id,
+                d.body_sha256,
+                d.body,
+                d.headers,
+                d.scheme,
+                d.event_type,
+                d.received_at,
+                state,
+                error,
+            )
+            for d, state, error in rows
+        ]
+    ).decode()
+    cursor = _driver(connection).cursor()
+    cursor.execute(_PG_INSERT, [original, batch], binary=True)
     return {(d, s): int(i) for i, d, s in cursor.fetchall()}
 
 
-def _insert_sqlite(connection: Connection, rows: Sequence[NewRow]) -> dict[tuple[str, str], int]:
+def _insert_sqlite(
+    connection: Connection, rows: Sequence[NewRow], original: bool
+) -> dict[tuple[str, str], int]:
     as_json = _processor(TABLE.c.headers, connection)
     as_time = _processor(TABLE.c.received_at, connection)
     cursor = _driver(connection).cursor()
     inserted: dict[tuple[str, str], int] = {}
     try:
-        for r in rows:
+        for d, state, error in rows:
             cursor.execute(
                 _SQLITE_INSERT,
                 (
-                    r.delivery_id,
-                    r.body_sha256,
-                    r.body,
-                    as_json(r.headers),
-                    r.scheme,
-                    r.event_type,
-                    as_time(r.received_at),
-                    r.state,
-                    r.error,
-                    r.original,
+                    d.delivery_id,
+                    d.body_sha256,
+                    d.body,
+                    as_json(d.headers),
+                    d.scheme,
+                    d.event_type,
+                    as_time(d.received_at),
+                    state,
+                    error,
+                    original,
                 ),
             )
             found = cursor.fetchone()
             if found is not None:
-                inserted[(r.delivery_id, r.body_sha256)] = int(found[0])
+                inserted[(d.delivery_id, d.body_sha256)] = int(found[0])
     finally:
         cursor.close()
     return inserted
-
-
-def _json(value: dict[str, str]) -> str:
-    return msgspec.json.encode(value).decode()
 
 
 def _processor(column: Any, connection: Connection) -> Callable[[Any], Any]:

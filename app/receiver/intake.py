@@ -73,8 +73,9 @@ def build_delivery(
     event_type = envelope.event
     if not isinstance(event_type, str):
         event_type = None
-    elif len(event_type) > MAX_EVENT_TYPE_LENGTH:
-        reason = reason or f"event type longer than {MAX_EVENT_TYPE_LENGTH} characters"
+    elif len(event_type) > MAX_EVENT_TYPE_LENGTH or "\x00" in event_type:
+        # A NUL cannot be stored in a text column; neither can an overlong type.
+        reason = reason or f"event type is not a name of at most {MAX_EVENT_TYPE_LENGTH} characters"
         event_type = None
 
     kept = {name: headers[name] for name in (*KEPT_HEADERS, signature_header) if name in headers}
@@ -91,7 +92,7 @@ def build_delivery(
 
 
 def _body_id(value: object) -> str | None:
-    if isinstance(value, str) and value:
+    if isinstance(value, str) and value and "\x00" not in value:
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)

@@ -25,11 +25,13 @@ import structlog
 from litestar.types import Receive, Scope, Send
 
 from app import metrics
+from app.correlation import REQUEST_ID_HEADER, request_id
 from app.receiver.group_commit import GroupCommitWriter, InboxUnavailableError
-from app.receiver.intake import build_delivery
+from app.receiver.intake import KEPT_HEADERS, build_delivery
 from app.receiver.responses import ACKNOWLEDGEMENTS, refusal_body, send_json
 from app.signatures import BAD_SIGNATURE, SignatureError, VerifiedSignature
 from app.signing_keys import SigningKeys
+from recon.logs import bind_correlation_id
 from reconciliation.inbox import BODY_CONFLICT_REASON, Outcome
 from reconciliation.store.types import utcnow
 
@@ -64,28 +66,30 @@ class WebhookReceiver:
         self._signature_header = signature_header.lower()
         self._limit = body_limit_bytes
         self._clock = clock
+        self._too_large = (
+            f"body exceeds the limit of {body_limit_bytes} bytes (RECON_WEBHOOK_BODY_LIMIT_BYTES)"
+        )
+        # Only these are decoded: the rest of a request's headers are never looked at.
+        self._wanted_headers = frozenset(
+            name.encode() for name in (*KEPT_HEADERS, "content-length", self._signature_header)
+        )
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         """ASGI entry point of `POST <RECON_WEBHOOK_PATH>`."""
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        wanted = self._wanted_headers
+        headers = {
+            k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"] if k in wanted
+        }
+        answer = _Answer(send, scope, headers)
         if scope.get("method") != "POST":
-            await self._refuse(
-                send,
-                scope,
-                headers,
-                405,
-                "bad_method",
-                "only POST is accepted here",
-                extra=((b"allow", b"POST"),),
+            await answer.refuse(
+                405, "bad_method", "only POST is accepted here", ((b"allow", b"POST"),)
             )
             return
         media_type = headers.get("content-type", "").partition(";")[0].strip().lower()
         if media_type != JSON_MEDIA_TYPE:
             shown = media_type or "none"
-            await self._refuse(
-                send,
-                scope,
-                headers,
+            await answer.refuse(
                 415,
                 "bad_content_type",
                 f"content type {shown!r} is not accepted: send {JSON_MEDIA_TYPE}",
@@ -93,20 +97,20 @@ class WebhookReceiver:
             return
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self._limit:
-            await self._too_large(send, scope, headers)
+            await answer.refuse(413, "too_large", self._too_large)
             return
         try:
             body = await self._read_body(receive)
         except _ClientGoneError:
             return
         if body is None:
-            await self._too_large(send, scope, headers)
+            await answer.refuse(413, "too_large", self._too_large)
             return
 
         try:
             verified = await self._verify(headers, body)
         except SignatureError as refusal:
-            await self._refuse(send, scope, headers, 401, refusal.outcome, refusal.reason)
+            await answer.refuse(401, refusal.outcome, refusal.reason)
             return
 
         delivery = build_delivery(
@@ -120,18 +124,16 @@ class WebhookReceiver:
         try:
             recorded = await self._writer.write(delivery)
         except InboxUnavailableError as exc:
-            await self._refuse(
-                send,
-                scope,
-                headers,
+            await answer.refuse(
                 503,
                 "db_unavailable",
                 f"{exc}: nothing was stored, retry later",
-                extra=((b"retry-after", str(RETRY_AFTER_SECONDS).encode()),),
+                ((b"retry-after", str(RETRY_AFTER_SECONDS).encode()),),
             )
             return
         metrics.DELIVERY_OUTCOMES[recorded.outcome.value].inc()
         if recorded.outcome in (Outcome.QUARANTINED, Outcome.CONFLICT):
+            answer.bind()
             log.warning(
                 "webhook.quarantined",
                 outcome=recorded.outcome.value,
@@ -139,7 +141,7 @@ class WebhookReceiver:
                 row_id=recorded.row_id,
                 reason=delivery.quarantine_reason or BODY_CONFLICT_REASON,
             )
-        await send_json(send, 200, ACKNOWLEDGEMENTS[recorded.outcome])
+        await answer.acknowledge(recorded.outcome)
 
     async def _verify(self, headers: dict[str, str], body: bytes) -> VerifiedSignature:
         try:
@@ -175,34 +177,50 @@ class WebhookReceiver:
             if not message.get("more_body", False):
                 return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-    async def _too_large(self, send: Send, scope: Scope, headers: dict[str, str]) -> None:
-        await self._refuse(
-            send,
-            scope,
-            headers,
-            413,
-            "too_large",
-            f"body exceeds the limit of {self._limit} bytes (RECON_WEBHOOK_BODY_LIMIT_BYTES)",
+
+class _Answer:
+    """One request's answers: the correlation id, refusals counted and logged, the 200."""
+
+    __slots__ = ("_headers", "_request_id", "_scope", "_send")
+
+    def __init__(self, send: Send, scope: Scope, headers: dict[str, str]) -> None:
+        self._send = send
+        self._scope = scope
+        self._headers = headers
+        supplied = headers.get("x-request-id")
+        self._request_id = request_id(supplied.encode("latin-1") if supplied else None)
+
+    def bind(self) -> None:
+        """Put the correlation id on what this request logs (only when it logs something)."""
+        bind_correlation_id(self._request_id.decode("ascii"))
+
+    async def acknowledge(self, outcome: Outcome) -> None:
+        await send_json(
+            self._send, 200, ACKNOWLEDGEMENTS[outcome], ((REQUEST_ID_HEADER, self._request_id),)
         )
 
-    async def _refuse(
+    async def refuse(
         self,
-        send: Send,
-        scope: Scope,
-        headers: dict[str, str],
         status: int,
         outcome: str,
         reason: str,
         extra: tuple[tuple[bytes, bytes], ...] = (),
     ) -> None:
+        """Count, log (reason, claimed id, remote address; never body or secret) and answer."""
         metrics.DELIVERY_OUTCOMES[outcome].inc()
-        client = scope.get("client")
+        client = self._scope.get("client")
+        self.bind()
         log.warning(
             "webhook.refused",
             status=status,
             outcome=outcome,
             reason=reason,
-            claimed_delivery_id=headers.get("webhook-id"),
+            claimed_delivery_id=self._headers.get("webhook-id"),
             remote=f"{client[0]}:{client[1]}" if client else None,
         )
-        await send_json(send, status, refusal_body(outcome, reason), extra)
+        await send_json(
+            self._send,
+            status,
+            refusal_body(outcome, reason),
+            ((REQUEST_ID_HEADER, self._request_id), *extra),
+        )

@@ -38,21 +38,8 @@ def read_signed_message(
     delivery_id = headers.get(ID_HEADER)
     timestamp = headers.get(TIMESTAMP_HEADER)
     signature = headers.get(SIGNATURE_HEADER)
-    missing = [
-        name
-        for name, value in (
-            (ID_HEADER, delivery_id),
-            (TIMESTAMP_HEADER, timestamp),
-            (SIGNATURE_HEADER, signature),
-        )
-        if not value
-    ]
-    if missing or delivery_id is None or timestamp is None or signature is None:
-        raise SignatureError(
-            BAD_SIGNATURE,
-            f"missing {', '.join(missing)} header(s): this receiver expects Standard Webhooks "
-            f"signatures (RECON_SIGNATURE_SCHEME={scheme})",
-        )
+    if not delivery_id or not timestamp or not signature:
+        raise _missing(delivery_id, timestamp, signature, scheme)
     signed_at = read_unix_seconds(timestamp, TIMESTAMP_HEADER)
     offered = []
     prefix = version + ","
@@ -70,3 +57,15 @@ def read_signed_message(
         )
     signed = f"{delivery_id}.{timestamp}.".encode("latin-1") + body
     return SignedMessage(delivery_id, signed_at, signed, tuple(offered))
+
+
+def _missing(
+    delivery_id: str | None, timestamp: str | None, signature: str | None, scheme: str
+) -> SignatureError:
+    named = (ID_HEADER, delivery_id), (TIMESTAMP_HEADER, timestamp), (SIGNATURE_HEADER, signature)
+    missing = ", ".join(name for name, value in named if not value)
+    return SignatureError(
+        BAD_SIGNATURE,
+        f"missing {missing} header(s): this receiver expects Standard Webhooks signatures "
+        f"(RECON_SIGNATURE_SCHEME={scheme})",
+    )

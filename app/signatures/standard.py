@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 from collections.abc import Mapping, Sequence
 
@@ -31,7 +30,7 @@ class StandardVerifier:
     def verify(self, headers: Mapping[str, str], body: bytes, now: float) -> VerifiedSignature:
         message = read_signed_message(headers, body, "v1", self.scheme)
         for key in self._keys:
-            expected = hmac.new(key, message.signed_bytes, hashlib.sha256).digest()
+            expected = hmac.digest(key, message.signed_bytes, "sha256")
             for offered in message.signatures:
                 if hmac.compare_digest(expected, offered):
                     check_timestamp(message.signed_at, now, self._tolerance, TIMESTAMP_HEADER)

@@ -54,16 +54,26 @@ def test_batch_outcomes_in_order(engine: Engine, session_factory: sessionmaker[S
         Outcome.CONFLICT,
         Outcome.QUARANTINED,
     ]
-    stored = rows(session_factory)
-    assert [(r.delivery_id, r.state) for r in stored] == [
-        ("a", "pending"),
-        ("b", "pending"),
-        ("a", "quarantined"),
-        ("c", "quarantined"),
-    ]
-    assert [r.id for r in stored] == [results[i].row_id for i in (0, 1, 3, 4)]
-    assert stored[2].error == inbox.BODY_CONFLICT_REASON
-    assert stored[3].error == "body is not valid JSON"
+    by_id = {r.id: r for r in rows(session_factory)}
+    assert len(by_id) == 4
+    accepted_a, accepted_b, _, conflict_a, broken_c = (
+        by_id[r.row_id] if r.row_id else None for r in results
+    )
+    assert accepted_a is not None and accepted_b is not None
+    assert conflict_a is not None and broken_c is not None
+    assert (accepted_a.delivery_id, accepted_a.state, accepted_a.original) == ("a", "pending", True)
+    assert (accepted_b.delivery_id, accepted_b.state) == ("b", "pending")
+    assert (conflict_a.delivery_id, conflict_a.state, conflict_a.original) == (
+        "a",
+        "quarantined",
+        False,
+    )
+    assert conflict_a.error == inbox.BODY_CONFLICT_REASON
+    assert (broken_c.state, broken_c.error, broken_c.original) == (
+        "quarantined",
+        "body is not valid JSON",
+        True,
+    )
 
 
 def test_stored_rows_read_back_exactly(

@@ -63,7 +63,7 @@ def test_signed_delivery_is_stored_exactly_then_acknowledged_then_enqueued(
 ) -> None:
     body = event_body("PAYMENT_RECEIVED")
     headers = signed_headers(body, delivery_id="msg_exact")
-    response = client.post(PATH, content=body, headers=headers)
+    response = client.post(PATH, content=body, headers={**headers, "X-Request-Id": "trace-1"})
     assert response.status_code == 200
     assert response.json() == {"outcome": "accepted"}
     [row] = stored(factory)
@@ -77,7 +77,7 @@ def test_signed_delivery_is_stored_exactly_then_acknowledged_then_enqueued(
     assert row.headers["webhook-signature"] == headers["webhook-signature"]
     assert row.headers["webhook-timestamp"] == headers["webhook-timestamp"]
     wait_for(lambda: enqueued == [row.id], what="the row id to be enqueued")
-    assert response.headers["x-request-id"]
+    assert response.headers["x-request-id"] == "trace-1"
 
 
 def test_delivery_signed_by_the_official_package_is_accepted(

@@ -95,11 +95,14 @@ def workers(
     embedded.stop()
 
 
-def wait_for(what: str, done: Callable[[], bool], seconds: float = 30.0) -> None:
+def wait_for(what: str, done: Callable[[], bool | list[str]], seconds: float = 30.0) -> None:
+    """Poll until `done` is true (or returns no problems); fail saying what is still missing."""
     deadline = time.monotonic() + seconds
-    while not done():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+    outcome = done()
+    while outcome is False or (isinstance(outcome, list) and outcome):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}: {outcome}"
         time.sleep(0.1)
+        outcome = done()
 
 
 def address(ep: object) -> HoldingAddress:
@@ -125,11 +128,19 @@ def test_sandbox_faults_become_exactly_their_alerts(
 ) -> None:
     sessions = workers.running.runtime.sessions
     state = sandbox.state
-    payer = state.create_endpoint(COLLECTION_CHILD, str(uuid.uuid4()), "business-entity", "NGN", emit=False)
-    payee = state.create_endpoint(COLLECTION_CHILD, str(uuid.uuid4()), "business-entity", "NGN", emit=False)
+    payer = state.create_endpoint(
+        COLLECTION_CHILD, str(uuid.uuid4()), "business-entity", "NGN", emit=False
+    )
+    payee = state.create_endpoint(
+        COLLECTION_CHILD, str(uuid.uuid4()), "business-entity", "NGN", emit=False
+    )
     with inbox_receiver(sessions) as url:
-        with CompanyClient(sandbox.base_url, "ck_test_recon", sandbox.config.company_app_id) as company:
-            company.register_webhook(WebhookRequest(url=url, event_types=EVENT_TYPES, secret=SECRET))
+        with CompanyClient(
+            sandbox.base_url, "ck_test_recon", sandbox.config.company_app_id
+        ) as company:
+            company.register_webhook(
+                WebhookRequest(url=url, event_types=EVENT_TYPES, secret=SECRET)
+            )
         from workers.actors import discover_holdings
 
         discover_holdings.send()
@@ -141,7 +152,9 @@ def test_sandbox_faults_become_exactly_their_alerts(
             def credit(amount: int) -> None:
                 gateway.simulate_inbound_credit(
                     CreditRequest(
-                        target=address(payer), value_unit=ValueUnit.fiat("NGN"), amount_minor_units=amount
+                        target=address(payer),
+                        value_unit=ValueUnit.fiat("NGN"),
+                        amount_minor_units=amount,
                     )
                 )
 
@@ -154,33 +167,41 @@ def test_sandbox_faults_become_exactly_their_alerts(
             credit(900_000)  # healthy
             faults.add_delivery(Fault(target="ACCOUNT_CREATED", kind="same_id_other_body", count=1))
             state.create_endpoint(COLLECTION_CHILD, str(uuid.uuid4()), "business-entity", "NGN")
-            wait_for("the payer's money to land", lambda: state.posted_sum(payer.holding_ref) == 2_100_000)
+            wait_for(
+                "the payer's money to land",
+                lambda: state.posted_sum(payer.holding_ref) == 2_100_000,
+            )
 
             refs = []
             for amount, outcome in ((100_000, "settle"), (200_000, "hold")):
                 state.outcomes.queue_next(outcome)  # type: ignore[arg-type]
-                created = gateway.create_transfer(transfer_request(address(payer), address(payee), amount))
+                created = gateway.create_transfer(
+                    transfer_request(address(payer), address(payee), amount)
+                )
                 assert isinstance(created, TransferAccepted)
                 with transaction(sessions) as session:
                     record_created_transfer(session, created.transfer, utcnow())
                 refs.append(created.transfer_ref)
         held = refs[1]
 
-        def settled_in_store() -> bool:
+        def still_missing() -> list[str]:
             holdings = [payer.holding_ref, payee.holding_ref]
+            missing = []
             if stored_ledger(sessions) != sandbox_ledger(state, holdings):
-                return False
+                missing.append("ledger")
             with sessions() as s:
                 statuses = {t.transfer_ref: t.status for t in s.scalars(select(Transfer))}
-            return (
-                statuses.get(refs[0]) == "completed"
-                and statuses.get(held) == "awaiting_finality"
-                and count(sessions, Notification, Notification.event_type == "PAYMENT_RECEIVED") == 2
-                and count(sessions, Notification, Notification.event_type == "TRANSACTION_COMPLETED") == 1
-                and count(sessions, Delivery, Delivery.event_type == "ACCOUNT_CREATED") >= 2
-            )
+            if (statuses.get(refs[0]), statuses.get(held)) != ("completed", "awaiting_finality"):
+                missing.append(f"transfer statuses {statuses}")
+            for event, want in (("PAYMENT_RECEIVED", 2), ("TRANSACTION_COMPLETED", 1)):
+                got = count(sessions, Notification, Notification.event_type == event)
+                if got != want:
+                    missing.append(f"{got} {event} notifications")
+            if count(sessions, Delivery) < 5:  # 2 credits, the completed transfer, 2 bodies
+                missing.append(f"{count(sessions, Delivery)} deliveries")
+            return missing
 
-        wait_for("the store to hear everything", settled_in_store)
+        wait_for("the store to hear everything", still_missing)
         time.sleep(POLICY.finality_deadline_seconds + 0.5)  # let the grace and the deadline pass
 
         run_pass(sessions, POLICY, publish=False)
@@ -204,10 +225,15 @@ def test_sandbox_faults_become_exactly_their_alerts(
         state.finalize(str(held), "settle")
         wait_for(
             "the held transfer to settle in the store",
-            lambda: count(sessions, Transfer, Transfer.status == "completed") == 2
-            and count(sessions, Notification, Notification.event_type == "TRANSACTION_COMPLETED") == 2
-            and stored_ledger(sessions)
-            == sandbox_ledger(state, [payer.holding_ref, payee.holding_ref]),
+            lambda: (
+                count(sessions, Transfer, Transfer.status == "completed") == 2
+                and count(
+                    sessions, Notification, Notification.event_type == "TRANSACTION_COMPLETED"
+                )
+                == 2
+                and stored_ledger(sessions)
+                == sandbox_ledger(state, [payer.holding_ref, payee.holding_ref])
+            ),
         )
         result = run_pass(sessions, POLICY, publish=False)
 

@@ -60,7 +60,14 @@ def test_no_id_anywhere_is_quarantined_under_the_body_hash() -> None:
 def test_overlong_event_type_is_not_stored() -> None:
     d = build(b'{"event":"' + b"E" * 65 + b'"}')
     assert d.event_type is None
-    assert d.quarantine_reason == "event type longer than 64 characters"
+    assert d.quarantine_reason == "event type is not a name of at most 64 characters"
+
+
+def test_nul_characters_never_reach_a_text_column() -> None:
+    d = build(b'{"id":"a\\u0000b","event":"X\\u0000"}', BODY_ONLY)
+    assert d.event_type is None
+    assert d.delivery_id.startswith("sha256:")
+    assert d.quarantine_reason is not None
 
 
 def test_overlong_id_is_stored_by_hash_and_stays_pending() -> None:

@@ -123,7 +123,7 @@ def test_timestamp_at_the_edge_of_tolerance_passes(skew: int) -> None:
 
 
 def test_forged_signature_with_old_timestamp_is_a_bad_signature_not_stale() -> None:
-    """"Stale" is only said of genuine signatures, so it always means a clock or replay issue."""
+    """ "Stale" is only said of genuine signatures, so it always means a clock or replay issue."""
     headers = sign_delivery("standard", OTHER, delivery_id="e", timestamp=NOW - 9999, body=BODY)
     with pytest.raises(SignatureError) as refused:
         verifier("standard", SECRET).verify(headers, BODY, NOW)
@@ -145,7 +145,9 @@ def test_forged_signature_with_old_timestamp_is_a_bad_signature_not_stale() -> N
         ),
     ],
 )
-def test_malformed_standard_headers_say_what_is_wrong(headers: dict[str, str], expected: str) -> None:
+def test_malformed_standard_headers_say_what_is_wrong(
+    headers: dict[str, str], expected: str
+) -> None:
     with pytest.raises(SignatureError) as refused:
         verifier("standard", SECRET).verify(headers, BODY, NOW)
     assert refused.value.outcome == BAD_SIGNATURE
@@ -155,7 +157,12 @@ def test_malformed_standard_headers_say_what_is_wrong(headers: dict[str, str], e
 def test_raw_hmac_uses_the_configured_header() -> None:
     secret = new_secret("hmac-sha512-hex")
     headers = sign_delivery(
-        "hmac-sha512-hex", secret, delivery_id="e", timestamp=NOW, body=BODY, header="X-Provider-Sig"
+        "hmac-sha512-hex",
+        secret,
+        delivery_id="e",
+        timestamp=NOW,
+        body=BODY,
+        header="X-Provider-Sig",
     )
     check = verifier("hmac-sha512-hex", secret, header="X-Provider-Sig")
     check.verify(lower(headers), BODY, NOW)
