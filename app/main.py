@@ -12,8 +12,6 @@ the app itself imports nothing of Dramatiq.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import time
 from collections.abc import Callable, Sequence
 from typing import Final
@@ -26,7 +24,7 @@ from litestar.handlers import ASGIRouteHandler
 from litestar.openapi import OpenAPIConfig
 from litestar.types import Scope
 
-from app import health, state_keys
+from app import health, reporting_routes, state_keys
 from app.auth import ADMIN_TOKEN_STATE_KEY, admin_guard
 from app.correlation import correlation_middleware
 from app.deliveries_api import DeliveriesController
@@ -39,15 +37,15 @@ from app.registration import (
     ensure_registered,
     process_owner,
 )
+from app.reporting_routes import POLICY_STATE_KEY
 from app.signing_keys import SigningKeys
 from app.startup_registration import StartupRegistration
 from recon.secret_key import SecretBox
 from recon.settings import Settings
+from reconciliation.policy import ReconcilePolicy
 from reconciliation.store.db import make_engine, make_session_factory
 from upstream.company import CompanyClient
 
-#: Module whose `ROUTE_HANDLERS` (reports and alerts API) are mounted behind the admin guard.
-REPORTING_ROUTES_MODULE: Final = "app.reporting_routes"
 #: `app.state` key of the StartupRegistration (tests wait on it).
 REGISTRATION_STATE_KEY: Final = "registration"
 #: `app.state` key of the SigningKeys.
@@ -131,7 +129,9 @@ def create_app(
             receiver_route,
             *health.ROUTE_HANDLERS,
             DeliveriesController,
-            *_reporting_routers(),
+            Router(
+                path="/", route_handlers=list(reporting_routes.ROUTE_HANDLERS), guards=[admin_guard]
+            ),
         ],
         middleware=[correlation_middleware(bypass=frozenset({settings.webhook_path}))],
         on_startup=[start],
@@ -145,6 +145,8 @@ def create_app(
                 ADMIN_TOKEN_STATE_KEY: settings.admin_token,
                 REGISTRATION_STATE_KEY: registration,
                 SIGNING_KEYS_STATE_KEY: keys,
+                # The reports API reads grace periods from the same settings as the workers.
+                POLICY_STATE_KEY: ReconcilePolicy.from_settings(settings),
             }
         ),
         openapi_config=OpenAPIConfig(title="recon", version="0.1.0", path="/schema"),
@@ -155,15 +157,6 @@ def create_app(
 
 def _leave_pending(row_ids: Sequence[int]) -> None:
     """No broker consumer from this process: pending rows wait for the workers' sweeper."""
-
-
-def _reporting_routers() -> list[Router]:
-    """The reconciler's reports and alerts routes, behind the admin guard, if written yet."""
-    if importlib.util.find_spec(REPORTING_ROUTES_MODULE) is None:
-        return []
-    module = importlib.import_module(REPORTING_ROUTES_MODULE)
-    handlers = list(getattr(module, "ROUTE_HANDLERS", ()))
-    return [Router(path="/", route_handlers=handlers, guards=[admin_guard])] if handlers else []
 
 
 def _log_exception(exc: Exception, scope: Scope) -> None:
