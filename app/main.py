@@ -1,10 +1,11 @@
 """The web process: `create_app(settings, enqueue=...)` builds the whole Litestar app.
 
 What it wires, and why here: the store's engine, the signing keys (stored secrets plus
-RECON_WEBHOOK_SECRETS), the group-commit writer and the enqueue relay (threads started and
-stopped with the app's lifespan), the raw ASGI receiver route, the idiomatic Litestar routes
+RECON_WEBHOOK_SECRETS), the group-commit writer and the enqueue relay (started and stopped with
+the app's lifespan), the raw ASGI receiver route, the idiomatic Litestar routes
 (inbox, health, metrics, OpenAPI at /schema), the reports and alerts routes of
-`app.reporting_routes` when that module exists, and background self-registration.
+`app.reporting_routes` behind the admin guard, and background self-registration. The receiver's
+path is dispatched before Litestar's request path (app.receiver_first).
 
 `enqueue(row_ids)` comes from the process wiring (`recon web` passes the workers' dispatcher), so
 the app itself imports nothing of Dramatiq.
@@ -12,6 +13,7 @@ the app itself imports nothing of Dramatiq.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Sequence
 from typing import Final
@@ -31,6 +33,7 @@ from app.deliveries_api import DeliveriesController
 from app.receiver.enqueue_relay import EnqueueRelay
 from app.receiver.group_commit import GroupCommitWriter
 from app.receiver.route import WebhookReceiver
+from app.receiver_first import ReceiverFirstLitestar
 from app.registration import (
     RegistrationResult,
     company_client,
@@ -104,18 +107,18 @@ def create_app(
 
     registration = StartupRegistration(register, registered)
 
-    def start() -> None:
-        keys.refresh()
+    async def start() -> None:
+        await asyncio.to_thread(keys.refresh)
         keys.start()
         if relay is not None:
             relay.start()
-        writer.start()
+        await writer.start()
         if self_register:
             registration.start()
 
-    def stop() -> None:
+    async def stop() -> None:
         registration.stop()
-        writer.stop()
+        await writer.stop()
         if relay is not None:
             relay.stop()
         keys.stop()
@@ -123,8 +126,10 @@ def create_app(
 
     receiver_route = ASGIRouteHandler(
         settings.webhook_path, copy_scope=False, name="webhook-receiver"
-    )(receiver.handle)
-    return Litestar(
+    )(receiver.serve)
+    return ReceiverFirstLitestar(
+        receiver_path=settings.webhook_path,
+        receiver=receiver.serve,
         route_handlers=[
             receiver_route,
             *health.ROUTE_HANDLERS,

@@ -115,6 +115,10 @@ def bare_app() -> object:
 def serve_bare(port: int) -> None:
     import uvicorn
 
+    from recon.cli.web_commands import tune_garbage_collector
+
+    tune_garbage_collector()  # the same process set-up as `recon web`
+
     uvicorn.run(
         bare_app(),  # type: ignore[arg-type]
         host="127.0.0.1",
@@ -330,7 +334,12 @@ def main() -> None:
         "--rounds", type=int, default=1, help="measure the servers in turn this many times"
     )
     parser.add_argument("--connections", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=1, help="wrk threads")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=2,
+        help="wrk threads (one thread cannot saturate the bare app)",
+    )
     parser.add_argument("--deliveries", type=int, default=120_000, help="pre-signed per run")
     parser.add_argument("--skip-sqlite", action="store_true")
     parser.add_argument("--skip-postgres", action="store_true")

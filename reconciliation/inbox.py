@@ -104,46 +104,82 @@ def record_deliveries(
     unique indexes (reconciliation.inbox_insert), so concurrent writers and web processes
     agree; within the batch the first body of an id is the original.
     """
-    originals: list[NewRow] = []
-    others: list[NewRow] = []
-    planned: dict[tuple[str, str], Outcome] = {}
+    plan = plan_batch(deliveries)
+    inserted, collided = insert_originals(connection, plan.originals)
+    conflicted: dict[tuple[str, str], int] = {}
+    if collided or plan.others:
+        with atomic(connection):
+            conflicted = record_others(connection, deliveries, [*collided, *plan.others])
+    return outcomes(deliveries, plan, inserted, conflicted)
+
+
+@dataclass(slots=True)
+class BatchPlan:
+    """A batch sorted before it meets the database.
+
+    `originals` are first bodies of their id within the batch (new, unless the store already
+    has the id); `others` are further bodies under an id seen earlier in the batch; `planned` is
+    each first occurrence's outcome if it turns out to be new.
+    """
+
+    originals: list[NewRow]
+    others: list[NewRow]
+    planned: dict[tuple[str, str], Outcome]
+
+
+def plan_batch(deliveries: Sequence[InboundDelivery]) -> BatchPlan:
+    """Sort a batch: first body of each id, further bodies, and what each would be if new."""
+    plan = BatchPlan([], [], {})
     seen: dict[str, set[str]] = {}
     for d in deliveries:
         bodies = seen.setdefault(d.delivery_id, set())
         if d.body_sha256 in bodies:
             continue
         if bodies:
-            others.append(NewRow(d, QUARANTINED, BODY_CONFLICT_REASON))
-            plan = Outcome.CONFLICT
+            plan.others.append(NewRow(d, QUARANTINED, BODY_CONFLICT_REASON))
+            outcome = Outcome.CONFLICT
         elif d.quarantine_reason is not None:
-            originals.append(NewRow(d, QUARANTINED, d.quarantine_reason))
-            plan = Outcome.QUARANTINED
+            plan.originals.append(NewRow(d, QUARANTINED, d.quarantine_reason))
+            outcome = Outcome.QUARANTINED
         else:
-            originals.append(NewRow(d, PENDING, None))
-            plan = Outcome.ACCEPTED
+            plan.originals.append(NewRow(d, PENDING, None))
+            outcome = Outcome.ACCEPTED
         bodies.add(d.body_sha256)
-        planned[(d.delivery_id, d.body_sha256)] = plan
-    inserted, collided = insert_originals(connection, originals)
-    conflicted: dict[tuple[str, str], int] = {}
-    if collided or others:
-        with atomic(connection):
-            conflicted = insert_others(
-                connection, [*collided, *others], conflict=(QUARANTINED, BODY_CONFLICT_REASON)
-            )
-            if conflicted:
-                # Rare: worth an ORM session on the same connection and transaction.
-                by_key = {(d.delivery_id, d.body_sha256): d for d in deliveries}
-                with Session(bind=connection) as session:
-                    for conflict_key, conflict_row in conflicted.items():
-                        _alert_body_conflict(session, by_key[conflict_key], conflict_row)
-                    session.flush()
+        plan.planned[(d.delivery_id, d.body_sha256)] = outcome
+    return plan
 
+
+def record_others(
+    connection: Connection, deliveries: Sequence[InboundDelivery], rows: Sequence[NewRow]
+) -> dict[tuple[str, str], int]:
+    """Rows that could not go in as originals: duplicates stay out, other bodies are stored
+    quarantined with their alert. Call inside a transaction (`atomic`): row and alert commit
+    together. Returns the row ids of the other bodies stored."""
+    conflicted = insert_others(connection, rows, conflict=(QUARANTINED, BODY_CONFLICT_REASON))
+    if conflicted:
+        # Rare: worth an ORM session on the same connection and transaction.
+        by_key = {(d.delivery_id, d.body_sha256): d for d in deliveries}
+        with Session(bind=connection) as session:
+            for key, row_id in conflicted.items():
+                _alert_body_conflict(session, by_key[key], row_id)
+            session.flush()
+    return conflicted
+
+
+def outcomes(
+    deliveries: Sequence[InboundDelivery],
+    plan: BatchPlan,
+    inserted: dict[tuple[str, str], int],
+    conflicted: dict[tuple[str, str], int],
+) -> list[Recorded]:
+    """One Recorded per delivery, in order, from what went in."""
+    inserted, conflicted = dict(inserted), dict(conflicted)
     results: list[Recorded] = []
     for d in deliveries:
         key = (d.delivery_id, d.body_sha256)
         new_row = inserted.pop(key, None)
         if new_row is not None:
-            results.append(Recorded(planned[key], new_row))
+            results.append(Recorded(plan.planned[key], new_row))
             continue
         other_row = conflicted.pop(key, None)
         if other_row is not None:

@@ -13,10 +13,10 @@ row (or with a rival writer's, which the database waited for); only then, in a t
 its own, what is stored under those ids is read: the same body is a duplicate, another body is
 inserted as a non-original, quarantined row (and its alert raised with it).
 
-PostgreSQL takes the batch as arrays in one statement whose text never changes; SQLite (no round
-trips, in-process) one prepared statement per row. Values pass through the columns' own
-SQLAlchemy bind processors where the driver needs them, so rows read back through the ORM
-exactly as if it had written them.
+PostgreSQL takes the batch as one JSON text and one array of bodies, in a statement whose text
+never changes; SQLite (no round trips, in-process) one prepared statement per row, its values
+through the columns' own SQLAlchemy bind processors, so rows read back through the ORM exactly
+as if it had written them.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from datetime import datetime
 from typing import Any, Final, NamedTuple, Protocol
 
 import msgspec
+import psycopg
 from sqlalchemy.engine import Connection
 
 from reconciliation.store.models import Delivery
@@ -40,9 +41,11 @@ _COLUMNS: Final = (
 )
 _PG_INSERT: Final = (
     f"INSERT INTO {TABLE.name} ({_COLUMNS}) "
-    "SELECT x.d, x.s, decode(x.b, 'base64'), x.h, x.sc, x.e, x.r, x.st, 0, x.er, %b "
-    "FROM json_to_recordset(%b::json) "
-    "AS x(d text, s text, b text, h json, sc text, e text, r timestamptz, st text, er text) "
+    "SELECT x.d, x.s, x.b, x.h, x.sc, x.e, x.r, x.st, 0, x.er, %b "
+    "FROM ROWS FROM ("
+    "json_to_recordset(%b::json) "
+    "AS (d text, s text, h json, sc text, e text, r timestamptz, st text, er text), "
+    "unnest(%b::bytea[])) AS x(d, s, h, sc, e, r, st, er, b) "
     "ON CONFLICT DO NOTHING RETURNING id, delivery_id, body_sha256"
 )
 _PG_STORED: Final = (
@@ -161,11 +164,10 @@ def _insert(
 
 
 class _JsonRow(msgspec.Struct):
-    """One row as PostgreSQL's json_to_recordset reads it (bytes travel as base64)."""
+    """One row as PostgreSQL's json_to_recordset reads it (the body travels apart)."""
 
     d: str
     s: str
-    b: bytes
     h: dict[str, str]
     sc: str
     e: str | None
@@ -180,27 +182,54 @@ _encode_rows: Final = msgspec.json.Encoder().encode
 def _insert_postgres(
     connection: Connection, rows: Sequence[NewRow], original: bool
 ) -> dict[tuple[str, str], int]:
-    # The whole batch is one JSON text, encoded in C: far cheaper for the web process than
-    # handing the driver one array per column to dump element by element.
-    batch = _encode_rows(
-        [
-            _JsonRow(
-                d.delivery_id,
-                d.body_sha256,
-                d.body,
-                d.headers,
-                d.scheme,
-                d.event_type,
-                d.received_at,
-                state,
-                error,
-            )
-            for d, state, error in rows
-        ]
-    ).decode()
     cursor = _driver(connection).cursor()
-    cursor.execute(_PG_INSERT, [original, batch], binary=True)
+    cursor.execute(_PG_INSERT, _pg_parameters(rows, original), binary=True)
     return {(d, s): int(i) for i, d, s in cursor.fetchall()}
+
+
+async def insert_originals_async(
+    connection: psycopg.AsyncConnection[Any], rows: Sequence[NewRow]
+) -> tuple[dict[tuple[str, str], int], list[NewRow]]:
+    """`insert_originals` on an asyncio psycopg connection in autocommit (PostgreSQL only).
+
+    The receiver's event loop runs it directly: the statement is its own transaction, durable
+    when this returns.
+    """
+    if not rows:
+        return {}, []
+    cursor = connection.cursor()
+    await cursor.execute(_PG_INSERT, _pg_parameters(rows, original=True), binary=True)
+    inserted = {(d, s): int(i) for i, d, s in await cursor.fetchall()}
+    collided = [r for r in rows if (r.delivery.delivery_id, r.delivery.body_sha256) not in inserted]
+    return inserted, collided
+
+
+def _pg_parameters(rows: Sequence[NewRow], original: bool) -> list[Any]:
+    """The batch as one JSON text (encoded in C) plus the bodies as one bytea array.
+
+    Measured against one array per column: the web process spends a fraction of the CPU (the
+    driver dumps arrays element by element in Python), and the bodies, the largest part, travel
+    as raw bytes the database need not parse.
+    """
+    return [
+        original,
+        _encode_rows(
+            [
+                _JsonRow(
+                    d.delivery_id,
+                    d.body_sha256,
+                    d.headers,
+                    d.scheme,
+                    d.event_type,
+                    d.received_at,
+                    state,
+                    error,
+                )
+                for d, state, error in rows
+            ]
+        ).decode(),
+        [r.delivery.body for r in rows],
+    ]
 
 
 def _insert_sqlite(

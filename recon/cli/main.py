@@ -63,6 +63,7 @@ def _register() -> None:
     for name in (
         "recon.cli.sandbox_commands",
         "recon.cli.provider_commands",
+        "recon.cli.endpoint_commands",
         "recon.cli.web_commands",
         "recon.cli.webhook_commands",
         "recon.cli.delivery_commands",

@@ -1,4 +1,7 @@
-"""Operator commands on the provider clients: `recon check`, `transfer`, `endpoints`, `credit`.
+"""Operator commands on the provider clients: `recon check`, `transfer`, `credit`.
+
+`recon endpoints` lives in recon.cli.endpoint_commands and shares this module's client set-up
+and error handling (`gateway_client`, `provider_errors`).
 
 Thin on purpose: each command builds a client from the settings, calls one or two methods and
 prints the answer in plain words. Every provider failure ends the command with the client's own
@@ -32,7 +35,6 @@ from upstream import (
     ProviderError,
     RateLimited,
     RetryPolicy,
-    StaleGuard,
     TransferAccepted,
     TransferDenied,
     TransferReplayed,
@@ -42,8 +44,6 @@ from upstream import (
     ValueUnit,
 )
 from upstream.company import TEST_ACCOUNT_NUMBER
-from upstream.gateway import RESUME_REASONS, SUSPEND_REASONS
-from upstream.wire.endpoints import Endpoint
 
 F = TypeVar("F", bound=Callable[..., Any])
 EXIT_REFUSED, EXIT_UNREACHABLE = 1, 3
@@ -51,7 +51,7 @@ EXIT_REFUSED, EXIT_UNREACHABLE = 1, 3
 CLI_RETRY = RetryPolicy(max_attempts=4, base_delay=0.2, max_delay=2.0, deadline=15.0)
 
 
-def _exit(code: int, message: str) -> NoReturn:
+def exit_with(code: int, message: str) -> NoReturn:
     click.echo(f"recon: {message}", err=True)
     sys.exit(code)
 
@@ -64,16 +64,16 @@ def provider_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except (Unavailable, RateLimited) as exc:
-            _exit(EXIT_UNREACHABLE, str(exc))
+            exit_with(EXIT_UNREACHABLE, str(exc))
         except ProviderError as exc:
-            _exit(EXIT_REFUSED, str(exc))
+            exit_with(EXIT_REFUSED, str(exc))
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
 
     return wrapper  # type: ignore[return-value]
 
 
-def _settings() -> Settings:
+def provider_settings() -> Settings:
     settings = settings_or_exit()
     if settings.log_level != "debug":
         # One line per HTTP request is for workers; an operator wants the answer (retries,
@@ -217,15 +217,15 @@ def _check_gateway(settings: Settings) -> tuple[bool | None, list[str]]:
 )
 def check(account_number: str) -> None:
     """Check both provider credentials and name the environment, in plain words."""
-    settings = _settings()
+    settings = provider_settings()
     company_ok, company_lines = _check_company(settings, account_number)
     gateway_ok, gateway_lines = _check_gateway(settings)
     click.echo("\n".join([*company_lines, *gateway_lines]))
     if company_ok is False or gateway_ok is False:
         bad = [n for n, ok in (("company API", company_ok), ("gateway", gateway_ok)) if ok is False]
-        _exit(EXIT_REFUSED, f"verdict: credentials BAD for the {' and the '.join(bad)}")
+        exit_with(EXIT_REFUSED, f"verdict: credentials BAD for the {' and the '.join(bad)}")
     if company_ok is None or gateway_ok is None:
-        _exit(EXIT_UNREACHABLE, "verdict: could not check everything (see above)")
+        exit_with(EXIT_UNREACHABLE, "verdict: could not check everything (see above)")
     click.echo("verdict: credentials good")
 
 
@@ -266,7 +266,7 @@ def _transfer_options(func: F) -> F:
 @provider_errors
 def transfer_create(source: HoldingAddress, to: HoldingAddress, amount: int, currency: str) -> None:
     """Create a transfer. Its Idempotency-Key is stored first: rerunning after a crash replays."""
-    settings = _settings()
+    settings = provider_settings()
     with gateway_client(settings, durable_keys=True) as client:
         outcome = client.create_transfer(_transfer_request(source, to, amount, currency))
     match outcome:
@@ -289,7 +289,7 @@ def transfer_create(source: HoldingAddress, to: HoldingAddress, amount: int, cur
 @provider_errors
 def transfer_quote(source: HoldingAddress, to: HoldingAddress, amount: int, currency: str) -> None:
     """Quote fees and totals for a transfer; reserves nothing."""
-    with gateway_client(_settings()) as client:
+    with gateway_client(provider_settings()) as client:
         quote = client.quote_transfer(_transfer_request(source, to, amount, currency)).value
     click.echo(f"quote basis: {quote.quote_basis_transfer_ref}")
     click.echo(f"amount: {quote.amount_minor_units} {quote.value_unit} (minor units)")
@@ -305,7 +305,7 @@ def transfer_quote(source: HoldingAddress, to: HoldingAddress, amount: int, curr
 @provider_errors
 def transfer_status(transfer_ref: uuid.UUID) -> None:
     """Where a transfer is, and whether it is done."""
-    with gateway_client(_settings()) as client:
+    with gateway_client(provider_settings()) as client:
         result = client.transfer_status(transfer_ref)
     s = result.value
     done = "terminal" if s.is_terminal else "not terminal yet"
@@ -314,108 +314,6 @@ def transfer_status(transfer_ref: uuid.UUID) -> None:
     click.echo(f"revision: {s.revision}")
     if s.fees is not None:
         click.echo(f"fees: {s.fees.status} ({s.fees.reason or '-'})")
-
-
-# -- recon endpoints --------------------------------------------------------------------------
-
-
-@click.group()
-def endpoints() -> None:
-    """List, inspect, suspend and resume programmable endpoints."""
-
-
-@endpoints.command("list")
-@provider_errors
-def endpoints_list() -> None:
-    """Every programmable endpoint (follows the register to its end, 100 per page)."""
-    count = 0
-    with gateway_client(_settings()) as client:
-        for row in client.iter_programmable_endpoints():
-            count += 1
-            summary = row.locator_summary
-            locators = ", ".join(summary.forms) if summary and summary.forms else "no locator"
-            click.echo(
-                f"{row.endpoint_ref}  {row.family}  account {row.account_ref}  "
-                f"{row.unit or '-'}  receive={row.capability_posture.receive or '-'}  {locators}"
-            )
-    click.echo(f"{count} endpoint(s)")
-
-
-def _describe(ep: Endpoint) -> list[str]:
-    p = ep.capability_posture
-    lines = [
-        f"endpoint {ep.endpoint_ref} ({ep.template})",
-        f"  account {ep.account_ref}  holding {ep.holding_ref}",
-        f"  owner {ep.owner_ref} ({ep.owner_kind})  unit {ep.unit or '-'}",
-        f"  posture: receive={p.receive} send={p.send} lifecycle={p.lifecycle} backing={p.backing}",
-    ]
-    lines += [f"  locator: {loc.form} {loc.display}" for loc in ep.locators]
-    if ep.lifecycle_guard is not None:
-        lines.append(f"  lifecycle guard: state version {ep.lifecycle_guard.state_version}")
-    return lines
-
-
-@endpoints.command("show")
-@click.argument("endpoint_ref", type=click.UUID)
-@provider_errors
-def endpoints_show(endpoint_ref: uuid.UUID) -> None:
-    """One endpoint: refs, owner, posture, locators and its current lifecycle guard."""
-    with gateway_client(_settings()) as client:
-        read = client.get_programmable_endpoint(endpoint_ref).value
-    if read.endpoint is None:
-        _exit(EXIT_REFUSED, f"endpoint {endpoint_ref}: {read.kind.replace('_', ' ')}")
-    click.echo("\n".join(_describe(read.endpoint)))
-
-
-@endpoints.command("readiness")
-@click.argument("endpoint_ref", type=click.UUID)
-@provider_errors
-def endpoints_readiness(endpoint_ref: uuid.UUID) -> None:
-    """Why each family of operations is ready or blocked (reserves nothing)."""
-    with gateway_client(_settings()) as client:
-        ready = client.endpoint_readiness(endpoint_ref).value
-    if ready.kind != "found":
-        _exit(EXIT_REFUSED, f"endpoint {endpoint_ref}: {ready.kind.replace('_', ' ')}")
-    for fam in ready.operation_families:
-        click.echo(f"{fam.family:<30} {fam.status:<8} {', '.join(fam.reason_codes)}")
-
-
-def _lifecycle(endpoint_ref: uuid.UUID, operation: str, reason: str) -> None:
-    """Read the current guard, then send one command with it; a stale guard is reported only."""
-    with gateway_client(_settings(), durable_keys=True) as client:
-        read = client.get_programmable_endpoint(endpoint_ref).value
-        if read.endpoint is None or read.endpoint.lifecycle_guard is None:
-            _exit(EXIT_REFUSED, f"endpoint {endpoint_ref}: {read.kind.replace('_', ' ')}")
-        try:
-            result = client.endpoint_lifecycle(
-                endpoint_ref, operation, reason, read.endpoint.lifecycle_guard
-            )
-        except StaleGuard as exc:
-            _exit(EXIT_REFUSED, f"{exc} Run the command again to act on the new state.")
-    a = result.value
-    click.echo(
-        f"{operation}: endpoint {endpoint_ref} {a.previous_posture} -> {a.current_posture} "
-        f"(state version {a.previous_state_version} -> {a.current_state_version}, {reason})"
-        + (" [replayed]" if a.replayed else "")
-    )
-
-
-@endpoints.command("suspend")
-@click.argument("endpoint_ref", type=click.UUID)
-@click.option("--reason", type=click.Choice(SUSPEND_REASONS), default="operator_hold")
-@provider_errors
-def endpoints_suspend(endpoint_ref: uuid.UUID, reason: str) -> None:
-    """Suspend an endpoint: it stays readable but refuses new operations."""
-    _lifecycle(endpoint_ref, "suspend", reason)
-
-
-@endpoints.command("resume")
-@click.argument("endpoint_ref", type=click.UUID)
-@click.option("--reason", type=click.Choice(RESUME_REASONS), default="operator_cleared")
-@provider_errors
-def endpoints_resume(endpoint_ref: uuid.UUID, reason: str) -> None:
-    """Resume a suspended endpoint."""
-    _lifecycle(endpoint_ref, "resume", reason)
 
 
 # -- recon credit -----------------------------------------------------------------------------
@@ -433,10 +331,10 @@ def credit() -> None:
 @provider_errors
 def credit_simulate(to: HoldingAddress, amount: int, currency: str) -> None:
     """Simulate an inbound credit. Refused unless the gateway says this is a sandbox."""
-    with gateway_client(_settings(), durable_keys=True) as client:
+    with gateway_client(provider_settings(), durable_keys=True) as client:
         env = client.environment().value
         if not env.is_sandbox:
-            _exit(
+            exit_with(
                 EXIT_REFUSED,
                 f"refused: the gateway environment is {env.environment_kind}, not a sandbox; "
                 "inbound credits can only be simulated in a sandbox",
@@ -452,4 +350,4 @@ def credit_simulate(to: HoldingAddress, amount: int, currency: str) -> None:
     click.echo(f"idempotency key: {result.idempotency_key}")
 
 
-COMMANDS = [check, transfer, endpoints, credit]
+COMMANDS = [check, transfer, credit]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import pytest
 from sqlalchemy import Engine
@@ -15,6 +16,8 @@ from app.receiver.group_commit import GroupCommitWriter, InboxUnavailableError
 from reconciliation.inbox import InboundDelivery, Outcome, Recorded
 from reconciliation.store.types import utcnow
 from tests.integration.app.receiver_helpers import stored
+
+T = TypeVar("T")
 
 
 def delivery(event_type: str = "PAYMENT_RECEIVED") -> InboundDelivery:
@@ -34,12 +37,20 @@ def committed() -> list[int]:
     return []
 
 
-@pytest.fixture
-def writer(engine: Engine, committed: list[int]) -> Iterator[GroupCommitWriter]:
-    w = GroupCommitWriter(engine, on_committed=committed.extend)
-    w.start()
-    yield w
-    w.stop()
+def run_with_writer(
+    engine: Engine, committed: list[int], scenario: Callable[[GroupCommitWriter], Awaitable[T]]
+) -> T:
+    """Start a writer in a fresh event loop, run the scenario, stop the writer."""
+
+    async def main() -> T:
+        writer = GroupCommitWriter(engine, on_committed=committed.extend)
+        await writer.start()
+        try:
+            return await scenario(writer)
+        finally:
+            await writer.stop()
+
+    return asyncio.run(main())
 
 
 def batches() -> float:
@@ -47,14 +58,14 @@ def batches() -> float:
 
 
 def test_concurrent_writes_share_commits(
-    writer: GroupCommitWriter, session_factory: sessionmaker[Session], committed: list[int]
+    engine: Engine, session_factory: sessionmaker[Session], committed: list[int]
 ) -> None:
     before = batches()
 
-    async def burst() -> list[Recorded]:
+    async def burst(writer: GroupCommitWriter) -> list[Recorded]:
         return await asyncio.gather(*(writer.write(delivery()) for _ in range(40)))
 
-    results = asyncio.run(burst())
+    results = run_with_writer(engine, committed, burst)
     assert all(r.outcome is Outcome.ACCEPTED for r in results)
     assert len(stored(session_factory)) == 40
     assert batches() - before < 40 / 4  # far fewer transactions than deliveries
@@ -63,12 +74,12 @@ def test_concurrent_writes_share_commits(
 
 @pytest.mark.postgres
 def test_a_row_the_database_refuses_fails_alone(
-    writer: GroupCommitWriter, session_factory: sessionmaker[Session], db_url: str
+    engine: Engine, session_factory: sessionmaker[Session], committed: list[int], db_url: str
 ) -> None:
     if not db_url.startswith("postgresql"):
         pytest.skip("SQLite does not enforce VARCHAR lengths")
 
-    async def mixed() -> list[Recorded | BaseException]:
+    async def mixed(writer: GroupCommitWriter) -> list[Recorded | BaseException]:
         # event_type is VARCHAR(64): the intake never sends longer, so this stands in for any
         # row the database refuses.
         writes = [
@@ -76,7 +87,7 @@ def test_a_row_the_database_refuses_fails_alone(
         ]
         return await asyncio.gather(*writes, return_exceptions=True)
 
-    results = asyncio.run(mixed())
+    results = run_with_writer(engine, committed, mixed)
     assert isinstance(results[3], InboxUnavailableError)
     assert [isinstance(r, Recorded) for r in results].count(True) == 7
     assert len(stored(session_factory)) == 7
@@ -85,16 +96,16 @@ def test_a_row_the_database_refuses_fails_alone(
 def test_stop_commits_what_is_queued_then_refuses(
     engine: Engine, session_factory: sessionmaker[Session]
 ) -> None:
-    w = GroupCommitWriter(engine, on_committed=None)
-    w.start()
-
     async def write_then_stop() -> list[Recorded]:
-        pending = [asyncio.ensure_future(w.write(delivery())) for _ in range(10)]
-        await asyncio.sleep(0)  # every write is queued
-        await asyncio.to_thread(w.stop)
-        return await asyncio.gather(*pending)
+        writer = GroupCommitWriter(engine, on_committed=None)
+        await writer.start()
+        pending = [asyncio.ensure_future(writer.write(delivery())) for _ in range(10)]
+        await asyncio.sleep(0)  # every write is gathered, none handed over yet
+        await writer.stop()
+        results = await asyncio.gather(*pending)
+        with pytest.raises(InboxUnavailableError, match="not running"):
+            await writer.write(delivery())
+        return results
 
     assert len(asyncio.run(write_then_stop())) == 10
     assert len(stored(session_factory)) == 10
-    with pytest.raises(InboxUnavailableError, match="not running"):
-        asyncio.run(w.write(delivery()))

@@ -320,3 +320,26 @@ def test_every_delivery_id_of_a_burst_is_committed_once(
         )
         assert response.status_code == 200
     assert sorted(r.delivery_id for r in stored(factory)) == sorted(ids)
+
+
+def test_an_unexpected_error_is_a_500_never_a_2xx(
+    client: TestClient[object], factory: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The receiver is dispatched ahead of Litestar's error handling, so it answers for itself.
+
+    A bug is stood in for by a writer that raises something no path expects; the provider must
+    hear a 5xx (it retries) and the rest of the app must keep working.
+    """
+    from app.receiver.group_commit import GroupCommitWriter
+
+    async def broken(self: GroupCommitWriter, delivery: object) -> object:
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(GroupCommitWriter, "write", broken)
+    body = event_body("PAYMENT_RECEIVED")
+    response = client.post(PATH, content=body, headers=signed_headers(body))
+    assert response.status_code == 500
+    assert response.json()["error"] == "internal_error"
+    assert "a bug" not in response.text
+    assert stored(factory) == []
+    assert client.get("/health").status_code == 200

@@ -68,15 +68,18 @@ def test_embedded_web_process_processes_what_it_receives(
             }
         ).encode()
         response = httpx.post(
-            base + PATH, content=body, headers=signed_headers(body, delivery_id=event_id)
+            base + PATH,
+            content=body,
+            headers=signed_headers(body, delivery_id=event_id),
+            timeout=30,  # generous: CI runs this beside other load
         )
         assert response.status_code == 200, response.text
 
         def processed() -> bool:
-            items = httpx.get(f"{base}/deliveries", headers=ADMIN).json()["items"]
+            items = httpx.get(f"{base}/deliveries", headers=ADMIN, timeout=30).json()["items"]
             return bool(items) and items[0]["state"] == "processed"
 
-        wait_for(processed, 20, "the embedded worker to process the delivery")
+        wait_for(processed, 60, "the embedded worker to process the delivery")
     finally:
         process.terminate()
         try:

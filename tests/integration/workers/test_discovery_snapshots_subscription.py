@@ -113,7 +113,7 @@ def test_subscription_alerts_when_not_active_or_failing_and_resolves_after(
     with sandbox.state.lock:
         hook = sandbox.state.webhooks[webhook.webhook_id]
         hook.status = "ACTIVE"
-    time.sleep(1.5)  # let the sandbox finish the delivery's retries, so counters settle
+    wait_for_settled_counters(sandbox, webhook.webhook_id)
     check_webhooks(runtime)
     cleared = check_webhooks(runtime)
     assert cleared.raised == []
@@ -123,6 +123,19 @@ def test_subscription_alerts_when_not_active_or_failing_and_resolves_after(
         "subscription_failures_rising": ("resolved", "high"),
         "subscription_inactive": ("resolved", "critical"),
     }
+
+
+def wait_for_settled_counters(sandbox: SandboxServer, webhook_id: str) -> None:
+    """Wait until the sandbox stops retrying: `failed` unchanged for longer than its longest
+    retry delay (1.0 s in this suite's schedule), so a later check sees no new failures."""
+    deadline = time.monotonic() + 20
+    last, since = sandbox.state.webhooks[webhook_id].failed, time.monotonic()
+    while time.monotonic() - since < 1.5:
+        assert time.monotonic() < deadline, "the sandbox kept failing deliveries"
+        time.sleep(0.05)
+        now_failed = sandbox.state.webhooks[webhook_id].failed
+        if now_failed != last:
+            last, since = now_failed, time.monotonic()
 
 
 def test_a_webhook_gone_from_the_provider_raises_a_critical_alert(

@@ -1,0 +1,188 @@
+"""Batches committed on PostgreSQL from the event loop itself (asyncio psycopg, autocommit).
+
+A few worker tasks, each with a connection of its own, take the batches handed over and commit
+each with one statement (reconciliation.inbox_insert): one round trip, the statement its own
+transaction, durable when it returns. Running in the event loop rather than in threads saves
+the hand-offs between threads (and the fights over the GIL) that cost as much as the insert.
+
+Several workers let the commits overlap, which the database handles in parallel (its unique
+indexes arbitrate between them). The rare batch with another body under a known id finishes in
+a worker thread, in one ordinary transaction with its alert (reconciliation.inbox). A lost
+connection is replaced and the batch tried once more before anyone hears 503 (safe: a commit
+that did land shows up as duplicates, acknowledged too); a batch the database refuses for
+another reason is retried one delivery at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any, Final
+
+import psycopg
+import structlog
+from sqlalchemy import Engine
+
+from app.receiver.batches import MAX_BATCH, ErrorKinds, Resolver, Waiting
+from reconciliation.inbox import (
+    InboundDelivery,
+    Recorded,
+    outcomes,
+    plan_batch,
+    record_others,
+)
+from reconciliation.inbox_insert import insert_originals_async
+
+#: Worker tasks (and connections): enough for commits to overlap, few enough to keep batches
+#: large (each batch costs one round trip whatever its size).
+CONNECTIONS: Final = 4
+#: Seconds to wait for the database to accept a connection (the store's own setting).
+CONNECT_TIMEOUT_SECONDS: Final = 5
+
+log = structlog.get_logger(__name__)
+
+Connection = psycopg.AsyncConnection[Any]
+
+
+class PostgresBatches:
+    """Worker tasks in the event loop, each committing whole batches on its own connection."""
+
+    def __init__(
+        self, engine: Engine, resolver: Resolver, *, connections: int = CONNECTIONS
+    ) -> None:
+        self._engine = engine
+        self._resolver = resolver
+        self._count = connections
+        self._kinds = ErrorKinds(engine)
+        self._conninfo = engine.url.set(drivername="postgresql").render_as_string(
+            hide_password=False
+        )
+        self._queue: asyncio.Queue[list[Waiting] | None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        self._queue = asyncio.Queue()
+        self._tasks = [
+            asyncio.create_task(self._work(), name=f"inbox-writer-{n}") for n in range(self._count)
+        ]
+
+    def submit(self, batch: list[Waiting]) -> None:
+        if self._queue is None:
+            raise RuntimeError("PostgresBatches.start() must run first")
+        self._queue.put_nowait(batch)
+
+    async def stop(self, timeout: float) -> list[Waiting]:
+        queue = self._queue
+        if queue is None:
+            return []
+        for _ in self._tasks:
+            queue.put_nowait(None)
+        if self._tasks:
+            _, pending = await asyncio.wait(self._tasks, timeout=timeout)
+            for task in pending:
+                task.cancel()
+        self._tasks = []
+        leftover: list[Waiting] = []
+        while not queue.empty():
+            leftover.extend(queue.get_nowait() or ())
+        return leftover
+
+    async def _work(self) -> None:
+        queue = self._queue
+        if queue is None:
+            raise RuntimeError("PostgresBatches.start() must run first")
+        worker = _Worker(self)
+        try:
+            while True:
+                first = await queue.get()
+                if first is None:
+                    return
+                batch, stop = list(first), False
+                while len(batch) < MAX_BATCH and not queue.empty():
+                    more = queue.get_nowait()
+                    if more is None:
+                        stop = True
+                        break
+                    batch.extend(more)
+                await worker.commit(batch)
+                if stop:
+                    return
+        finally:
+            await worker.close()
+
+    @property
+    def engine(self) -> Engine:
+        return self._engine
+
+    @property
+    def resolver(self) -> Resolver:
+        return self._resolver
+
+    @property
+    def kinds(self) -> ErrorKinds:
+        return self._kinds
+
+    @property
+    def conninfo(self) -> str:
+        return self._conninfo
+
+
+class _Worker:
+    """One worker task's connection and its way of committing a batch."""
+
+    def __init__(self, batches: PostgresBatches) -> None:
+        self._batches = batches
+        self._connection: Connection | None = None
+
+    async def commit(self, batch: list[Waiting]) -> None:
+        kinds = self._batches.kinds
+        try:
+            results = await self._record([w.delivery for w in batch])
+        except Exception as exc:  # noqa: BLE001 - whatever it is, nobody may get a 2xx
+            if kinds.connectivity(exc):
+                await self.close()
+            if not kinds.refused_row(exc) or len(batch) == 1:
+                self._batches.resolver.failed(batch, exc)
+                return
+            log.error("inbox.batch_refused", size=len(batch), error=type(exc).__name__)
+            for waiting in batch:
+                await self.commit([waiting])
+            return
+        self._batches.resolver.committed(batch, results)
+
+    async def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None and not connection.closed:
+            with contextlib.suppress(Exception):  # it is being thrown away anyway
+                await connection.close()
+
+    async def _record(self, deliveries: list[InboundDelivery]) -> list[Recorded]:
+        plan = plan_batch(deliveries)
+        try:
+            inserted, collided = await insert_originals_async(await self._open(), plan.originals)
+        except Exception as exc:
+            if not self._batches.kinds.connectivity(exc):
+                raise
+            log.warning("inbox.reconnecting", error=type(exc).__name__)
+            await self.close()
+            inserted, collided = await insert_originals_async(await self._open(), plan.originals)
+        conflicted: dict[tuple[str, str], int] = {}
+        rest = [*collided, *plan.others]
+        if rest:
+            conflicted = await asyncio.to_thread(self._record_others, deliveries, rest)
+        return outcomes(deliveries, plan, inserted, conflicted)
+
+    async def _open(self) -> Connection:
+        """The worker's connection, opened (again) when it has none or lost it."""
+        if self._connection is None or self._connection.closed:
+            self._connection = await psycopg.AsyncConnection.connect(
+                self._batches.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS
+            )
+        return self._connection
+
+    def _record_others(
+        self, deliveries: list[InboundDelivery], rows: list[Any]
+    ) -> dict[tuple[str, str], int]:
+        """Duplicates and other bodies, with their alerts, in one ordinary transaction."""
+        with self._batches.engine.begin() as connection:
+            return record_others(connection, deliveries, rows)

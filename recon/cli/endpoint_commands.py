@@ -1,0 +1,124 @@
+"""`recon endpoints`: list, inspect, suspend and resume programmable endpoints.
+
+Split from recon.cli.provider_commands, whose client set-up and error handling it shares: the
+same exit statuses, the same plain-words messages, no traceback and no credential.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import click
+
+from recon.cli.provider_commands import (
+    EXIT_REFUSED,
+    exit_with,
+    gateway_client,
+    provider_errors,
+    provider_settings,
+)
+from upstream import StaleGuard
+from upstream.gateway import RESUME_REASONS, SUSPEND_REASONS
+from upstream.wire.endpoints import Endpoint
+
+
+@click.group()
+def endpoints() -> None:
+    """List, inspect, suspend and resume programmable endpoints."""
+
+
+@endpoints.command("list")
+@provider_errors
+def endpoints_list() -> None:
+    """Every programmable endpoint (follows the register to its end, 100 per page)."""
+    count = 0
+    with gateway_client(provider_settings()) as client:
+        for row in client.iter_programmable_endpoints():
+            count += 1
+            summary = row.locator_summary
+            locators = ", ".join(summary.forms) if summary and summary.forms else "no locator"
+            click.echo(
+                f"{row.endpoint_ref}  {row.family}  account {row.account_ref}  "
+                f"{row.unit or '-'}  receive={row.capability_posture.receive or '-'}  {locators}"
+            )
+    click.echo(f"{count} endpoint(s)")
+
+
+def _describe(ep: Endpoint) -> list[str]:
+    p = ep.capability_posture
+    lines = [
+        f"endpoint {ep.endpoint_ref} ({ep.template})",
+        f"  account {ep.account_ref}  holding {ep.holding_ref}",
+        f"  owner {ep.owner_ref} ({ep.owner_kind})  unit {ep.unit or '-'}",
+        f"  posture: receive={p.receive} send={p.send} lifecycle={p.lifecycle} backing={p.backing}",
+    ]
+    lines += [f"  locator: {loc.form} {loc.display}" for loc in ep.locators]
+    if ep.lifecycle_guard is not None:
+        lines.append(f"  lifecycle guard: state version {ep.lifecycle_guard.state_version}")
+    return lines
+
+
+@endpoints.command("show")
+@click.argument("endpoint_ref", type=click.UUID)
+@provider_errors
+def endpoints_show(endpoint_ref: uuid.UUID) -> None:
+    """One endpoint: refs, owner, posture, locators and its current lifecycle guard."""
+    with gateway_client(provider_settings()) as client:
+        read = client.get_programmable_endpoint(endpoint_ref).value
+    if read.endpoint is None:
+        exit_with(EXIT_REFUSED, f"endpoint {endpoint_ref}: {read.kind.replace('_', ' ')}")
+    click.echo("\n".join(_describe(read.endpoint)))
+
+
+@endpoints.command("readiness")
+@click.argument("endpoint_ref", type=click.UUID)
+@provider_errors
+def endpoints_readiness(endpoint_ref: uuid.UUID) -> None:
+    """Why each family of operations is ready or blocked (reserves nothing)."""
+    with gateway_client(provider_settings()) as client:
+        ready = client.endpoint_readiness(endpoint_ref).value
+    if ready.kind != "found":
+        exit_with(EXIT_REFUSED, f"endpoint {endpoint_ref}: {ready.kind.replace('_', ' ')}")
+    for fam in ready.operation_families:
+        click.echo(f"{fam.family:<30} {fam.status:<8} {', '.join(fam.reason_codes)}")
+
+
+def _lifecycle(endpoint_ref: uuid.UUID, operation: str, reason: str) -> None:
+    """Read the current guard, then send one command with it; a stale guard is reported only."""
+    with gateway_client(provider_settings(), durable_keys=True) as client:
+        read = client.get_programmable_endpoint(endpoint_ref).value
+        if read.endpoint is None or read.endpoint.lifecycle_guard is None:
+            exit_with(EXIT_REFUSED, f"endpoint {endpoint_ref}: {read.kind.replace('_', ' ')}")
+        try:
+            result = client.endpoint_lifecycle(
+                endpoint_ref, operation, reason, read.endpoint.lifecycle_guard
+            )
+        except StaleGuard as exc:
+            exit_with(EXIT_REFUSED, f"{exc} Run the command again to act on the new state.")
+    a = result.value
+    click.echo(
+        f"{operation}: endpoint {endpoint_ref} {a.previous_posture} -> {a.current_posture} "
+        f"(state version {a.previous_state_version} -> {a.current_state_version}, {reason})"
+        + (" [replayed]" if a.replayed else "")
+    )
+
+
+@endpoints.command("suspend")
+@click.argument("endpoint_ref", type=click.UUID)
+@click.option("--reason", type=click.Choice(SUSPEND_REASONS), default="operator_hold")
+@provider_errors
+def endpoints_suspend(endpoint_ref: uuid.UUID, reason: str) -> None:
+    """Suspend an endpoint: it stays readable but refuses new operations."""
+    _lifecycle(endpoint_ref, "suspend", reason)
+
+
+@endpoints.command("resume")
+@click.argument("endpoint_ref", type=click.UUID)
+@click.option("--reason", type=click.Choice(RESUME_REASONS), default="operator_cleared")
+@provider_errors
+def endpoints_resume(endpoint_ref: uuid.UUID, reason: str) -> None:
+    """Resume a suspended endpoint."""
+    _lifecycle(endpoint_ref, "resume", reason)
+
+
+COMMANDS = [endpoints]
