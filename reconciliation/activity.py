@@ -23,9 +23,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from sqlalchemy import and_, bindparam, func, or_, select, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from reconciliation.activity_copy import compile_move, copy_page
+from reconciliation.activity_statements import (
+    MOVE_CURSOR,
+    READ_LEASED,
+    RELEASE_LEASE,
+    TAKE_LEASE,
+    TAKE_LEASE_AFTER_READS,
+)
 from reconciliation.store.db import transaction
 from reconciliation.store.models import UNMATCHED, ActivityCursor, Holding, Posting
 from reconciliation.write_statements import insert_ignoring_conflicts, rows_touched
@@ -40,67 +48,8 @@ LEASE_SECONDS: Final = 60.0
 #: The postings table itself (Core inserts on the hot path).
 POSTINGS: Final = Posting.__table__
 
-#: PostgreSQL's page insert, in two steps on a per-connection temporary table: the page is
-#: streamed in with binary COPY (the driver formats rows in C), then moved into `postings` with
-#: one INSERT .. SELECT that skips what is already stored. The table empties itself at commit.
-_STAGE_TABLE: Final = "recon_posting_stage"
-_CREATE_STAGE: Final = f"""
-    CREATE TEMPORARY TABLE IF NOT EXISTS {_STAGE_TABLE} (
-        journal_ref uuid, line_ref uuid, receipt_ref uuid, posted_at timestamptz,
-        side text, effect text, kind text, amount_minor bigint, currency text,
-        partition text, normal_side text
-    ) ON COMMIT DELETE ROWS
-"""
-_COPY_STAGE: Final = f"COPY {_STAGE_TABLE} FROM STDIN (FORMAT BINARY)"
-_STAGE_TYPES: Final = (
-    "uuid",
-    "uuid",
-    "uuid",
-    "timestamptz",
-    "text",
-    "text",
-    "text",
-    "int8",
-    "text",
-    "text",
-    "text",
-)
-_MOVE_STAGE: Final = f"""
-    INSERT INTO postings (journal_ref, line_ref, receipt_ref, holding_id, posted_at, side,
-        effect, kind, amount_minor, currency, partition, normal_side, ingested_at, match_status)
-    SELECT journal_ref, line_ref, receipt_ref, %(holding_id)s, posted_at, side, effect, kind,
-        amount_minor, currency, partition, normal_side, %(now)s, '{UNMATCHED}'
-    FROM {_STAGE_TABLE}
-    ON CONFLICT (journal_ref, line_ref) DO NOTHING
-"""
-
-#: A page's commit does not wait for its WAL flush (PostgreSQL). Safe here: if a crash loses the
-#: last pages, it loses their cursor moves with them (same transaction), and the reader simply
-#: reads them again; and any later transaction that commits synchronously flushes the WAL up
-#: to and including these pages first, so nothing built on them can outlive them.
-_ASYNC_COMMIT: Final = "SET LOCAL synchronous_commit = off"
-
-#: Move the cursor past a page and renew the lease, only if the lease is still ours. One fixed
-#: statement (compiled once); a part passed as NULL keeps its stored value (an empty page).
-_MOVE_CURSOR: Final = (
-    update(ActivityCursor)
-    .where(
-        ActivityCursor.holding_id == bindparam("holding"),
-        ActivityCursor.lease_owner == bindparam("owner"),
-    )
-    .values(
-        lease_expires_at=bindparam("expires"),
-        next_poll_at=bindparam("expires"),
-        consecutive_errors=0,
-        last_error=None,
-        after_posted_at=func.coalesce(bindparam("posted_at"), ActivityCursor.after_posted_at),
-        after_receipt_ref=func.coalesce(bindparam("receipt_ref"), ActivityCursor.after_receipt_ref),
-        after_line_ref=func.coalesce(bindparam("line_ref"), ActivityCursor.after_line_ref),
-        sort_direction=func.coalesce(bindparam("direction"), ActivityCursor.sort_direction),
-        last_advanced_at=func.coalesce(bindparam("advanced_at"), ActivityCursor.last_advanced_at),
-        postings_read=ActivityCursor.postings_read + bindparam("read"),
-    )
-)
+#: PostgreSQL's page write: COPY, then one statement storing the page and moving the cursor.
+_COPY_PAGE: Final = compile_move(MOVE_CURSOR)
 
 #: Longest error text kept on the cursor row (the full one is in the worker's log).
 ERROR_TEXT_LIMIT: Final = 2000
@@ -157,44 +106,23 @@ def acquire_lease(
     gateway for what the store has. The stored cursor is read after the lease is taken, in the
     same transaction, so it is the one the previous holder committed last.
     """
+    until = lease_until(now, seconds)
+    params: dict[str, Any] = {"holding": holding_id, "owner": owner, "now": now, "until": until}
+    take = TAKE_LEASE
+    if after_reads is not None:
+        take = TAKE_LEASE_AFTER_READS
+        params["after_reads"] = after_reads
     with transaction(factory) as session:
-        ensure_cursor_rows(session, [holding_id], now)
-        conditions = [
-            ActivityCursor.holding_id == holding_id,
-            or_(
-                ActivityCursor.lease_owner.is_(None),
-                ActivityCursor.lease_owner == owner,
-                ActivityCursor.lease_expires_at < now,
-            ),
-        ]
-        if after_reads is not None:
-            conditions.append(ActivityCursor.reads_completed <= after_reads)
-        taken = rows_touched(
-            session.execute(
-                update(ActivityCursor)
-                .where(*conditions)
-                .values(
-                    lease_owner=owner,
-                    lease_expires_at=lease_until(now, seconds),
-                    next_poll_at=lease_until(now, seconds),
-                )
-            )
-        )
+        connection = session.connection()
+        taken = rows_touched(connection.execute(take, params))
+        if taken == 0:
+            # No row yet, or someone else's lease: create the row if missing and ask again
+            # (the usual case, an existing free row, costs one statement, not two).
+            ensure_cursor_rows(session, [holding_id], now)
+            taken = rows_touched(connection.execute(take, params))
         if taken != 1:
             return None
-        row = session.execute(
-            select(
-                Holding.account_ref,
-                Holding.endpoint_ref,
-                Holding.holding_ref,
-                ActivityCursor.after_posted_at,
-                ActivityCursor.after_receipt_ref,
-                ActivityCursor.after_line_ref,
-                ActivityCursor.sort_direction,
-            )
-            .join(ActivityCursor, ActivityCursor.holding_id == Holding.id)
-            .where(Holding.id == holding_id)
-        ).one()
+        row = connection.execute(READ_LEASED, {"holding": holding_id}).one()
     return LeasedHolding(
         holding_id=holding_id,
         address=HoldingAddress(
@@ -263,41 +191,10 @@ def insert_postings(
 ) -> None:
     """Insert a page of postings, skipping any already stored (same journal_ref + line_ref).
 
-    This is the catch-up's hot path. On PostgreSQL the page is copied into a temporary table
-    and moved from there (see `_MOVE_STAGE`): about twice as fast as one multi-row INSERT, most
-    of the per-row work done in C by the driver and the server. SQLite gets the plain
-    executemany of the Core table insert, which its driver runs in C.
+    The portable path (SQLite, and PostgreSQL for a page stored without its cursor): one
+    executemany of the Core table insert, run in C by the driver. PostgreSQL's page write in
+    `store_page` goes through `reconciliation.activity_copy` instead.
     """
-    if session.get_bind().dialect.name == "postgresql":
-        connection = session.connection()
-        driver = connection.connection.driver_connection
-        assert driver is not None
-        with driver.cursor() as cursor:
-            cursor.execute(_ASYNC_COMMIT)
-            if not connection.info.get(_STAGE_TABLE):
-                # Once per database connection (the info dict lives as long as it does).
-                cursor.execute(_CREATE_STAGE)
-                connection.info[_STAGE_TABLE] = True
-            with cursor.copy(_COPY_STAGE) as copy:
-                copy.set_types(list(_STAGE_TYPES))
-                for e in entries:
-                    copy.write_row(
-                        (
-                            e.journal_ref,
-                            e.line_ref,
-                            e.receipt_ref,
-                            e.posted_at,
-                            e.posting_side,
-                            e.balance_effect,
-                            e.journal_kind,
-                            e.amount_minor_units,
-                            str(e.value_unit),
-                            e.ledger_partition,
-                            e.ledger_normal_side,
-                        )
-                    )
-            cursor.execute(_MOVE_STAGE, {"holding_id": holding_id, "now": now})
-        return
     session.connection().execute(
         insert_ignoring_conflicts(session, POSTINGS, ["journal_ref", "line_ref"]),
         posting_rows(holding_id, entries, now),
@@ -319,26 +216,24 @@ def store_page(
     Raises LeaseLostError (after rolling back) when the lease is no longer ours. The lease is
     renewed by the same statement that moves the cursor.
     """
+    params = {
+        "holding": lease.holding_id,
+        "owner": lease.owner,
+        "expires": lease_until(now, seconds),
+        "posted_at": next_cursor.after_posted_at if next_cursor else None,
+        "receipt_ref": next_cursor.after_receipt_ref if next_cursor else None,
+        "line_ref": next_cursor.after_line_ref if next_cursor else None,
+        "direction": next_cursor.sort_direction if next_cursor else None,
+        "advanced_at": now if entries else None,
+        "read": len(entries),
+    }
     with session.begin():
-        if entries:
-            insert_postings(session, lease.holding_id, entries, now)
-        renewed = lease_until(now, seconds)
-        moved = rows_touched(
-            session.connection().execute(
-                _MOVE_CURSOR,
-                {
-                    "holding": lease.holding_id,
-                    "owner": lease.owner,
-                    "expires": renewed,
-                    "posted_at": next_cursor.after_posted_at if next_cursor else None,
-                    "receipt_ref": next_cursor.after_receipt_ref if next_cursor else None,
-                    "line_ref": next_cursor.after_line_ref if next_cursor else None,
-                    "direction": next_cursor.sort_direction if next_cursor else None,
-                    "advanced_at": now if entries else None,
-                    "read": len(entries),
-                },
-            )
-        )
+        if entries and session.get_bind().dialect.name == "postgresql":
+            moved = copy_page(session, entries, _COPY_PAGE, params | {"now": now})
+        else:
+            if entries:
+                insert_postings(session, lease.holding_id, entries, now)
+            moved = rows_touched(session.connection().execute(MOVE_CURSOR, params))
         if moved != 1:
             raise LeaseLostError(f"holding {lease.holding_id}: lease taken over by another worker")
 
@@ -357,24 +252,17 @@ def release_lease(
     `next_poll_at` None leaves the due time as the last renewal set it. A release by a worker
     that no longer holds the lease changes nothing.
     """
-    values: dict[str, Any] = {"lease_owner": None, "lease_expires_at": None}
-    if next_poll_at is not None:
-        values["next_poll_at"] = next_poll_at
-    if caught_up_at is not None:
-        values["last_polled_at"] = caught_up_at
-        values["reads_completed"] = ActivityCursor.reads_completed + 1
-    if error is not None:
-        values["consecutive_errors"] = ActivityCursor.consecutive_errors + 1
-        values["last_error"] = error[:ERROR_TEXT_LIMIT]
+    params = {
+        "holding": lease.holding_id,
+        "owner": lease.owner,
+        "next_poll_at": next_poll_at,
+        "caught_up_at": caught_up_at,
+        "completed": 0 if caught_up_at is None else 1,
+        "failed": 0 if error is None else 1,
+        "error": None if error is None else error[:ERROR_TEXT_LIMIT],
+    }
     with transaction(factory) as session:
-        session.execute(
-            update(ActivityCursor)
-            .where(
-                ActivityCursor.holding_id == lease.holding_id,
-                ActivityCursor.lease_owner == lease.owner,
-            )
-            .values(**values)
-        )
+        session.connection().execute(RELEASE_LEASE, params)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,8 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
+import msgspec
+
 from sandbox.config import format_timestamp
 from sandbox.ids import uuid_text
 
@@ -44,6 +46,7 @@ class Holding:
         "pending",
         "projected",
         "projection_version",
+        "rendered",
         "reservations",
         "rows",
         "settled",
@@ -62,6 +65,9 @@ class Holding:
         self.reservations: dict[str, int] = {}
         # Cursors handed out, with their direction: a cursor is only valid as issued.
         self.issued: set[tuple[int, int, int, int]] = set()
+        # Entries rendered ahead of time (``prerender``), by row: a page is then a byte join.
+        # Safe to keep forever: an entry depends only on its row and the holding's currency.
+        self.rendered: dict[Row, bytes] = {}
 
     @property
     def value_unit(self) -> dict[str, Any]:
@@ -176,6 +182,34 @@ def render_entry(holding: Holding, row: Row) -> dict[str, Any]:
         "ledgerPartition": LEDGER_PARTITION,
         "ledgerNormalSide": LEDGER_NORMAL_SIDE,
     }
+
+
+def entry_json(holding: Holding, row: Row) -> bytes:
+    """One activity entry as JSON, byte for byte what encoding ``render_entry`` gives."""
+    ready = holding.rendered.get(row)
+    if ready is not None:
+        return ready
+    return msgspec.json.encode(render_entry(holding, row))
+
+
+def entries_json(holding: Holding, rows: list[Row]) -> msgspec.Raw:
+    """A page's ``entries`` array, ready to embed in the response as it is."""
+    try:
+        # All rendered ahead (the benchmark's world): lookups only, no Python call per entry.
+        parts = list(map(holding.rendered.__getitem__, rows))
+    except KeyError:
+        parts = [entry_json(holding, row) for row in rows]
+    return msgspec.Raw(b"[" + b",".join(parts) + b"]")
+
+
+def prerender(holding: Holding) -> None:
+    """Render every current entry once, so reading them later costs a lookup, not a render.
+
+    For the catch-up benchmark, where the sandbox stands in for the provider and its own
+    rendering would otherwise be measured along with the reader. Costs about 0.5 KB per posting.
+    """
+    encode = msgspec.json.encode
+    holding.rendered.update((row, encode(render_entry(holding, row))) for row in holding.rows)
 
 
 def projection_ref(holding: Holding, which: str) -> str:

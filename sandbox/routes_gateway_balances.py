@@ -16,9 +16,9 @@ from sandbox.ledger import (
     SORT_DIRECTIONS,
     CursorKey,
     Holding,
+    entries_json,
     find_key,
     page,
-    render_entry,
     render_holding_balance,
 )
 from sandbox.state import SandboxState
@@ -106,7 +106,7 @@ def balance_handlers(state: SandboxState) -> list[Any]:
             holding = state.holding_at(account_ref, endpoint_ref, holding_ref)
             after = parse_cursor(holding, query, direction)
             rows = page(holding, direction, size, after)
-            entries = [render_entry(holding, row) for row in rows]
+            entries = entries_json(holding, rows)
             next_cursor: dict[str, str] | None = None
             if rows:
                 last = rows[-1]

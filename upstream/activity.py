@@ -15,7 +15,7 @@ from uuid import UUID
 import msgspec
 
 from upstream.errors import ProtocolError
-from upstream.wire.balances import Posting, parse_posting
+from upstream.wire.balances import Posting, parse_postings
 from upstream.wire.common import HoldingAddress
 from upstream.wire.evidence import Evidence
 from upstream.wire.reader import Fields
@@ -98,7 +98,7 @@ def parse_activity_page(
         if got is not None and got != want:
             raise ProtocolError(f"{value.path}.{name}: answered for {got}, asked for {want}")
     direction = value.opt_text("sortDirection")
-    entries = tuple(parse_posting(e) for e in value.objs("entries"))
+    entries = parse_postings(value.array("entries"), f"{value.path}.entries")
     raw_next = value.opt_obj("nextCursor")
     if raw_next is not None:
         next_cursor: ActivityCursor | None = parse_cursor(raw_next, direction)

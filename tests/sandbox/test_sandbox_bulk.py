@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
+import msgspec
 import pytest
 
+from sandbox.bulk import prerender_activity
 from sandbox.config import SandboxConfig
+from sandbox.ledger import entries_json, render_entry
 from sandbox.state import SandboxState
 from tests.sandbox.sandbox_helpers import AUTH, World, read_value
 
@@ -72,3 +76,38 @@ def test_a_million_postings_over_a_thousand_holdings_in_under_a_minute(world: Wo
     assert seen == 1_000
     assert time.monotonic() - start < 2.0
     world.state.reset()  # free the memory for the rest of the session
+
+
+def _walk(world: World, h: dict[str, str]) -> list[dict[str, Any]]:
+    """Every activity page of a holding, oldest first, as the client reads them."""
+    params = {k: h[k] for k in ("accountRef", "endpointRef", "holdingRef")}
+    pages: list[dict[str, Any]] = []
+    cursor: dict[str, str] = {}
+    while True:
+        value = read_value(
+            world.client.get(
+                "/v1/balances/activity",
+                params={**params, "pageSize": 40, "sortDirection": "oldest_first", **cursor},
+                headers=AUTH,
+            )
+        )
+        pages.append(value)
+        if len(value["entries"]) < 40:
+            return pages
+        cursor = value["nextCursor"]
+
+
+def test_entries_rendered_ahead_read_exactly_as_rendered_on_demand(world: World) -> None:
+    (h,) = world.state.build_bulk(holdings=1, postings=150, seed=4)
+    on_demand = _walk(world, h)
+    prerender_activity(world.state)
+    holding = world.state.holdings[h["holdingRef"]]
+    assert len(holding.rendered) == 150
+    assert _walk(world, h) == on_demand
+    rows = holding.rows[:7]
+    expected = msgspec.json.encode([render_entry(holding, row) for row in rows])
+    assert bytes(entries_json(holding, rows)) == expected
+    # A live posting after the pre-render is rendered on demand, on a page with older ones.
+    world.state.post_inbound_credit(h["holdingRef"], 77, "6f1c2a34-0000-4000-8000-000000000077")
+    last = _walk(world, h)[-1]["entries"]
+    assert last[-1]["amountMinorUnits"] == "77" and len(last) == 151 - 3 * 40

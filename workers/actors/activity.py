@@ -100,7 +100,9 @@ def read_activity(
     cursor = lease.cursor
     deadline = time.monotonic() + time_budget
     try:
-        with rt.sessions() as session:
+        # One connection for the whole read: each page's transaction then costs no pool
+        # checkout and no liveness ping (a dead connection fails the page, as it would anyway).
+        with rt.engine.connect() as connection, rt.sessions(bind=connection) as session:
             while True:
                 page = rt.gateway.activity_page(
                     lease.address,

@@ -168,3 +168,30 @@ def test_an_incomplete_stored_cursor_is_refused_not_guessed(
         session.add(ActivityCursor(holding_id=holding, after_posted_at="2026-11-22T01:00:00.000Z"))
     with pytest.raises(ValueError, match="incomplete"):
         acquire_lease(session_factory, holding, "worker-a", NOW)
+
+
+def test_a_stored_page_clears_the_error_and_a_release_keeps_what_it_is_not_told(
+    session_factory: sessionmaker[Session],
+) -> None:
+    holding = make_holding(session_factory)
+    lease = acquire_lease(session_factory, holding, "worker-a", NOW)
+    assert lease is not None
+    release_lease(session_factory, lease, NOW + timedelta(seconds=5), error="Unavailable: 503")
+    lease = acquire_lease(session_factory, holding, "worker-a", NOW + timedelta(seconds=5))
+    assert lease is not None
+    page = postings(2)
+    store_page(session_factory(), lease, page, cursor_after(page[-1], "t"), NOW)
+    with transaction(session_factory) as session:
+        row = session.get(ActivityCursor, holding)
+        assert row is not None
+        assert (row.consecutive_errors, row.last_error) == (0, None)
+        assert row.last_advanced_at is not None and row.postings_read == 2
+    # A release with no due time, no completion and no error changes only the lease.
+    release_lease(session_factory, lease, None)
+    with transaction(session_factory) as session:
+        after = session.get(ActivityCursor, holding)
+        assert after is not None
+        assert after.lease_owner is None and after.lease_expires_at is None
+        assert after.next_poll_at == row.next_poll_at
+        assert (after.reads_completed, after.consecutive_errors) == (0, 0)
+        assert after.last_polled_at is None and after.last_error is None
