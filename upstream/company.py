@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 import httpx
 
 from upstream.errors import InvalidInput
+from upstream.pooled_client import PooledClient, optional_throttle
 from upstream.retry import RetryPolicy
-from upstream.throttle import Throttle
 from upstream.transport import (
     DEFAULT_LIMITS,
     DEFAULT_TIMEOUT,
@@ -51,7 +51,7 @@ def read_company_envelope(data: object) -> ErrorDetails:
     return ErrorDetails(message=message if isinstance(message, str) else None)
 
 
-class CompanyClient:
+class CompanyClient(PooledClient):
     """Typed, resilient client for the company API. Thread-safe; close() when done."""
 
     def __init__(
@@ -81,23 +81,8 @@ class CompanyClient:
             policy=retry or RetryPolicy(),
             sleep=sleep,
             rng=rng or random.Random(),
-            throttle=Throttle(requests_per_second, burst=max(1, round(requests_per_second)))
-            if requests_per_second
-            else None,
+            throttle=optional_throttle(requests_per_second),
         )
-
-    def __repr__(self) -> str:
-        return f"CompanyClient({self._core.base_url!r})"
-
-    def __enter__(self) -> CompanyClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Release pooled connections."""
-        self._core.close()
 
     def _send(
         self,

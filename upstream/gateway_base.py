@@ -10,15 +10,15 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 from uuid import UUID
 
 import httpx
 
 from upstream.errors import Conflict, InvalidInput, NotFound, ProviderError
 from upstream.idempotency import IdempotencyKeys, MemoryIdempotencyKeys, Outcome
+from upstream.pooled_client import PooledClient, optional_throttle
 from upstream.retry import RetryPolicy
-from upstream.throttle import Throttle
 from upstream.transport import (
     DEFAULT_LIMITS,
     DEFAULT_TIMEOUT,
@@ -73,7 +73,7 @@ def read_problem(data: object) -> ErrorDetails:
     )
 
 
-class GatewayBase:
+class GatewayBase(PooledClient):
     """Construction, lifetime and request plumbing shared by every gateway operation."""
 
     def __init__(
@@ -104,23 +104,8 @@ class GatewayBase:
             policy=retry or RetryPolicy(),
             sleep=sleep,
             rng=rng or random.Random(),
-            throttle=Throttle(requests_per_second, burst=max(1, round(requests_per_second)))
-            if requests_per_second
-            else None,
+            throttle=optional_throttle(requests_per_second),
         )
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._core.base_url!r})"
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Release pooled connections."""
-        self._core.close()
 
     # -- plumbing ---------------------------------------------------------------------------
 
