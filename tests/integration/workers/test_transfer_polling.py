@@ -72,12 +72,27 @@ def all_terminal(factory: sessionmaker[Session]) -> bool:
         return all(session.scalars(select(Transfer.is_terminal)))
 
 
+def awaiting_finality(factory: sessionmaker[Session]) -> set[uuid.UUID]:
+    with factory() as session:
+        return set(
+            session.scalars(
+                select(Transfer.transfer_ref).where(Transfer.status == "awaiting_finality")
+            )
+        )
+
+
 def test_transfers_are_polled_until_their_terminal_status(
     runtime: Runtime, sandbox: SandboxServer
 ) -> None:
+    # Both reserved transfers are held on the rail until the poller has seen them awaiting
+    # finality: a slow first poll must not miss that stage (the test would then depend on time).
+    sandbox.state.outcomes.queue_next("hold")
+    sandbox.state.outcomes.queue_next("hold")
     settle, fail, denied = create_transfers(sandbox, [100, 200, 10**15])
-    sandbox.state.outcomes.fix(str(fail), "fail")
     track(runtime.sessions, [settle, fail, denied], runtime.clock())
+    poll_until(runtime, lambda: awaiting_finality(runtime.sessions) == {settle, fail})
+    sandbox.state.finalize(str(settle), "settle")
+    sandbox.state.finalize(str(fail), "fail")
     poll_until(runtime, lambda: all_terminal(runtime.sessions))
     with runtime.sessions() as session:
         rows = {t.transfer_ref: t for t in session.scalars(select(Transfer))}
