@@ -115,6 +115,9 @@ class SandboxConfig:
     signature_scheme: SignatureScheme = "standard"
     signature_header: str = "X-Signature"
     delivery_workers: int = 4
+    # The delivery log and the event log keep this many of their latest entries each: a
+    # sandbox left running for days would otherwise hold every body it ever sent.
+    delivery_log_limit: int = 10_000
 
     seed: int = 1
     # Run finality, projection and delivery in a background thread; off for step-by-step tests

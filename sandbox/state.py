@@ -9,6 +9,7 @@ read in one place.
 from __future__ import annotations
 
 import threading
+from collections import deque
 from typing import Any
 
 from sandbox.clock import Clock
@@ -103,11 +104,11 @@ class SandboxState:
         return self.hub.webhooks
 
     @property
-    def deliveries(self) -> list[Attempt]:
+    def deliveries(self) -> deque[Attempt]:
         return self.hub.log
 
     @property
-    def events(self) -> list[dict[str, Any]]:
+    def events(self) -> deque[dict[str, Any]]:
         return self.hub.events
 
     def postings(self, holding_ref: str) -> list[dict[str, Any]]:

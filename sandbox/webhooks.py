@@ -12,6 +12,7 @@ import dataclasses
 import json
 import logging
 import threading
+from collections import deque
 from typing import Any
 
 import httpx
@@ -130,8 +131,8 @@ class WebhookHub:
         self._faults = faults
         self._lock = lock
         self.webhooks: dict[str, Webhook] = {}
-        self.events: list[dict[str, Any]] = []
-        self.log: list[Attempt] = []
+        self.events: deque[dict[str, Any]] = deque(maxlen=config.delivery_log_limit)
+        self.log: deque[Attempt] = deque(maxlen=config.delivery_log_limit)
         self._http: httpx.Client | None = None
 
     @property

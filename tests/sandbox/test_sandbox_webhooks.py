@@ -298,3 +298,18 @@ def test_other_signature_schemes(scheme_world: tuple[str, World], receiver: Rece
 
 def test_gateway_has_no_event_feed(world: World) -> None:
     assert world.client.get("/v1/events", headers=AUTH).status_code == 404
+
+
+def test_logs_keep_only_the_latest_entries(receiver: Receiver) -> None:
+    """A long-running sandbox must not hold every body it ever sent: the oldest go first."""
+    for world in make_world(sandbox_config(delivery_log_limit=3)):
+        world.register(receiver.url, ["PAYMENT_RECEIVED"])
+        ep = world.endpoint()
+        for amount in (1, 2, 3, 4, 5):
+            world.credit(ep, amount)
+        world.advance(5)
+        receiver.wait_for(5)
+        logged = world.client.get("/_sandbox/deliveries").json()["deliveries"]
+        events = world.client.get("/_sandbox/events").json()["events"]
+        assert len(logged) == 3 and len(events) == 3
+        assert [e["data"]["amount"] for e in events] == ["0.03", "0.04", "0.05"]
