@@ -72,6 +72,8 @@ class Settings:
     activity_page_size: int
     poll_activity_seconds: float
     poll_transfers_seconds: float
+    transfer_backoff_first_seconds: float
+    transfer_backoff_cap_seconds: float
     snapshot_balances_seconds: float
     discover_holdings_seconds: float
     check_subscription_seconds: float
@@ -230,6 +232,14 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     alert_secret = r.secret("RECON_ALERT_WEBHOOK_SECRET")
     if alert_secret is not None and not alert_secret.reveal().startswith("whsec_"):
         raise ConfigError("RECON_ALERT_WEBHOOK_SECRET is not valid: expected a whsec_ secret")
+    # Waits between polls of a transfer still awaiting finality: first, then doubling to a cap.
+    backoff_first = _interval(r, "RECON_TRANSFER_BACKOFF_FIRST_SECONDS", 2.0)
+    backoff_cap = _interval(r, "RECON_TRANSFER_BACKOFF_CAP_SECONDS", 300.0)
+    if backoff_cap < backoff_first:
+        raise ConfigError(
+            f"RECON_TRANSFER_BACKOFF_CAP_SECONDS={backoff_cap:g} is not valid: it must be at least "
+            f"RECON_TRANSFER_BACKOFF_FIRST_SECONDS ({backoff_first:g})"
+        )
     webhook_path = r.text("RECON_WEBHOOK_PATH", "/webhooks/company")
     if not webhook_path.startswith("/"):
         raise ConfigError(
@@ -288,6 +298,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         ),
         poll_activity_seconds=_interval(r, "RECON_POLL_ACTIVITY_SECONDS", 15.0),
         poll_transfers_seconds=_interval(r, "RECON_POLL_TRANSFERS_SECONDS", 5.0),
+        transfer_backoff_first_seconds=backoff_first,
+        transfer_backoff_cap_seconds=backoff_cap,
         snapshot_balances_seconds=_interval(r, "RECON_SNAPSHOT_BALANCES_SECONDS", 60.0),
         discover_holdings_seconds=_interval(r, "RECON_DISCOVER_HOLDINGS_SECONDS", 300.0),
         check_subscription_seconds=_interval(r, "RECON_CHECK_SUBSCRIPTION_SECONDS", 120.0),

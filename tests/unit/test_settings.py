@@ -45,6 +45,12 @@ def test_valid_environment_loads_typed_settings(base_env: dict[str, str]) -> Non
         ),
         ("RECON_GATEWAY_API_KEY", "ak_test_ recon", "RECON_GATEWAY_API_KEY contains white space"),
         ("RECON_POLL_ACTIVITY_SECONDS", "-1", "RECON_POLL_ACTIVITY_SECONDS='-1' is not valid"),
+        (
+            "RECON_TRANSFER_BACKOFF_CAP_SECONDS",
+            "1",
+            "RECON_TRANSFER_BACKOFF_CAP_SECONDS=1 is not valid: it must be at least "
+            "RECON_TRANSFER_BACKOFF_FIRST_SECONDS (2)",
+        ),
     ],
 )
 def test_malformed_value_names_the_variable(

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from recon.settings import Settings
+from recon.settings import load_settings
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Transfer, TransferChange
 from reconciliation.transfer_polling import Backoff
@@ -131,30 +131,36 @@ class SteppedClock:
 
 
 def test_backoff_grows_while_awaiting_finality_and_stops_at_terminal(
-    worker_settings: Settings, sandbox: SandboxServer, probe: RequestProbe
+    worker_env: dict[str, str], sandbox: SandboxServer, probe: RequestProbe
 ) -> None:
     sandbox.state.config.transfer_finality_delay_seconds = 3600
     [ref] = create_transfers(sandbox, [300])
     clock = SteppedClock(datetime(2030, 1, 1, tzinfo=UTC))
-    rt = build_runtime(worker_settings, clock=clock)
+    configured = load_settings(
+        {
+            **worker_env,
+            "RECON_TRANSFER_BACKOFF_FIRST_SECONDS": "2",
+            "RECON_TRANSFER_BACKOFF_CAP_SECONDS": "16",
+        }
+    )
+    rt = build_runtime(configured, clock=clock)
     try:
         track(rt.sessions, [ref], clock.now)
-        backoff = Backoff(first_seconds=2, cap_seconds=16)
         polled_at: list[float] = []
         start = clock.now
         for _ in range(80):  # 40 simulated seconds in half-second steps
             before = probe.count("GET /v1/transfers/")
-            poll_due_transfers(rt, backoff=backoff)
+            poll_due_transfers(rt)  # the configured backoff
             if probe.count("GET /v1/transfers/") > before:
                 polled_at.append((clock.now - start).total_seconds())
             clock.now += timedelta(seconds=0.5)
         assert polled_at == [0, 2, 6, 14, 30]
         sandbox.state.finalize(str(ref), "settle")
         clock.now += timedelta(seconds=16)
-        poll_due_transfers(rt, backoff=backoff)
+        poll_due_transfers(rt)  # the configured backoff
         calls = probe.count("GET /v1/transfers/")
         clock.now += timedelta(hours=1)
-        poll_due_transfers(rt, backoff=backoff)
+        poll_due_transfers(rt)  # the configured backoff
         assert probe.count("GET /v1/transfers/") == calls  # terminal: never polled again
         assert all_terminal(rt.sessions)
     finally:
