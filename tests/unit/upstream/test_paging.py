@@ -9,25 +9,14 @@ import httpx
 import pytest
 
 from tests.unit.upstream.fakes import KEY, REF, Script, ok
+from tests.unit.upstream.test_activity_entries import entry
 from upstream import ActivityCursor, GatewayClient, ProtocolError
 
 HOLDING = (uuid.UUID(REF), uuid.UUID(REF), uuid.UUID(REF))
 
 
 def _posting(posted_at: str) -> dict[str, Any]:
-    return {
-        "postedAt": posted_at,
-        "receiptRef": str(uuid.uuid4()),
-        "journalRef": str(uuid.uuid4()),
-        "lineRef": str(uuid.uuid4()),
-        "journalKind": "transfer_settlement",
-        "postingSide": "credit",
-        "balanceEffect": "increase",
-        "amountMinorUnits": "500",
-        "valueUnit": {"kind": "fiat", "currency": "NGN"},
-        "ledgerPartition": "customer_liability",
-        "ledgerNormalSide": "credit_normal",
-    }
+    return entry(postedAt=posted_at)
 
 
 def _page(entries: list[dict[str, Any]], cursor: dict[str, str] | None) -> httpx.Response:
