@@ -13,7 +13,7 @@ from litestar.connection import ASGIConnection
 from litestar.exceptions import NotAuthorizedException
 from litestar.handlers.base import BaseRouteHandler
 
-from recon.secret import Secret
+from foundation.secret import Secret
 
 #: Where create_app puts the token in `app.state`.
 ADMIN_TOKEN_STATE_KEY = "admin_token"

@@ -6,12 +6,9 @@ reset it to pending and enqueue it, the same as `recon deliveries replay`.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from typing import Annotated, Final
 
-import msgspec
 from litestar import Controller, get, post
 from litestar.datastructures import State
 from litestar.exceptions import NotFoundException, ValidationException
@@ -19,78 +16,18 @@ from litestar.params import FromPath, QueryParameter
 
 from app import state_keys
 from app.auth import admin_guard
-from reconciliation import inbox
+from reconciliation.notifications import inbox
+from reconciliation.notifications.inbox_views import (
+    DeliveryDetail,
+    DeliveryPageOut,
+    DeliverySummary,
+    detail,
+    summarise,
+)
 from reconciliation.store.db import transaction
-from reconciliation.store.models import Delivery
 
 #: Page size when the caller does not ask for one.
 DEFAULT_PAGE_SIZE: Final = 50
-
-
-class DeliverySummary(msgspec.Struct, rename="camel"):
-    """One inbox row without its body."""
-
-    id: int
-    delivery_id: str
-    event_type: str | None
-    state: str
-    scheme: str
-    received_at: datetime
-    attempts: int
-    error: str | None
-    processed_at: datetime | None
-    body_bytes: int
-
-
-class DeliveryPageOut(msgspec.Struct, rename="camel"):
-    """A page of the inbox, newest first; pass `nextCursor` back as `cursor` for the next."""
-
-    items: list[DeliverySummary]
-    next_cursor: str | None
-
-
-class DeliveryDetail(msgspec.Struct, rename="camel"):
-    """One inbox row with the headers kept and the exact body received.
-
-    `body` is the body as text when it is UTF-8, `bodyBase64` always holds the exact bytes.
-    """
-
-    delivery: DeliverySummary
-    headers: dict[str, str]
-    body_sha256: str
-    body: str | None
-    body_base64: str
-
-
-def summarise(row: Delivery) -> DeliverySummary:
-    """The API view of a row (shared with the CLI's JSON output)."""
-    return DeliverySummary(
-        id=row.id,
-        delivery_id=row.delivery_id,
-        event_type=row.event_type,
-        state=row.state,
-        scheme=row.scheme,
-        received_at=row.received_at,
-        attempts=row.attempts,
-        error=row.error,
-        processed_at=row.processed_at,
-        body_bytes=len(row.body),
-    )
-
-
-def detail(row: Delivery) -> DeliveryDetail:
-    """The API view of a row with its bytes."""
-    try:
-        text: str | None = row.body.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
-    return DeliveryDetail(
-        delivery=summarise(row),
-        headers={str(k): str(v) for k, v in row.headers.items()},
-        body_sha256=row.body_sha256,
-        body=text,
-        body_base64=base64.b64encode(row.body).decode(),
-    )
 
 
 class DeliveriesController(Controller):

@@ -17,7 +17,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
 from app import metrics, state_keys
-from reconciliation.inbox import inbox_depth
+from reconciliation.notifications.inbox import inbox_depth
 from reconciliation.store.db import transaction
 
 #: Seconds a readiness probe waits for Redis.

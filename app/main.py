@@ -34,17 +34,17 @@ from app.receiver.enqueue_relay import EnqueueRelay
 from app.receiver.group_commit import GroupCommitWriter
 from app.receiver.route import WebhookReceiver
 from app.receiver_first import ReceiverFirstLitestar
-from app.registration import (
+from app.reporting_routes import POLICY_STATE_KEY
+from app.signing_keys import SigningKeys
+from app.startup_registration import StartupRegistration
+from foundation.secret_key import SecretBox
+from foundation.settings import Settings
+from reconciliation.notifications.registration import (
     RegistrationResult,
     company_client,
     ensure_registered,
     process_owner,
 )
-from app.reporting_routes import POLICY_STATE_KEY
-from app.signing_keys import SigningKeys
-from app.startup_registration import StartupRegistration
-from recon.secret_key import SecretBox
-from recon.settings import Settings
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.store.db import make_engine, make_session_factory
 from upstream.company import CompanyClient
@@ -155,7 +155,7 @@ def create_app(
             }
         ),
         openapi_config=OpenAPIConfig(title="recon", version="0.1.0", path="/schema"),
-        # Logging is structlog's (recon.logs); Litestar must not reconfigure it.
+        # Logging is structlog's (foundation.logs); Litestar must not reconfigure it.
         logging_config=None,
     )
 

@@ -17,7 +17,7 @@ from litestar.params import FromPath, JSONBody, QueryParameter
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import state_keys
-from reconciliation.alerts import (
+from reconciliation.alerts.lifecycle import (
     AlertError,
     AlertNotFoundError,
     acknowledge_alert,

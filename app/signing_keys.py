@@ -17,13 +17,13 @@ from typing import Final
 import structlog
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.signatures import Verifier, make_verifier
-from app.signatures.factory import key_problem
-from recon.secret import Secret
-from recon.secret_key import SecretBox
-from recon.settings import ConfigError
+from foundation.secret import Secret
+from foundation.secret_key import SecretBox
+from foundation.settings import ConfigError
+from reconciliation.notifications.subscriptions import accepted_secrets
 from reconciliation.store.db import transaction
-from reconciliation.subscriptions import accepted_secrets
+from upstream.signatures import Verifier, make_verifier
+from upstream.signatures.factory import key_problem
 
 #: Seconds between two background reloads of the stored secrets.
 REFRESH_SECONDS: Final = 5.0

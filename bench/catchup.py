@@ -53,9 +53,9 @@ from sandbox_host import (
 )
 from sqlalchemy import create_engine, func, select, text
 
-from recon.logs import configure_logging
-from recon.settings import Settings, load_settings
-from reconciliation.store import migrate
+from foundation.logs import configure_logging
+from foundation.settings import Settings, load_settings
+from migrations import runner as migrate
 from reconciliation.store.db import make_engine, make_session_factory
 from reconciliation.store.models import ActivityCursor, Holding, Posting
 from sandbox.app import create_app
@@ -421,7 +421,7 @@ def run_write_path(args: argparse.Namespace, workdir: Path, database: str, write
     import threading
     from datetime import UTC, datetime, timedelta
 
-    from reconciliation.activity import acquire_lease, store_page
+    from reconciliation.postings.activity import acquire_lease, store_page
     from reconciliation.store.db import transaction
     from upstream.activity import ActivityCursor as WireCursor
     from upstream.wire.balances import Posting as WirePosting

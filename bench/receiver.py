@@ -40,8 +40,8 @@ ROOT: Final = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from app.signatures.keys import new_secret  # noqa: E402
-from app.signatures.signing import sign_delivery  # noqa: E402
+from upstream.signatures.keys import new_secret  # noqa: E402
+from upstream.signatures.signing import sign_delivery  # noqa: E402
 
 #: The receiver path, the same on the bare app so wrk sends identical requests to both.
 PATH: Final = "/webhooks/company"
@@ -272,7 +272,7 @@ def recon_env(database_url: str, secret: str, state_dir: Path) -> dict[str, str]
 def count_deliveries(database_url: str) -> int:
     from sqlalchemy import func, select
 
-    from recon.settings import normalise_database_url
+    from foundation.settings import normalise_database_url
     from reconciliation.store.db import make_engine
     from reconciliation.store.models import Delivery
 
@@ -289,8 +289,8 @@ def postgres_database(admin_url: str) -> Iterator[str]:
     """A throwaway migrated database on the PostgreSQL server of `admin_url`."""
     from sqlalchemy import text
 
-    from recon.settings import normalise_database_url
-    from reconciliation.store import migrate
+    from foundation.settings import normalise_database_url
+    from migrations import runner as migrate
     from reconciliation.store.db import make_engine
 
     admin = make_engine(normalise_database_url(admin_url), isolation_level="AUTOCOMMIT")
@@ -367,7 +367,7 @@ def main() -> None:
             url = stack.enter_context(postgres_database(postgres_admin_url()))
             servers.append(start_recon(stack, "recon postgres", url, secret, work))
         if not args.skip_sqlite:
-            from reconciliation.store import migrate
+            from migrations import runner as migrate
 
             url = f"sqlite:///{work / 'bench.db'}"
             migrate.upgrade(url)

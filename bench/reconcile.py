@@ -141,7 +141,7 @@ def hash_join(url: str) -> float:
 
 
 def bench(kind: str, size: int) -> dict[str, Any]:
-    from reconciliation.store import migrate
+    from migrations import runner as migrate
     from reconciliation.store.db import make_engine
 
     shape = Shape(size)

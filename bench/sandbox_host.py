@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.app import create_app
-from sandbox.bulk import prerender_activity
+from sandbox.bulk import build_bulk, prerender_activity
 from sandbox.config import SandboxConfig
 from sandbox.state import SandboxState
 
@@ -34,7 +34,7 @@ def build_world(holdings: int, postings: int, seed: int) -> SandboxState:
     so a page costs it a byte join and what the benchmark measures is the reader and the store.
     """
     state = SandboxState(SandboxConfig(run_background=False, seed=seed))
-    state.build_bulk(holdings=holdings, postings=postings, seed=seed)
+    build_bulk(state, holdings=holdings, postings=postings, seed=seed)
     prerender_activity(state)
     return state
 

@@ -15,7 +15,7 @@ target_metadata = Base.metadata
 
 
 def _url() -> str:
-    from recon.settings import normalise_database_url
+    from foundation.settings import normalise_database_url
 
     url = config.get_main_option("sqlalchemy.url") or os.environ.get("DATABASE_URL")
     if not url:

@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from reconciliation.store.models import Lease
-from reconciliation.write_statements import rows_touched
+from reconciliation.store.write_statements import rows_touched
 
 #: The lease's name in the leases table.
 PASS_LEASE: Final = "reconcile-pass"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from recon.secret import Secret
+from foundation.secret import Secret
 
 #: Consecutive poll errors after which a cursor that has not moved is called stuck: one or two
 #: errors are the provider's weather, five in a row are a person's problem.
@@ -60,7 +60,7 @@ class ReconcilePolicy:
 
     @classmethod
     def from_settings(cls, settings: Any) -> ReconcilePolicy:
-        """Build from `recon.settings.Settings`, or anything with the same attribute names.
+        """Build from `foundation.settings.Settings`, or anything with the same attribute names.
 
         A ReconcilePolicy passes through unchanged, so callers may hand either.
         """

@@ -21,10 +21,9 @@ import structlog
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation import watermarks
-from reconciliation.alert_pass import AlertOutcome, apply_assessments
-from reconciliation.alert_sinks import PublishResult, publish_alert_changes
-from reconciliation.alerts import log_change
+from reconciliation.alerts.changes import AlertOutcome, apply_assessments
+from reconciliation.alerts.lifecycle import log_change
+from reconciliation.alerts.sinks import PublishResult, publish_alert_changes
 from reconciliation.drift import RULES, DriftContext
 from reconciliation.matching import MatchTally, match_all
 from reconciliation.matching.sql import tune_every_transaction
@@ -32,6 +31,7 @@ from reconciliation.matching.status import max_match_id
 from reconciliation.pass_lease import acquire, lease_owner, release
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.progress import Progress, SilentProgress
+from reconciliation.store import watermarks
 from reconciliation.store.models import Delivery, Match
 from reconciliation.store.types import utcnow
 

@@ -5,7 +5,7 @@
   blocking, for ``recon sandbox --port 8080`` (also ``python -m sandbox``).
 - ``sandbox.app.create_app(config, state)``: the Litestar app, for an in-process transport.
 - ``sandbox.state.SandboxState``: the whole world in memory; ``state.clock.advance(s)`` and
-  ``state.run_due()`` / ``state.settle_now()`` drive time; ``state.build_bulk(...)`` fills the
+  ``state.run_due()`` / ``state.settle_now()`` drive time; ``sandbox.bulk.build_bulk(state, ...)`` fills the
   ledger for benchmarks.
 - Control API under ``/_sandbox`` (see ``sandbox.control`` and docs/decisions.md, "Sandbox").
 

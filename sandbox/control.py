@@ -13,6 +13,7 @@ from typing import Any
 
 from litestar import Request, Response, Router, delete, get, post
 
+from sandbox.bulk import build_bulk
 from sandbox.config import ALL_CAPABILITIES, SANDBOX_KEY_PREFIX
 from sandbox.envelopes import GatewayError, json_response
 from sandbox.faults import Fault
@@ -172,7 +173,8 @@ def control_router(state: SandboxState) -> Router:
     @post("/scenarios/bulk")
     async def bulk(request: Request[Any, Any, Any]) -> Response[bytes]:
         data = await _body(request)
-        holdings = state.build_bulk(
+        holdings = build_bulk(
+            state,
             holdings=int(data.get("holdings", 1000)),
             postings=int(data.get("postings", 1_000_000)),
             seed=data.get("seed"),

@@ -301,13 +301,3 @@ class SandboxState:
                 narration="Inbound credit (sandbox simulation)",
             )
             self.hub.emit(PAYMENT_RECEIVED, data)
-
-    # --- bulk ----------------------------------------------------------------------
-
-    def build_bulk(
-        self, holdings: int = 1000, postings: int = 1_000_000, seed: int | None = None
-    ) -> list[dict[str, str]]:
-        """Straight into the ledger, no events: see ``sandbox.bulk``."""
-        from sandbox.bulk import build_bulk
-
-        return build_bulk(self, holdings=holdings, postings=postings, seed=seed)

@@ -19,8 +19,8 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from recon.settings import normalise_database_url
-from reconciliation.store import migrate
+from foundation.settings import normalise_database_url
+from migrations import runner as migrate
 from reconciliation.store.db import make_engine, make_session_factory
 from reconciliation.store.models import Base
 

@@ -1,7 +1,7 @@
 """Where gateway writes get their Idempotency-Key: a durable record written before sending.
 
 upstream knows nothing of the store, so it asks through the `IdempotencyKeys` protocol. The
-store-backed implementation lives in `reconciliation/outbound.py`; `MemoryIdempotencyKeys` here
+store-backed implementation lives in `reconciliation/transfers/outbound.py`; `MemoryIdempotencyKeys` here
 serves tests, benchmarks and one-off scripts.
 
 The contract: `key_for` returns the key already recorded for this exact operation and material

@@ -109,7 +109,7 @@ def ensure_configured() -> Broker:
         configured = _Installed.configured
     if configured:
         return current_broker()
-    from recon.settings import load_settings
+    from foundation.settings import load_settings
 
     return install_broker(load_settings().redis_url)
 

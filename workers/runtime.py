@@ -20,7 +20,7 @@ import httpx
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from recon.settings import Settings, load_settings
+from foundation.settings import Settings, load_settings
 from reconciliation.store.db import make_engine, make_session_factory
 from reconciliation.store.types import utcnow
 from upstream.company import CompanyClient
@@ -149,6 +149,6 @@ def worker_identity(role: str) -> str:
 
 def _store_keys(engine: Engine) -> IdempotencyKeys:
     """Idempotency keys kept in the store (workers only read; this keeps any write safe)."""
-    from reconciliation.outbound import StoreIdempotencyKeys
+    from reconciliation.transfers.outbound import StoreIdempotencyKeys
 
     return StoreIdempotencyKeys(make_session_factory(engine))

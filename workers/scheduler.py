@@ -21,7 +21,7 @@ from typing import Any, Final
 import structlog
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from recon.settings import Settings
+from foundation.settings import Settings
 from workers.scheduler_lock import LOCK_SECONDS, SchedulerLock
 
 #: The activity tick runs this many times per poll interval (a holding becomes due at its own

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Lease
 from reconciliation.store.types import utcnow
-from reconciliation.write_statements import insert_ignoring_conflicts, rows_touched
+from reconciliation.store.write_statements import insert_ignoring_conflicts, rows_touched
 
 #: Name of the lock (Redis key, or `leases.name`).
 LOCK_NAME: Final = "recon:scheduler"

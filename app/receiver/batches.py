@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from app import metrics
-from reconciliation.inbox import InboundDelivery, Outcome, Recorded
+from reconciliation.notifications.inbox import InboundDelivery, Outcome, Recorded
 
 #: Most deliveries committed in one transaction; bounds the statement size and the latency of
 #: the first delivery of a very large batch.
@@ -93,7 +93,7 @@ class Resolver:
 class ErrorKinds:
     """Sorts database failures, whether SQLAlchemy wrapped them or the driver raised them.
 
-    The inbox's fast path talks to the driver directly (reconciliation.inbox_insert), so its
+    The inbox's fast path talks to the driver directly (reconciliation.notifications.inbox_insert), so its
     errors arrive as the driver's own PEP 249 classes.
     """
 

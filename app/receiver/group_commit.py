@@ -25,7 +25,7 @@ from sqlalchemy import Engine
 from app.receiver.batches import Backend, InboxUnavailableError, Resolver, Waiting
 from app.receiver.postgres_batches import PostgresBatches
 from app.receiver.thread_batches import ThreadBatches
-from reconciliation.inbox import InboundDelivery, Recorded
+from reconciliation.notifications.inbox import InboundDelivery, Recorded
 
 #: Seconds `stop` waits for queued deliveries to be committed before failing them.
 STOP_TIMEOUT_SECONDS: Final = 15.0

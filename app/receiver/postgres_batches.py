@@ -1,13 +1,13 @@
 """Batches committed on PostgreSQL from the event loop itself (asyncio psycopg, autocommit).
 
 A few worker tasks, each with a connection of its own, take the batches handed over and commit
-each with one statement (reconciliation.inbox_insert): one round trip, the statement its own
+each with one statement (reconciliation.notifications.inbox_insert): one round trip, the statement its own
 transaction, durable when it returns. Running in the event loop rather than in threads saves
 the hand-offs between threads (and the fights over the GIL) that cost as much as the insert.
 
 Several workers let the commits overlap, which the database handles in parallel (its unique
 indexes arbitrate between them). The rare batch with another body under a known id finishes in
-a worker thread, in one ordinary transaction with its alert (reconciliation.inbox). A lost
+a worker thread, in one ordinary transaction with its alert (reconciliation.notifications.inbox). A lost
 connection is replaced and the batch tried once more before anyone hears 503 (safe: a commit
 that did land shows up as duplicates, acknowledged too); a batch the database refuses for
 another reason is retried one delivery at a time.
@@ -24,14 +24,14 @@ import structlog
 from sqlalchemy import Engine
 
 from app.receiver.batches import MAX_BATCH, ErrorKinds, Resolver, Waiting
-from reconciliation.inbox import (
+from reconciliation.notifications.inbox import (
     InboundDelivery,
     Recorded,
     outcomes,
     plan_batch,
     record_others,
 )
-from reconciliation.inbox_insert import insert_originals_async
+from reconciliation.notifications.inbox_insert import insert_originals_async
 
 #: Worker tasks (and connections): enough for commits to overlap, few enough to keep batches
 #: large (each batch costs one round trip whatever its size).

@@ -7,7 +7,7 @@ from typing import Final
 import msgspec
 from litestar.types import Send
 
-from reconciliation.inbox import Outcome
+from reconciliation.notifications.inbox import Outcome
 
 #: Acknowledgement bodies, encoded once: the hot path sends bytes it already has.
 ACKNOWLEDGEMENTS: Final = {

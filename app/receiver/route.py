@@ -30,11 +30,11 @@ from app.correlation import REQUEST_ID_HEADER, request_id
 from app.receiver.group_commit import GroupCommitWriter, InboxUnavailableError
 from app.receiver.intake import KEPT_HEADERS, build_delivery
 from app.receiver.responses import ACKNOWLEDGEMENTS, refusal_body, send_json
-from app.signatures import BAD_SIGNATURE, SignatureError, VerifiedSignature
 from app.signing_keys import SigningKeys
-from recon.logs import bind_correlation_id
-from reconciliation.inbox import BODY_CONFLICT_REASON, Outcome
+from foundation.logs import bind_correlation_id
+from reconciliation.notifications.inbox import BODY_CONFLICT_REASON, Outcome
 from reconciliation.store.types import utcnow
+from upstream.signatures import BAD_SIGNATURE, SignatureError, VerifiedSignature
 
 #: Seconds a provider is asked to wait before retrying after a 503.
 RETRY_AFTER_SECONDS: Final = 5

@@ -18,8 +18,8 @@ import structlog
 from sqlalchemy import Connection, Engine
 
 from app.receiver.batches import MAX_BATCH, ErrorKinds, Resolver, Waiting
-from reconciliation.inbox import InboundDelivery, Recorded, record_deliveries
-from reconciliation.inbox_insert import use_statement_commits
+from reconciliation.notifications.inbox import InboundDelivery, Recorded, record_deliveries
+from reconciliation.notifications.inbox_insert import use_statement_commits
 
 log = structlog.get_logger(__name__)
 

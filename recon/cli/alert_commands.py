@@ -6,8 +6,8 @@ import json
 
 import click
 
-from recon.cli.main import fail, settings_or_exit
 from recon.cli.reconcile_commands import open_store
+from recon.cli.startup import fail, settings_or_exit
 
 
 @click.group()
@@ -31,7 +31,7 @@ def list_command(state: str, kind: str | None, limit: int, as_json: bool) -> Non
     from rich.console import Console
     from rich.table import Table
 
-    from reconciliation.alerts import alert_as_dict, list_alerts
+    from reconciliation.alerts.lifecycle import alert_as_dict, list_alerts
 
     settings = settings_or_exit()
     with open_store(settings) as factory, factory() as session:
@@ -59,7 +59,7 @@ def list_command(state: str, kind: str | None, limit: int, as_json: bool) -> Non
 
 
 def _change(alert_id: int, by: str, note: str | None, *, resolve: bool) -> None:
-    from reconciliation.alerts import AlertError, acknowledge_alert, resolve_alert
+    from reconciliation.alerts.lifecycle import AlertError, acknowledge_alert, resolve_alert
 
     settings = settings_or_exit()
     with open_store(settings) as factory, factory() as session:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from recon.cli.main import settings_or_exit
+from recon.cli.startup import settings_or_exit
 
 
 @click.group()

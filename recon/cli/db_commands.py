@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import click
 
-from recon.cli.main import fail, settings_or_exit
+from recon.cli.startup import fail, settings_or_exit
 
 
 def _run(action: str, revision: str) -> None:
     from sqlalchemy.exc import OperationalError
 
-    from recon.settings import mask_url_password
-    from reconciliation.store import migrate
+    from foundation.settings import mask_url_password
+    from migrations import runner as migrate
 
     settings = settings_or_exit()
     try:

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from recon.cli.main import fail, settings_or_exit
+from recon.cli.startup import fail, settings_or_exit
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-    from recon.settings import Settings
+    from foundation.settings import Settings
 
 T = TypeVar("T")
 
@@ -60,8 +60,8 @@ def list_deliveries(
     """Inbox rows, newest first."""
     import msgspec
 
-    from app.deliveries_api import DeliveryPageOut, summarise
-    from reconciliation import inbox
+    from reconciliation.notifications import inbox
+    from reconciliation.notifications.inbox_views import DeliveryPageOut, summarise
 
     settings = settings_or_exit()
     with _session(settings) as session:
@@ -108,8 +108,8 @@ def show(row_id: int, as_json: bool) -> None:
     """One delivery: its state, the headers kept and the exact body received."""
     import msgspec
 
-    from app.deliveries_api import detail
-    from reconciliation import inbox
+    from reconciliation.notifications import inbox
+    from reconciliation.notifications.inbox_views import detail
 
     settings = settings_or_exit()
     with _session(settings) as session:
@@ -136,7 +136,7 @@ def show(row_id: int, as_json: bool) -> None:
 def replay(row_id: int) -> None:
     """Reset one delivery to pending and enqueue it for processing again."""
     from recon.cli.web_commands import delivery_enqueue
-    from reconciliation import inbox
+    from reconciliation.notifications import inbox
 
     settings = settings_or_exit()
     with _session(settings) as session:

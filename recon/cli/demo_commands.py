@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from recon.settings import DEFAULT_STATE_DIR
+from foundation.settings import DEFAULT_STATE_DIR
 
 
 @click.command()

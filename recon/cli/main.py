@@ -7,46 +7,7 @@ traceback: the person reading it at 3 a.m. needs the variable name, not a stack.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
-from typing import Any, NoReturn, TypeVar
-
 import click
-
-from recon.settings import ConfigError, Settings, load_settings
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-#: Exit status for configuration and connectivity problems (usage errors are click's 2 too).
-EXIT_CONFIG = 2
-
-
-def fail(message: str) -> NoReturn:
-    """End the command with one line, for problems the operator must fix outside recon."""
-    click.echo(f"recon: {message}", err=True)
-    sys.exit(EXIT_CONFIG)
-
-
-def settings_or_exit() -> Settings:
-    """Load and validate the configuration, or stop with the one line that names the variable."""
-    try:
-        settings = load_settings()
-    except ConfigError as exc:
-        fail(str(exc))
-    from recon.logs import configure_logging, register_secrets
-
-    configure_logging(settings.log_format, settings.log_level)
-    register_secrets(
-        [
-            settings.gateway_api_key,
-            settings.company_api_key,
-            settings.admin_token,
-            settings.alert_webhook_secret,
-            *settings.secret_keys,
-            *settings.webhook_secrets,
-        ]
-    )
-    return settings
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -23,8 +23,8 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from recon.cli.main import fail, settings_or_exit
-from recon.settings import Settings
+from foundation.settings import Settings
+from recon.cli.startup import fail, settings_or_exit
 from upstream import (
     CompanyClient,
     CreditRequest,
@@ -89,8 +89,8 @@ def gateway_client(settings: Settings, *, durable_keys: bool = False) -> Iterato
 
     keys = None
     if durable_keys:
-        from reconciliation.outbound import StoreIdempotencyKeys
         from reconciliation.store.db import make_engine, make_session_factory
+        from reconciliation.transfers.outbound import StoreIdempotencyKeys
 
         engine = make_engine(settings.database_url)
         keys = StoreIdempotencyKeys(make_session_factory(engine))

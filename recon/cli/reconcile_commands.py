@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from recon.cli.main import fail, settings_or_exit
+from recon.cli.startup import fail, settings_or_exit
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
 
-    from recon.settings import Settings
+    from foundation.settings import Settings
 
 
 @contextmanager
@@ -157,7 +157,7 @@ def match(
     reason: str,
 ) -> None:
     """Match items by hand (ids are in the alert's evidence and in `recon report`)."""
-    from reconciliation.manual import ManualMatchError, manual_match
+    from reconciliation.matching.manual import ManualMatchError, manual_match
 
     settings = settings_or_exit()
     with open_store(settings) as factory, factory() as session:
@@ -182,7 +182,7 @@ def match(
 @REASON
 def unmatch(match_id: int, by: str, reason: str) -> None:
     """Take match MATCH_ID apart; its items become exceptions for a person to decide."""
-    from reconciliation.manual import ManualMatchError, manual_unmatch
+    from reconciliation.matching.manual import ManualMatchError, manual_unmatch
 
     settings = settings_or_exit()
     with open_store(settings) as factory, factory() as session:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from recon.cli.main import fail, settings_or_exit
 from recon.cli.reconcile_commands import open_store
+from recon.cli.startup import fail, settings_or_exit
 
 
 @click.command()

@@ -12,8 +12,8 @@ from typing import Final
 
 import click
 
-from recon.cli.main import fail, settings_or_exit
-from recon.settings import ConfigError, Settings
+from foundation.settings import ConfigError, Settings
+from recon.cli.startup import fail, settings_or_exit
 
 #: Garbage-collector thresholds of the web process. Every request allocates a few hundred
 #: short-lived objects; collecting the youngest generation every 700 (the default) costs
@@ -87,7 +87,7 @@ def web(host: str, port: int | None, register: bool, workers: bool) -> None:
             app,
             host=host,
             port=port or settings.port,
-            # structlog owns logging (recon.logs); a line per request would cost more than the
+            # structlog owns logging (foundation.logs); a line per request would cost more than the
             # receiver's own work, and refusals are logged by the receiver itself.
             log_config=None,
             access_log=False,

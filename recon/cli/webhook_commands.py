@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from recon.cli.main import fail, settings_or_exit
+from recon.cli.startup import fail, settings_or_exit
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
 
-    from recon.settings import Settings
+    from foundation.settings import Settings
     from reconciliation.store.models import Subscription
     from upstream.company import CompanyClient
 
@@ -25,7 +25,7 @@ T = TypeVar("T")
 def _store_and_client(
     settings: Settings,
 ) -> Iterator[tuple[sessionmaker[Session], CompanyClient]]:
-    from app.registration import company_client
+    from reconciliation.notifications.registration import company_client
     from reconciliation.store.db import make_engine, make_session_factory
 
     engine = make_engine(settings.database_url)
@@ -40,7 +40,7 @@ def _run(action: Callable[[], T]) -> T:
     """Run a store + provider action; known failures end with one line, not a traceback."""
     from sqlalchemy.exc import OperationalError
 
-    from app.registration import RegistrationBusyError
+    from reconciliation.notifications.registration import RegistrationBusyError
     from upstream.errors import ProviderError
 
     try:
@@ -65,7 +65,7 @@ def webhooks() -> None:
 )
 def register(wait: float) -> None:
     """Register RECON_PUBLIC_URL + RECON_WEBHOOK_PATH unless an ACTIVE webhook points there."""
-    from app.registration import ensure_registered, process_owner
+    from reconciliation.notifications.registration import ensure_registered, process_owner
 
     settings = settings_or_exit()
     with _store_and_client(settings) as (factory, client):
@@ -85,9 +85,9 @@ def register(wait: float) -> None:
 @webhooks.command("list")
 def list_webhooks() -> None:
     """Show our webhooks: status, delivery counters and how many secrets are accepted."""
-    from app.registration import sync_webhooks
+    from reconciliation.notifications.registration import sync_webhooks
+    from reconciliation.notifications.subscriptions import list_subscriptions, secret_counts
     from reconciliation.store.db import transaction
-    from reconciliation.subscriptions import list_subscriptions, secret_counts
     from upstream.errors import ProviderError
 
     settings = settings_or_exit()
@@ -152,7 +152,7 @@ def list_webhooks() -> None:
 )
 def rotate(wait: float) -> None:
     """Register a new secret; the old ones stay accepted for RECON_WEBHOOK_ROTATION_OVERLAP_SECONDS."""
-    from app.registration import process_owner, rotate_secret
+    from reconciliation.notifications.registration import process_owner, rotate_secret
 
     settings = settings_or_exit()
     with _store_and_client(settings) as (factory, client):

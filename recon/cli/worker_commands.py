@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import click
 
-from recon.cli.main import fail, settings_or_exit
-from recon.settings import ConfigError
+from foundation.settings import ConfigError
+from recon.cli.startup import fail, settings_or_exit
 
 
 @click.command()

@@ -22,13 +22,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from recon.demo.processes import ProcessGroup, free_port, recon_argv, wait_until_ready
 from recon.demo.scenario import EXPECTED_ALERT_KINDS, SandboxControl, ScenarioRecord, run_scenario
-from reconciliation.outbound import StoreIdempotencyKeys
 from reconciliation.reports import render
 from reconciliation.reports.model import Report, ReportWindow
 from reconciliation.reports.query import build_report
 from reconciliation.store.db import make_engine, make_session_factory
 from reconciliation.store.models import Alert, Delivery, Transfer
 from reconciliation.store.types import utcnow
+from reconciliation.transfers.outbound import StoreIdempotencyKeys
 from upstream.gateway import GatewayClient
 
 #: Schedules and grace periods of the demo's recon processes: a business day in a minute.

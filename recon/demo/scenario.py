@@ -17,7 +17,7 @@ from typing import Any, Final
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
-from recon.transfer_requests import request_transfer
+from reconciliation.transfers.requests import request_transfer
 from upstream.gateway import GatewayClient
 from upstream.wire.balances import CreditRequest
 from upstream.wire.common import Destination, HoldingAddress, ValueUnit

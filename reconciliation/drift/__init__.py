@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from reconciliation.alert_pass import ALERT_STORM
+from reconciliation.alerts.changes import ALERT_STORM
 from reconciliation.drift.ambiguity import AmbiguousMatch
 from reconciliation.drift.balance import BalanceMismatch
 from reconciliation.drift.base import DriftContext, DriftRule

@@ -12,8 +12,8 @@ from typing import Any, Final
 
 from sqlalchemy import select
 
-from reconciliation.alert_pass import Assessment, chunks
-from reconciliation.alerts import ACKNOWLEDGED, OPEN, Finding, fingerprint
+from reconciliation.alerts.changes import Assessment, chunks
+from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, Finding, fingerprint
 from reconciliation.drift.base import DriftContext
 from reconciliation.drift.evidence import describe, natural_key
 from reconciliation.matching.status import ITEM_TABLES

@@ -20,8 +20,8 @@ from typing import Final
 from sqlalchemy import Table, bindparam, insert, update
 from sqlalchemy.orm import Session
 
-from reconciliation.alert_pass import Assessment
-from reconciliation.alerts import Finding, fingerprint
+from reconciliation.alerts.changes import Assessment
+from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.balance_sums import Basis, consistent_read, grace_postings, read_bases
 from reconciliation.drift.base import DriftContext
 from reconciliation.store.models import BalanceCheck

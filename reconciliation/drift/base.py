@@ -1,6 +1,6 @@
 """What every drift rule sees, and what it must give back.
 
-A rule reads the store and returns an `Assessment` (reconciliation.alert_pass): the conditions
+A rule reads the store and returns an `Assessment` (reconciliation.alerts.changes): the conditions
 it sees now, for the alert kinds it owns. It writes nothing itself except its own bookkeeping
 (balance checks, baselines), so a dry run can run every rule and throw the writes away.
 """
@@ -13,7 +13,7 @@ from typing import Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation.alert_pass import Assessment
+from reconciliation.alerts.changes import Assessment
 from reconciliation.matching.outcome import Ambiguity, MatchTally
 from reconciliation.policy import ReconcilePolicy
 

@@ -21,8 +21,8 @@ from typing import Any, Final
 
 from sqlalchemy import ColumnElement, Table, and_, false, or_, select
 
-from reconciliation.alert_pass import Assessment, chunks
-from reconciliation.alerts import ACKNOWLEDGED, OPEN, Finding, fingerprint
+from reconciliation.alerts.changes import Assessment, chunks
+from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, Finding, fingerprint
 from reconciliation.drift.base import DriftContext
 from reconciliation.drift.evidence import NOTIFICATION_FIELDS, TRANSFER_FIELDS, as_evidence
 from reconciliation.matching.backlog import in_backlog

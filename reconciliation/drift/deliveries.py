@@ -2,7 +2,7 @@
 
 A provider retries with the same id and the same bytes; the same id with other bytes means the
 event was changed after it was sent, or someone is replaying ids. The inbox raises this the
-moment it stores the second body (reconciliation.inbox, same kind and fingerprint); this rule
+moment it stores the second body (reconciliation.notifications.inbox, same kind and fingerprint); this rule
 re-checks the inbox set-wise for deliveries stored since the last pass, so a conflict stored by
 any path is never missed. It never resolves: a conflict that happened stays a fact until a
 person resolves it.
@@ -15,11 +15,11 @@ from typing import Any, Final
 
 from sqlalchemy import Table, func, select
 
-from reconciliation.alert_pass import Assessment, chunks
-from reconciliation.alerts import Finding
+from reconciliation.alerts.changes import Assessment, chunks
+from reconciliation.alerts.lifecycle import Finding
 from reconciliation.drift.base import DriftContext
 from reconciliation.drift.evidence import plain
-from reconciliation.inbox import BODY_CONFLICT_ALERT, body_conflict_fingerprint
+from reconciliation.notifications.inbox import BODY_CONFLICT_ALERT, body_conflict_fingerprint
 from reconciliation.store.models import Alert, Delivery
 
 KIND: Final = BODY_CONFLICT_ALERT

@@ -15,7 +15,7 @@ from typing import Any, Final
 from sqlalchemy import Table, select
 from sqlalchemy.orm import Session
 
-from reconciliation.alert_pass import chunks
+from reconciliation.alerts.changes import chunks
 from reconciliation.store.models import Holding, Notification, Posting, Transfer
 
 postings: Table = Posting.__table__  # type: ignore[assignment]

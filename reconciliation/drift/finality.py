@@ -12,8 +12,8 @@ from typing import Final
 
 from sqlalchemy import Table, false, select
 
-from reconciliation.alert_pass import Assessment
-from reconciliation.alerts import Finding, fingerprint
+from reconciliation.alerts.changes import Assessment
+from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.base import DriftContext
 from reconciliation.drift.evidence import TRANSFER_FIELDS, as_evidence
 from reconciliation.store.models import Transfer

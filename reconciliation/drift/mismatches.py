@@ -19,8 +19,8 @@ from typing import Any, Final
 
 from sqlalchemy import Table, or_, select
 
-from reconciliation.alert_pass import Assessment, chunks
-from reconciliation.alerts import ACKNOWLEDGED, OPEN, Finding, fingerprint
+from reconciliation.alerts.changes import Assessment, chunks
+from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, Finding, fingerprint
 from reconciliation.drift.base import DriftContext
 from reconciliation.drift.evidence import describe
 from reconciliation.store.models import Alert, Match, Notification, Posting, Transfer

@@ -11,9 +11,9 @@ from typing import Final
 
 from sqlalchemy import select
 
-from recon.logs import redact_text
-from reconciliation.alert_pass import Assessment
-from reconciliation.alerts import Finding, fingerprint
+from foundation.logs import redact_text
+from reconciliation.alerts.changes import Assessment
+from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.base import DriftContext
 from reconciliation.store.models import ActivityCursor, Holding
 

@@ -15,8 +15,8 @@ from typing import Final
 from sqlalchemy import Table, exists, select
 from sqlalchemy.orm import Session
 
-from reconciliation.alert_pass import Assessment
-from reconciliation.alerts import Finding, fingerprint
+from reconciliation.alerts.changes import Assessment
+from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.base import DriftContext
 from reconciliation.drift.evidence import describe_postings
 from reconciliation.matching.backlog import in_backlog

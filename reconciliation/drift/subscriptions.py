@@ -1,6 +1,6 @@
 """Subscription health, as the store last saw it: the pass keeps the check's alerts honest.
 
-The subscription check (reconciliation.subscription_check, run by a worker) reads our webhooks
+The subscription check (reconciliation.notifications.subscription_check, run by a worker) reads our webhooks
 at the company API, raises `subscription_inactive`, `subscription_missing` and
 `subscription_failures_rising`, and resolves them on its next run. When that check cannot run
 (the company API is down, the worker is stopped) its alerts would stay as they were; so each
@@ -15,11 +15,11 @@ from typing import Final
 
 from sqlalchemy import select
 
-from reconciliation.alert_pass import Assessment
-from reconciliation.alerts import ACKNOWLEDGED, OPEN, Finding
+from reconciliation.alerts.changes import Assessment
+from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, Finding
 from reconciliation.drift.base import DriftContext
+from reconciliation.notifications.subscription_check import ACTIVE, KIND_INACTIVE, fingerprint
 from reconciliation.store.models import Alert, Subscription
-from reconciliation.subscription_check import ACTIVE, KIND_INACTIVE, fingerprint
 
 #: Severity by stored status: suspended means the provider gave up on us.
 SEVERITY_BY_STATUS: Final = {"SUSPENDED": "critical"}

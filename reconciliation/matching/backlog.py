@@ -38,8 +38,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from reconciliation import watermarks
 from reconciliation.matching.vocabulary import MONEY_EVENTS, STATUS_DENIED
+from reconciliation.store import watermarks
 from reconciliation.store.models import (
     EXCEPTION,
     Match,

@@ -14,7 +14,7 @@ from typing import Any, Final
 from sqlalchemy import ColumnElement, Table, func, select, update
 from sqlalchemy.orm import Session
 
-from reconciliation.alert_pass import chunks
+from reconciliation.alerts.changes import chunks
 from reconciliation.matching.outcome import Ambiguity
 from reconciliation.store.models import EXCEPTION, Match, Notification, Posting, Transfer
 

@@ -28,7 +28,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from reconciliation.alert_pass import chunks
+from reconciliation.alerts.changes import chunks
 from reconciliation.matching.backlog import TRANSFERLESS, active_row, backlog
 from reconciliation.matching.outcome import MatchTally
 from reconciliation.matching.scratch import candidate_table

@@ -8,7 +8,7 @@ from typing import Final
 from sqlalchemy import Table, case, func, select
 from sqlalchemy.orm import Session
 
-from reconciliation.alerts import ACKNOWLEDGED, OPEN, SEVERITIES
+from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, SEVERITIES
 from reconciliation.reports.filters import for_holding, in_window
 from reconciliation.reports.model import (
     AlertCount,

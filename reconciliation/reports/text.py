@@ -7,7 +7,7 @@ import io
 from rich.console import Console
 from rich.table import Table
 
-from reconciliation.money import AmountError, format_minor
+from foundation.money import AmountError, format_minor
 from reconciliation.reports.model import AGEING_BUCKETS, STREAMS, Report
 
 #: Width of the rendered text; wide enough for a holdingRef and five numbers.

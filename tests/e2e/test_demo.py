@@ -108,7 +108,7 @@ def test_procfile_runs_release_web_worker_scheduler(
 
 @pytest.mark.postgres
 def test_demo_refuses_a_store_that_already_holds_data(tmp_path: Path, fresh_postgres: str) -> None:
-    from reconciliation.store import migrate
+    from migrations import runner as migrate
 
     migrate.upgrade(fresh_postgres)
     engine = make_engine(fresh_postgres)

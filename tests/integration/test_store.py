@@ -10,7 +10,7 @@ from sqlalchemy import Engine, inspect, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation.store import migrate
+from migrations import runner as migrate
 from reconciliation.store.models import Base, Delivery, Holding, Posting
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from sandbox.bulk import build_bulk
 from sandbox.clock import Clock
 from sandbox.state import SandboxState
 from tests.sandbox.sandbox_helpers import (
@@ -89,7 +90,7 @@ def order_key(e: dict[str, Any]) -> tuple[str, str, str]:
 @pytest.fixture
 def bulk_holding(world: World) -> dict[str, str]:
     """One holding with 1,000 postings and many equal postedAt values."""
-    holdings = world.state.build_bulk(holdings=2, postings=2_000, seed=7)
+    holdings = build_bulk(world.state, holdings=2, postings=2_000, seed=7)
     return holdings[0]
 
 
@@ -184,7 +185,7 @@ def test_altered_cursor_is_refused(world: World, bulk_holding: dict[str, str], a
 
 
 def test_cursor_of_another_holding_is_refused(world: World) -> None:
-    a, b = world.state.build_bulk(holdings=2, postings=40, seed=3)
+    a, b = build_bulk(world.state, holdings=2, postings=40, seed=3)
     cursor = first_cursor(world, a, "oldest_first")
     problem(activity(world, b, **cursor), 400, "InvalidInput", "invalid-Input")
 

@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from sandbox.bulk import prerender_activity
+from sandbox.bulk import build_bulk, prerender_activity
 from sandbox.config import SandboxConfig
 from sandbox.ledger import entries_json, render_entry
 from sandbox.state import SandboxState
@@ -35,14 +35,14 @@ def test_bulk_through_the_control_api(world: World) -> None:
 def test_bulk_is_reproducible_from_its_seed() -> None:
     a = SandboxState(SandboxConfig(run_background=False))
     b = SandboxState(SandboxConfig(run_background=False))
-    ha = a.build_bulk(holdings=3, postings=300, seed=11)
-    hb = b.build_bulk(holdings=3, postings=300, seed=11)
+    ha = build_bulk(a, holdings=3, postings=300, seed=11)
+    hb = build_bulk(b, holdings=3, postings=300, seed=11)
     assert ha == hb
     assert a.postings(ha[1]["holdingRef"]) == b.postings(hb[1]["holdingRef"])
 
 
 def test_live_postings_sort_after_bulk(world: World) -> None:
-    (h,) = world.state.build_bulk(holdings=1, postings=50, seed=1)
+    (h,) = build_bulk(world.state, holdings=1, postings=50, seed=1)
     world.state.post_inbound_credit(h["holdingRef"], 77, "6f1c2a34-0000-4000-8000-000000000077")
     assert world.state.postings(h["holdingRef"])[-1]["amountMinorUnits"] == "77"
 
@@ -50,7 +50,7 @@ def test_live_postings_sort_after_bulk(world: World) -> None:
 @pytest.mark.slow
 def test_a_million_postings_over_a_thousand_holdings_in_under_a_minute(world: World) -> None:
     start = time.monotonic()
-    holdings = world.state.build_bulk(holdings=1_000, postings=1_000_000, seed=1)
+    holdings = build_bulk(world.state, holdings=1_000, postings=1_000_000, seed=1)
     built = time.monotonic() - start
     assert built < 60, built
     assert len(holdings) == 1_000
@@ -98,7 +98,7 @@ def _walk(world: World, h: dict[str, str]) -> list[dict[str, Any]]:
 
 
 def test_entries_rendered_ahead_read_exactly_as_rendered_on_demand(world: World) -> None:
-    (h,) = world.state.build_bulk(holdings=1, postings=150, seed=4)
+    (h,) = build_bulk(world.state, holdings=1, postings=150, seed=4)
     on_demand = _walk(world, h)
     prerender_activity(world.state)
     holding = world.state.holdings[h["holdingRef"]]

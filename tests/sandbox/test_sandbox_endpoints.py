@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from sandbox.bulk import build_bulk
 from tests.sandbox.sandbox_helpers import (
     AUTH,
     NGN,
@@ -230,7 +231,7 @@ def test_list_page_size_default_and_bounds(world: World) -> None:
 
 
 def test_list_default_page_is_50(world: World) -> None:
-    world.state.build_bulk(holdings=60, postings=0)
+    build_bulk(world.state, holdings=60, postings=0)
     assert (
         len(read_value(world.client.get("/v1/programmable-endpoints", headers=AUTH))["rows"]) == 50
     )

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from cryptography.fernet import Fernet
 
-from recon.secret import Secret
-from recon.secret_key import SecretBox
+from foundation.secret import Secret
+from foundation.secret_key import SecretBox
 
 
 def _key() -> Secret:

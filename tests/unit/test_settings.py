@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from recon.settings import ConfigError, load_settings
+from foundation.settings import ConfigError, load_settings
 
 
 def test_valid_environment_loads_typed_settings(base_env: dict[str, str]) -> None:

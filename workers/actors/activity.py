@@ -1,6 +1,6 @@
 """poll_activity: read one holding's committed postings into the store, page by page.
 
-The reader takes the holding's lease (reconciliation.activity), resumes from the stored cursor
+The reader takes the holding's lease (reconciliation.postings.activity), resumes from the stored cursor
 exactly as the gateway issued it, and commits each page with the cursor that follows it. It
 reads `oldest_first` for catch-up and steady state alike (docs/decisions.md): one direction and
 one cursor for the life of a holding, new postings always after it.
@@ -26,8 +26,8 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
-from recon.settings import Settings
-from reconciliation.activity import (
+from foundation.settings import Settings
+from reconciliation.postings.activity import (
     LEASE_SECONDS,
     LeasedHolding,
     LeaseLostError,

@@ -13,7 +13,7 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
-from reconciliation.balances import endpoints_to_read, store_snapshot
+from reconciliation.postings.balances import endpoints_to_read, store_snapshot
 from reconciliation.store.db import transaction
 from upstream.errors import ProviderError
 from workers.queues import POLLING, PRIORITY_URGENT

@@ -2,7 +2,7 @@
 
 The list is followed page by page (`afterEndpointRef`) until a short page. An endpoint is read
 (for its holding ref and locators, which list rows do not carry) only when it is new or its
-locator count changed (reconciliation.holdings). New holdings are watched at once: their
+locator count changed (reconciliation.postings.holdings). New holdings are watched at once: their
 activity read is sent right away rather than waiting for the next tick.
 """
 
@@ -14,7 +14,7 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
-from reconciliation.holdings import known_endpoints, needs_read, store_endpoint
+from reconciliation.postings.holdings import known_endpoints, needs_read, store_endpoint
 from reconciliation.store.db import transaction
 from upstream.errors import NotFound
 from workers.actors.activity import poll_activity

@@ -1,4 +1,4 @@
-"""process_delivery: inbox deliveries become notifications (reconciliation.notifications).
+"""process_delivery: inbox deliveries become notifications (reconciliation.notifications.processing).
 
 One message carries a batch of delivery row ids (the receiver commits deliveries in groups and
 hands each group over at once); the batch is processed in one transaction. Idempotent: a
@@ -14,7 +14,7 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
-from reconciliation.notifications import ProcessOutcome, process_deliveries
+from reconciliation.notifications.processing import ProcessOutcome, process_deliveries
 from reconciliation.store.db import transaction
 from workers.queues import INBOX, PRIORITY_URGENT
 from workers.retry_policy import MINUTE_MS, SECOND_MS

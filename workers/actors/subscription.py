@@ -1,6 +1,6 @@
 """check_subscription: read our webhooks at the company API and alert on trouble.
 
-The comparison and the alerts live in reconciliation.subscription_check; this actor only reads
+The comparison and the alerts live in reconciliation.notifications.subscription_check; this actor only reads
 the listing and runs it in one transaction.
 """
 
@@ -10,8 +10,8 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
+from reconciliation.notifications.subscription_check import CheckOutcome, check_subscriptions
 from reconciliation.store.db import transaction
-from reconciliation.subscription_check import CheckOutcome, check_subscriptions
 from workers.queues import POLLING, PRIORITY_URGENT
 from workers.retry_policy import MINUTE_MS, NOT_RETRYABLE, SECOND_MS
 from workers.runtime import Runtime, current_runtime

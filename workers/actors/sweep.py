@@ -20,8 +20,12 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
-from reconciliation.activity import claim_due_holdings, ensure_cursor_rows, watched_without_cursor
-from reconciliation.notifications import pending_deliveries
+from reconciliation.notifications.processing import pending_deliveries
+from reconciliation.postings.activity import (
+    claim_due_holdings,
+    ensure_cursor_rows,
+    watched_without_cursor,
+)
 from reconciliation.store.db import transaction
 from workers.actors.activity import poll_activity, redo_after
 from workers.dispatch import enqueue_process_delivery

@@ -1,6 +1,6 @@
 """poll_transfers: every due, non-terminal transfer gets its status read and recorded.
 
-Workers share the due transfers by claiming batches (reconciliation.transfer_polling: SKIP
+Workers share the due transfers by claiming batches (reconciliation.transfers.polling: SKIP
 LOCKED on PostgreSQL, a lease column on both). A message works for at most
 `TIME_BUDGET_SECONDS`; what it did not reach stays due and the next tick's message (on any
 worker) claims it. A failed read backs off like a non-terminal answer, so one unreachable
@@ -17,7 +17,7 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
-from reconciliation.transfer_polling import (
+from reconciliation.transfers.polling import (
     Backoff,
     claim_due_transfers,
     record_poll_failure,

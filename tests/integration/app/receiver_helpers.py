@@ -17,8 +17,8 @@ from litestar import Litestar
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.signatures.signing import sign_delivery
 from reconciliation.store.models import Delivery
+from upstream.signatures.signing import sign_delivery
 
 T = TypeVar("T")
 

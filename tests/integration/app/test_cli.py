@@ -10,7 +10,7 @@ from click.testing import CliRunner, Result
 from sqlalchemy import Engine
 
 from recon.cli.main import cli
-from reconciliation.inbox import InboundDelivery, record_deliveries
+from reconciliation.notifications.inbox import InboundDelivery, record_deliveries
 from reconciliation.store.types import utcnow
 from sandbox.config import SandboxConfig
 from sandbox.server import SandboxServer
@@ -28,7 +28,7 @@ def run(
 ) -> Iterator[object]:
     """Invoke `recon` with the test's environment (logging left alone)."""
     sandbox.state.reset()
-    monkeypatch.setattr("recon.logs.configure_logging", lambda *a, **k: None)
+    monkeypatch.setattr("foundation.logs.configure_logging", lambda *a, **k: None)
     for name, value in {
         **recon_env,
         "RECON_COMPANY_URL": sandbox.base_url,

@@ -11,8 +11,8 @@ from litestar.testing import TestClient
 from sqlalchemy import text
 
 from app import metrics
-from recon.settings import load_settings, normalise_database_url
-from reconciliation.store import migrate
+from foundation.settings import load_settings, normalise_database_url
+from migrations import runner as migrate
 from reconciliation.store.db import make_engine, make_session_factory
 from tests.conftest import postgres_admin_url
 from tests.integration.app.receiver_helpers import (

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app import metrics
 from app.receiver.group_commit import GroupCommitWriter, InboxUnavailableError
-from reconciliation.inbox import InboundDelivery, Outcome, Recorded
+from reconciliation.notifications.inbox import InboundDelivery, Outcome, Recorded
 from reconciliation.store.types import utcnow
 from tests.integration.app.receiver_helpers import stored
 

@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation import inbox
-from reconciliation.inbox import InboundDelivery, Outcome
+from reconciliation.notifications import inbox
+from reconciliation.notifications.inbox import InboundDelivery, Outcome
 from reconciliation.store.models import Alert, Delivery
 from reconciliation.store.types import utcnow
 

@@ -20,13 +20,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from standardwebhooks.webhooks import Webhook as OfficialWebhook
 
 from app import metrics
-from recon.secret import Secret
-from recon.secret_key import SecretBox
-from recon.settings import Settings, load_settings
-from reconciliation.inbox import BODY_CONFLICT_ALERT, body_conflict_fingerprint
+from foundation.secret import Secret
+from foundation.secret_key import SecretBox
+from foundation.settings import Settings, load_settings
+from reconciliation.notifications.inbox import BODY_CONFLICT_ALERT, body_conflict_fingerprint
+from reconciliation.notifications.subscriptions import store_secret
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Alert
-from reconciliation.subscriptions import store_secret
 from tests.integration.app.receiver_helpers import (
     PATH,
     SECRET,

@@ -18,11 +18,16 @@ from litestar.testing import TestClient
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.registration import RETRY_POLICY, ensure_registered, receiver_url, rotate_secret
-from app.registration import company_client as make_company_client
-from recon.secret_key import SecretBox
-from recon.settings import Settings, load_settings
-from reconciliation import subscriptions
+from foundation.secret_key import SecretBox
+from foundation.settings import Settings, load_settings
+from reconciliation.notifications import subscriptions
+from reconciliation.notifications.registration import (
+    RETRY_POLICY,
+    ensure_registered,
+    receiver_url,
+    rotate_secret,
+)
+from reconciliation.notifications.registration import company_client as make_company_client
 from reconciliation.store.db import transaction
 from reconciliation.store.types import utcnow
 from sandbox.config import SandboxConfig
@@ -232,7 +237,7 @@ def test_lease_held_elsewhere_makes_registration_wait_then_give_up(
     engine: Engine,
     provider: SandboxDriver,
 ) -> None:
-    from app.registration import RegistrationBusyError
+    from reconciliation.notifications.registration import RegistrationBusyError
 
     with transaction(session_factory) as session:
         assert subscriptions.take_lease(

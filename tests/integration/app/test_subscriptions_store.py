@@ -10,9 +10,9 @@ from cryptography.fernet import Fernet
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from recon.secret import Secret
-from recon.secret_key import SecretBox
-from reconciliation import subscriptions
+from foundation.secret import Secret
+from foundation.secret_key import SecretBox
+from reconciliation.notifications import subscriptions
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Subscription, WebhookSecret
 from reconciliation.store.types import utcnow

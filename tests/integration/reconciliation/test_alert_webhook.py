@@ -15,7 +15,7 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 from standardwebhooks.webhooks import Webhook
 
-from recon.secret import Secret
+from foundation.secret import Secret
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.reconcile import run_pass
 from reconciliation.store.models import Transfer

@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation.alerts import (
+from reconciliation.alerts.lifecycle import (
     AlertError,
     AlertNotFoundError,
     acknowledge_alert,

@@ -13,9 +13,11 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation.alerts import fingerprint
-from reconciliation.inbox import body_conflict_fingerprint
-from reconciliation.manual import manual_match, manual_unmatch
+from reconciliation.alerts.lifecycle import fingerprint
+from reconciliation.matching.manual import manual_match, manual_unmatch
+from reconciliation.notifications.inbox import body_conflict_fingerprint
+from reconciliation.notifications.subscription_check import KIND_INACTIVE
+from reconciliation.notifications.subscription_check import fingerprint as subscription_fingerprint
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.reconcile import run_pass
 from reconciliation.store.models import (
@@ -25,8 +27,6 @@ from reconciliation.store.models import (
     Subscription,
     Transfer,
 )
-from reconciliation.subscription_check import KIND_INACTIVE
-from reconciliation.subscription_check import fingerprint as subscription_fingerprint
 from tests.integration.reconciliation.builders import Store, at
 
 POLICY = ReconcilePolicy(

@@ -24,15 +24,15 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from recon.settings import load_settings
-from reconciliation.alerts import fingerprint
-from reconciliation.inbox import body_conflict_fingerprint
+from foundation.settings import load_settings
+from reconciliation.alerts.lifecycle import fingerprint
+from reconciliation.notifications.inbox import body_conflict_fingerprint
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.reconcile import run_pass
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Alert, Delivery, Holding, Notification, Posting, Transfer
 from reconciliation.store.types import utcnow
-from reconciliation.transfer_polling import record_created_transfer
+from reconciliation.transfers.polling import record_created_transfer
 from sandbox.endpoints import COLLECTION_CHILD
 from sandbox.faults import Fault
 from sandbox.server import SandboxServer

@@ -10,11 +10,11 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation import watermarks
-from reconciliation.manual import ManualMatchError, manual_match, manual_unmatch
 from reconciliation.matching.backlog import watermark_name
+from reconciliation.matching.manual import ManualMatchError, manual_match, manual_unmatch
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.reconcile import run_pass
+from reconciliation.store import watermarks
 from reconciliation.store.models import Match, MatchBacklog, Notification, Posting
 from tests.integration.reconciliation.builders import Store, at
 

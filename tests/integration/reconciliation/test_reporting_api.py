@@ -11,8 +11,8 @@ from litestar.testing import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.main import create_app
-from recon.settings import load_settings
-from reconciliation.alerts import raise_alert
+from foundation.settings import load_settings
+from reconciliation.alerts.lifecycle import raise_alert
 from tests.integration.reconciliation.builders import Store
 
 TOKEN = "reporting-api-admin-token-0123456789"

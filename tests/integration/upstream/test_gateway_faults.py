@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 from structlog.testing import capture_logs
 
-from reconciliation.outbound import StoreIdempotencyKeys
+from reconciliation.transfers.outbound import StoreIdempotencyKeys
 from sandbox.server import SandboxServer
 from tests.integration.upstream.conftest import (
     FAST,

@@ -7,7 +7,7 @@ import uuid
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation.outbound import StoreIdempotencyKeys
+from reconciliation.transfers.outbound import StoreIdempotencyKeys
 from upstream.idempotency import IdempotencyKeys, Outcome, material_fingerprint
 
 MATERIAL = {"amountMinorUnits": "1000", "destination": {"accountRef": str(uuid.uuid4())}}

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 from click.testing import CliRunner, Result
 
+from migrations import runner as migrate
 from recon.cli.main import cli
-from reconciliation.store import migrate
 from sandbox.config import SandboxConfig
 from sandbox.server import SandboxServer
 from tests.integration.upstream.conftest import Control, funded, new_endpoint

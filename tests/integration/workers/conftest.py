@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from recon.settings import Settings, load_settings
+from foundation.settings import Settings, load_settings
 from reconciliation.store.db import make_engine
 from sandbox.config import SandboxConfig
 from sandbox.server import SandboxServer

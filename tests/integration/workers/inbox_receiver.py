@@ -1,6 +1,6 @@
 """A stand-in for the web receiver: keep each delivery's bytes, then hand it to the workers.
 
-It does what the real receiver does after verifying a signature (reconciliation.inbox records
+It does what the real receiver does after verifying a signature (reconciliation.notifications.inbox records
 the bytes, then workers.dispatch.enqueue_process_delivery is called after the commit), without
 the web framework, so the workers' tests do not depend on the web process.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation.inbox import InboundDelivery, record_deliveries
+from reconciliation.notifications.inbox import InboundDelivery, record_deliveries
 from reconciliation.store.db import transaction
 from reconciliation.store.types import utcnow
 from workers.dispatch import enqueue_process_delivery

@@ -20,7 +20,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from reconciliation.store.db import transaction
 from reconciliation.store.models import BalanceSnapshot, Holding, Notification, Transfer
 from reconciliation.store.types import utcnow
-from reconciliation.transfer_polling import record_created_transfer
+from reconciliation.transfers.polling import record_created_transfer
+from sandbox.bulk import build_bulk
 from sandbox.server import SandboxServer
 from tests.integration.workers.ledger_compare import sandbox_ledger, stored_ledger
 from tests.integration.workers.sandbox_probe import RequestProbe
@@ -60,7 +61,7 @@ def prepare(sandbox: SandboxServer, receiver_url: str) -> Scenario:
         company.register_webhook(
             WebhookRequest(url=receiver_url, event_types=list(MONEY_EVENTS), secret=SECRET)
         )
-    return Scenario(holdings=sandbox.state.build_bulk(holdings=3, postings=330, seed=31))
+    return Scenario(holdings=build_bulk(sandbox.state, holdings=3, postings=330, seed=31))
 
 
 def move_money(sandbox: SandboxServer, scenario: Scenario, sessions: sessionmaker[Session]) -> None:

@@ -7,7 +7,8 @@ import uuid
 import httpx
 import pytest
 
-from recon.settings import Settings
+from foundation.settings import Settings
+from sandbox.bulk import build_bulk
 from sandbox.faults import Fault
 from sandbox.server import SandboxServer
 from tests.integration.workers.ledger_compare import assert_store_matches
@@ -38,7 +39,7 @@ def test_catch_up_stores_every_posting_once_with_the_fewest_requests(
 ) -> None:
     sizes = [0, 49, 50, 237]
     for size in sizes:
-        sandbox.state.build_bulk(holdings=1, postings=size, seed=size + 1)
+        build_bulk(sandbox.state, holdings=1, postings=size, seed=size + 1)
     new = discover(runtime).new_holdings
     before = probe.count("GET /v1/balances/activity")
     # A small page budget: the catch-up is cut into several messages, each resuming.
@@ -52,7 +53,7 @@ def test_catch_up_stores_every_posting_once_with_the_fewest_requests(
 def test_new_postings_arrive_after_the_stored_cursor(
     runtime: Runtime, sandbox: SandboxServer, probe: RequestProbe
 ) -> None:
-    refs = sandbox.state.build_bulk(holdings=2, postings=130, seed=3)
+    refs = build_bulk(sandbox.state, holdings=2, postings=130, seed=3)
     new = discover(runtime).new_holdings
     catch_up(runtime, new)
     # Live credits land in the same millisecond (ties on postedAt) and after the old ones.
@@ -68,7 +69,7 @@ def test_new_postings_arrive_after_the_stored_cursor(
 def test_a_read_cut_off_mid_catch_up_resumes_from_the_stored_cursor(
     worker_settings: Settings, sandbox: SandboxServer, probe: RequestProbe
 ) -> None:
-    sandbox.state.build_bulk(holdings=1, postings=420, seed=11)
+    build_bulk(sandbox.state, holdings=1, postings=420, seed=11)
 
     class Crash(BaseException):
         """The process dying between two requests, as far as the reader can tell."""
@@ -106,7 +107,7 @@ def test_a_read_cut_off_mid_catch_up_resumes_from_the_stored_cursor(
 def test_5xx_429_dropped_connections_and_timeouts_converge_to_the_exact_ledger(
     worker_settings: Settings, sandbox: SandboxServer
 ) -> None:
-    sandbox.state.build_bulk(holdings=3, postings=600, seed=5)
+    build_bulk(sandbox.state, holdings=3, postings=600, seed=5)
     route = "GET /v1/balances/activity"
     faults = sandbox.state.faults
     faults.add_route(Fault(target=route, kind="error_5xx", rate=0.25))

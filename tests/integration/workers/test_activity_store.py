@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation.activity import (
+from reconciliation.postings.activity import (
     LeaseLostError,
     acquire_lease,
     claim_due_holdings,

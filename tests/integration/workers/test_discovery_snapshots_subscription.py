@@ -8,9 +8,10 @@ import uuid
 
 from sqlalchemy import select
 
+from reconciliation.notifications.subscriptions import record_webhook
 from reconciliation.store.db import transaction
 from reconciliation.store.models import ActivityCursor, Alert, BalanceSnapshot, Holding, Locator
-from reconciliation.subscriptions import record_webhook
+from sandbox.bulk import build_bulk
 from sandbox.server import SandboxServer
 from tests.integration.workers.sandbox_probe import RequestProbe
 from upstream.wire.company_types import WebhookRequest
@@ -25,7 +26,7 @@ SECRET = "whsec_" + base64.b64encode(b"workers-subscription-check-secret").decod
 def test_discovery_follows_the_register_to_its_end_and_reads_only_what_changed(
     runtime: Runtime, sandbox: SandboxServer, probe: RequestProbe
 ) -> None:
-    made = sandbox.state.build_bulk(holdings=103, postings=0, seed=21)
+    made = build_bulk(sandbox.state, holdings=103, postings=0, seed=21)
     internal = sandbox.state.create_endpoint(
         "customer_balance_internal", str(uuid.uuid4()), "business-entity", "NGN", emit=False
     )
@@ -56,7 +57,7 @@ def test_discovery_follows_the_register_to_its_end_and_reads_only_what_changed(
 def test_snapshots_store_each_watched_holdings_balance_with_its_time(
     runtime: Runtime, sandbox: SandboxServer
 ) -> None:
-    made = sandbox.state.build_bulk(holdings=3, postings=30, seed=4)
+    made = build_bulk(sandbox.state, holdings=3, postings=30, seed=4)
     discover(runtime)
     with transaction(runtime.sessions) as session:
         unwatched = session.scalars(

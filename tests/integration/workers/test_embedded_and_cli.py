@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import select
 
+from foundation.settings import Settings
 from recon.cli.main import cli
-from recon.settings import Settings
-from reconciliation.inbox import InboundDelivery, record_deliveries
+from reconciliation.notifications.inbox import InboundDelivery, record_deliveries
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Notification
 from reconciliation.store.types import utcnow

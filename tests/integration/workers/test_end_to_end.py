@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from recon.settings import load_settings
+from foundation.settings import load_settings
 from sandbox.server import SandboxServer
 from tests.integration.workers.inbox_receiver import inbox_receiver
 from tests.integration.workers.private_redis import PrivateRedis

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from recon.settings import load_settings
+from foundation.settings import load_settings
+from sandbox.bulk import build_bulk
 from sandbox.faults import Fault
 from sandbox.server import SandboxServer
 from tests.integration.workers.inbox_receiver import inbox_receiver
@@ -65,7 +66,7 @@ def test_a_worker_killed_twenty_times_mid_catch_up_leaves_the_exact_ledger(
     sandbox: SandboxServer,
     tmp_path: Path,
 ) -> None:
-    sandbox.state.build_bulk(holdings=20, postings=TOTAL, seed=2024)
+    build_bulk(sandbox.state, holdings=20, postings=TOTAL, seed=2024)
     env = process_env(
         sandbox_env,
         postgres_db_url,
@@ -127,7 +128,7 @@ def test_two_workers_never_read_one_holding_at_once(
     probe: RequestProbe,
     tmp_path: Path,
 ) -> None:
-    refs = sandbox.state.build_bulk(holdings=4, postings=400, seed=8)
+    refs = build_bulk(sandbox.state, holdings=4, postings=400, seed=8)
     # Slow reads make any overlap visible at the sandbox.
     sandbox.state.faults.add_route(
         Fault(target="GET /v1/balances/activity", kind="slow", seconds=0.05)

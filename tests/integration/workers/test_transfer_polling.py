@@ -12,10 +12,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from recon.settings import load_settings
+from foundation.settings import load_settings
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Transfer, TransferChange
-from reconciliation.transfer_polling import Backoff
+from reconciliation.transfers.polling import Backoff
+from sandbox.bulk import build_bulk
 from sandbox.server import SandboxServer
 from tests.integration.workers.sandbox_probe import RequestProbe
 from upstream.gateway import GatewayClient
@@ -37,7 +38,7 @@ def address(ref: dict[str, str]) -> HoldingAddress:
 
 def create_transfers(sandbox: SandboxServer, amounts: list[int]) -> list[uuid.UUID]:
     """Transfers between two funded sandbox holdings, made through the real gateway API."""
-    source, target = sandbox.state.build_bulk(holdings=2, postings=20, seed=9)
+    source, target = build_bulk(sandbox.state, holdings=2, postings=20, seed=9)
     refs = []
     with GatewayClient(sandbox.base_url, "ak_test_recon") as gateway:
         for amount in amounts:

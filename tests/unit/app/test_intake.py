@@ -6,7 +6,7 @@ import hashlib
 from datetime import UTC, datetime
 
 from app.receiver.intake import build_delivery
-from app.signatures import VerifiedSignature
+from upstream.signatures import VerifiedSignature
 
 AT = datetime(2026, 11, 22, tzinfo=UTC)
 SIGNED = VerifiedSignature(delivery_id="msg_1", signed_at=1)

@@ -13,13 +13,13 @@ from datetime import UTC, datetime
 import pytest
 from standardwebhooks.webhooks import Webhook as OfficialWebhook
 
-from app.signatures import BAD_SIGNATURE, STALE_TIMESTAMP, SignatureError, make_verifier
-from app.signatures.factory import key_problem
-from app.signatures.keys import new_secret, public_key_text
-from app.signatures.signing import sign_delivery
-from recon.secret import Secret
+from foundation.secret import Secret
 from sandbox.signing import public_key_text as sandbox_public_key
 from sandbox.signing import sign as sandbox_sign
+from upstream.signatures import BAD_SIGNATURE, STALE_TIMESTAMP, SignatureError, make_verifier
+from upstream.signatures.factory import key_problem
+from upstream.signatures.keys import new_secret, public_key_text
+from upstream.signatures.signing import sign_delivery
 
 NOW = 1_800_000_000
 SECRET = "whsec_" + base64.b64encode(b"0123456789abcdef0123456789abcdef").decode()

@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from recon.secret import Secret
-from recon.settings import load_settings
-from reconciliation.alert_sinks import sign
-from reconciliation.alerts import FINGERPRINT_MAX, Finding, fingerprint
+from foundation.secret import Secret
+from foundation.settings import load_settings
+from reconciliation.alerts.lifecycle import FINGERPRINT_MAX, Finding, fingerprint
+from reconciliation.alerts.sinks import sign
 from reconciliation.drift.balance import explained_by_lag
 from reconciliation.drift.contradictions import contradiction
 from reconciliation.matching.sql import ranges

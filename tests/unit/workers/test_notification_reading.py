@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from reconciliation.notifications import UnreadableDeliveryError, read_notification
+from reconciliation.notifications.processing import UnreadableDeliveryError, read_notification
 
 TRANSFER = "0b8f5a52-8d1c-4c3e-9d57-111111111111"
 RECEIPT = "0b8f5a52-8d1c-4c3e-9d57-222222222222"

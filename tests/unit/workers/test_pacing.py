@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from reconciliation.transfer_polling import Backoff
+from reconciliation.transfers.polling import Backoff
 from workers.gateway_rate_limit import Window
 
 

@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Final, TypeVar
 from urllib.parse import urlsplit
 
-from recon.secret import Secret
+from foundation.secret import Secret
 
 T = TypeVar("T")
 
 #: Where the embedded default keeps its SQLite file and its generated encryption key.
 DEFAULT_STATE_DIR: Final = ".recon"
 
-#: Signature schemes the receiver understands; see docs/decisions.md and app/signatures/.
+#: Signature schemes the receiver understands; see docs/decisions.md and upstream/signatures/.
 SIGNATURE_SCHEMES: Final = (
     "standard",
     "ed25519",
@@ -211,7 +211,7 @@ def normalise_database_url(url: str) -> str:
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Validate the whole environment into Settings, or raise ConfigError naming one variable."""
-    from recon.secret_key import resolve_secret_keys
+    from foundation.secret_key import resolve_secret_keys
 
     r = _Reader(os.environ if env is None else env)
     state_dir = Path(r.text("RECON_STATE_DIR", DEFAULT_STATE_DIR))

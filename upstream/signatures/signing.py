@@ -10,8 +10,8 @@ import base64
 import hashlib
 import hmac
 
-from app.signatures.keys import ed25519_signing_key, raw_hmac_key, standard_hmac_key
-from app.signatures.raw_hmac import RAW_HMAC_SCHEMES
+from upstream.signatures.keys import ed25519_signing_key, raw_hmac_key, standard_hmac_key
+from upstream.signatures.raw_hmac import RAW_HMAC_SCHEMES
 
 
 def sign_delivery(

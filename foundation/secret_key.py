@@ -15,7 +15,7 @@ from typing import Final
 import structlog
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
-from recon.secret import Secret
+from foundation.secret import Secret
 
 #: File name of the key the embedded default generates inside the state directory.
 GENERATED_KEY_FILE: Final = "secret.key"
@@ -28,7 +28,7 @@ def resolve_secret_keys(raw: str | None, state_dir: Path) -> tuple[tuple[Secret,
 
     Returns the keys and whether the file was used, so start-up can say so once.
     """
-    from recon.settings import ConfigError
+    from foundation.settings import ConfigError
 
     if raw:
         keys = tuple(k.strip() for k in raw.split(",") if k.strip())

@@ -19,9 +19,9 @@ from datetime import datetime
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from reconciliation.activity import ensure_cursor_rows
+from reconciliation.postings.activity import ensure_cursor_rows
 from reconciliation.store.models import Holding, Locator
-from reconciliation.write_statements import insert_ignoring_conflicts
+from reconciliation.store.write_statements import insert_ignoring_conflicts
 from upstream.wire.endpoints import Endpoint, EndpointRow
 from upstream.wire.endpoints import Locator as WireLocator
 

@@ -26,8 +26,8 @@ import structlog
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from recon.secret import Secret
-from reconciliation.alerts import ACKNOWLEDGED, OPEN, RESOLVED, alert_as_dict
+from foundation.secret import Secret
+from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, RESOLVED, alert_as_dict
 from reconciliation.store.models import Alert
 from reconciliation.store.types import utcnow
 

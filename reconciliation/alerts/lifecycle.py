@@ -5,7 +5,7 @@ processor) raises it here, so there is one place that decides whether an alert i
 again, or back after being resolved. A person moves an alert open -> acknowledged -> resolved;
 a reconciliation pass resolves it by itself when its condition clears (`reconciliation.
 alert_pass`). Every change is logged as one structlog line; the outbound webhook reads the
-`published_state` outbox (`reconciliation.alert_sinks`).
+`published_state` outbox (`reconciliation.alerts.sinks`).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from typing import Any, Final, TypeVar
 from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
-from reconciliation.alerts import (
+from reconciliation.alerts.lifecycle import (
     ACKNOWLEDGED,
     AUTO_RESOLVER,
     OPEN,

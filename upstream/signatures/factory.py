@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.signatures.ed25519 import Ed25519Verifier
-from app.signatures.keys import (
+from foundation.secret import Secret
+from upstream.signatures.ed25519 import Ed25519Verifier
+from upstream.signatures.keys import (
     KeyFormatError,
     ed25519_public_key,
     raw_hmac_key,
     standard_hmac_key,
 )
-from app.signatures.raw_hmac import RAW_HMAC_SCHEMES, RawHmacVerifier
-from app.signatures.standard import StandardVerifier
-from app.signatures.verification import Verifier
-from recon.secret import Secret
+from upstream.signatures.raw_hmac import RAW_HMAC_SCHEMES, RawHmacVerifier
+from upstream.signatures.standard import StandardVerifier
+from upstream.signatures.verification import Verifier
 
 
 def key_problem(scheme: str, secret: Secret) -> str | None:

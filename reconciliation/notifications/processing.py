@@ -2,7 +2,7 @@
 
 The receiver stored each delivery's exact bytes before answering 2xx (invariant 1); this module
 turns those bytes into a `Notification` row: refs as UUIDs, the major-unit decimal amount as
-exact integer minor units (reconciliation.money, never a float), the account number, and the
+exact integer minor units (foundation.money, never a float), the account number, and the
 claim's time. The transfer a notification names is recorded so the transfer poller asks the
 gateway for its truth. Claiming the delivery, writing the notification, recording the transfer
 and marking the delivery processed happen in one transaction, so a crash leaves either all of
@@ -29,10 +29,10 @@ from typing import Any, Final
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
-from reconciliation.inbox import PENDING, PROCESSED, QUARANTINED, stored_delivery_id
-from reconciliation.money import AmountError, major_to_minor
+from foundation.money import AmountError, major_to_minor
+from reconciliation.notifications.inbox import PENDING, PROCESSED, QUARANTINED, stored_delivery_id
 from reconciliation.store.models import Delivery, Notification, Transfer
-from reconciliation.write_statements import insert_ignoring_conflicts
+from reconciliation.store.write_statements import insert_ignoring_conflicts
 
 #: Event types whose data carries money (amount, currency, status are required).
 MONEY_EVENTS: Final = frozenset({"PAYMENT_RECEIVED", "TRANSACTION_COMPLETED", "TRANSACTION_FAILED"})

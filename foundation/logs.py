@@ -20,7 +20,7 @@ from typing import Any, Final
 import structlog
 from structlog.typing import EventDict, WrappedLogger
 
-from recon.secret import MASK, Secret
+from foundation.secret import MASK, Secret
 
 #: Field names that always hold something secret, whatever else they are called.
 SECRET_FIELD_PATTERN: Final = re.compile(

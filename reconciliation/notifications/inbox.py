@@ -26,8 +26,13 @@ from sqlalchemy import func, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
-from reconciliation.alerts import raise_alert
-from reconciliation.inbox_insert import NewRow, atomic, insert_originals, insert_others
+from reconciliation.alerts.lifecycle import raise_alert
+from reconciliation.notifications.inbox_insert import (
+    NewRow,
+    atomic,
+    insert_originals,
+    insert_others,
+)
 from reconciliation.store.models import Delivery
 
 #: Delivery states (DESIGN.md, "the store"): waiting for the processor, done, or set aside.
@@ -101,7 +106,7 @@ def record_deliveries(
     `use_statement_commits` (the receiver's writers) a batch of new deliveries is one statement
     that commits by itself; other bodies under known ids and their alerts commit together in a
     transaction of their own. Duplicates and other bodies are told apart by the database's
-    unique indexes (reconciliation.inbox_insert), so concurrent writers and web processes
+    unique indexes (reconciliation.notifications.inbox_insert), so concurrent writers and web processes
     agree; within the batch the first body of an id is the original.
     """
     plan = plan_batch(deliveries)

@@ -2,7 +2,7 @@
 
 A transfer is polled until its status is terminal. While it stays `awaiting_finality` the wait
 between polls doubles (capped), so a slow rail costs few requests; a notification naming it
-brings the next poll forward (reconciliation.notifications).
+brings the next poll forward (reconciliation.notifications.processing).
 
 Several workers share the work by claiming due rows with a lease: one UPDATE that sets
 `lease_owner` on rows picked by a subquery. On PostgreSQL the subquery says FOR UPDATE SKIP
@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Transfer, TransferChange
-from reconciliation.write_statements import insert_ignoring_conflicts, rows_touched
+from reconciliation.store.write_statements import insert_ignoring_conflicts, rows_touched
 from upstream.wire.transfers import Stage, TransferStatus
 from upstream.wire.transfers import Transfer as WireTransfer
 

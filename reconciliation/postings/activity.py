@@ -26,8 +26,8 @@ from typing import Any, Final
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation.activity_copy import compile_move, copy_page
-from reconciliation.activity_statements import (
+from reconciliation.postings.activity_copy import compile_move, copy_page
+from reconciliation.postings.activity_statements import (
     MOVE_CURSOR,
     READ_LEASED,
     RELEASE_LEASE,
@@ -36,7 +36,7 @@ from reconciliation.activity_statements import (
 )
 from reconciliation.store.db import transaction
 from reconciliation.store.models import UNMATCHED, ActivityCursor, Holding, Posting
-from reconciliation.write_statements import insert_ignoring_conflicts, rows_touched
+from reconciliation.store.write_statements import insert_ignoring_conflicts, rows_touched
 from upstream.activity import ActivityCursor as WireCursor
 from upstream.wire.balances import Posting as WirePosting
 from upstream.wire.common import HoldingAddress
@@ -193,7 +193,7 @@ def insert_postings(
 
     The portable path (SQLite, and PostgreSQL for a page stored without its cursor): one
     executemany of the Core table insert, run in C by the driver. PostgreSQL's page write in
-    `store_page` goes through `reconciliation.activity_copy` instead.
+    `store_page` goes through `reconciliation.postings.activity_copy` instead.
     """
     session.connection().execute(
         insert_ignoring_conflicts(session, POSTINGS, ["journal_ref", "line_ref"]),

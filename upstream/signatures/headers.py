@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from app.signatures.verification import BAD_SIGNATURE, SignatureError, read_unix_seconds
+from upstream.signatures.verification import BAD_SIGNATURE, SignatureError, read_unix_seconds
 
 #: The three headers Standard Webhooks puts on every delivery.
 ID_HEADER: Final = "webhook-id"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session, sessionmaker
 
 from reconciliation.store.types import utcnow
-from reconciliation.transfer_polling import record_created_transfer
+from reconciliation.transfers.polling import record_created_transfer
 from upstream.gateway import GatewayClient
 from upstream.wire.transfers import (
     TransferAccepted,

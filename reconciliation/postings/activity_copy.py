@@ -12,7 +12,7 @@ per-row Python beyond handing the driver a tuple:
 4. COMMIT.
 
 The staging table is temporary (one per connection, created on first use) and empties itself
-at commit. The cursor UPDATE is the one `reconciliation.activity` runs on SQLite, compiled
+at commit. The cursor UPDATE is the one `reconciliation.postings.activity` runs on SQLite, compiled
 once for PostgreSQL, so the two paths cannot drift apart.
 """
 

@@ -4,7 +4,7 @@ The provider suspends a webhook after a run of failed deliveries (docs/decisions
 sends nothing: silence that looks exactly like a quiet day. So each check reads our webhooks at
 the company API and raises an alert when one is not ACTIVE, is gone, or its failedDeliveries
 counter rose since the last check; the stored status and counters are then refreshed
-(reconciliation.subscriptions.record_webhook), so the next check compares with this one.
+(reconciliation.notifications.subscriptions.record_webhook), so the next check compares with this one.
 
 Alerts are deduplicated by fingerprint (one per webhook and condition) and resolve themselves
 when a later check finds the condition gone.
@@ -20,10 +20,10 @@ from typing import Final
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciliation.alerts import AUTO_RESOLVER, RESOLVED, raise_alert, resolve_alert
-from reconciliation.alerts import fingerprint as alert_fingerprint
+from reconciliation.alerts.lifecycle import AUTO_RESOLVER, RESOLVED, raise_alert, resolve_alert
+from reconciliation.alerts.lifecycle import fingerprint as alert_fingerprint
+from reconciliation.notifications.subscriptions import list_subscriptions, record_webhook
 from reconciliation.store.models import Alert, Subscription
-from reconciliation.subscriptions import list_subscriptions, record_webhook
 from upstream.wire.company_types import Webhook
 
 #: The only status in which the provider delivers.

@@ -8,8 +8,8 @@ so that rotation and RECON_WEBHOOK_SECRETS work side by side.
 
 from __future__ import annotations
 
-from app.signatures.factory import make_verifier
-from app.signatures.verification import (
+from upstream.signatures.factory import make_verifier
+from upstream.signatures.verification import (
     BAD_SIGNATURE,
     STALE_TIMESTAMP,
     SignatureError,

@@ -14,7 +14,7 @@ import hmac
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from app.signatures.verification import BAD_SIGNATURE, SignatureError, VerifiedSignature
+from upstream.signatures.verification import BAD_SIGNATURE, SignatureError, VerifiedSignature
 
 #: RECON_SIGNATURE_SCHEME value -> (digest, encoding).
 RAW_HMAC_SCHEMES: Final[dict[str, tuple[str, str]]] = {

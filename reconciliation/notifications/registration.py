@@ -25,14 +25,14 @@ from typing import Final
 import structlog
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.signatures.keys import new_secret
-from recon.secret import Secret
-from recon.secret_key import SecretBox
-from recon.settings import Settings
-from reconciliation import subscriptions
+from foundation.secret import Secret
+from foundation.secret_key import SecretBox
+from foundation.settings import Settings
+from reconciliation.notifications import subscriptions
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Subscription
 from upstream.company import CompanyClient
+from upstream.signatures.keys import new_secret
 from upstream.wire.company_types import (
     EVENT_TYPES,
     Webhook,

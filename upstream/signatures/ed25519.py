@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from app.signatures.headers import TIMESTAMP_HEADER, read_signed_message
-from app.signatures.verification import (
+from upstream.signatures.headers import TIMESTAMP_HEADER, read_signed_message
+from upstream.signatures.verification import (
     BAD_SIGNATURE,
     SignatureError,
     VerifiedSignature,

@@ -66,7 +66,7 @@ class NewRow(NamedTuple):
 
 
 class Incoming(Protocol):
-    """What the inbox stores of a delivery (reconciliation.inbox.InboundDelivery)."""
+    """What the inbox stores of a delivery (reconciliation.notifications.inbox.InboundDelivery)."""
 
     delivery_id: str
     body_sha256: str

@@ -19,11 +19,11 @@ import structlog
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from recon.secret import Secret
-from recon.secret_key import SecretBox
+from foundation.secret import Secret
+from foundation.secret_key import SecretBox
 from reconciliation.store.models import Lease, Subscription, WebhookSecret
 from reconciliation.store.types import utcnow
-from reconciliation.write_statements import insert_ignoring_conflicts
+from reconciliation.store.write_statements import insert_ignoring_conflicts
 
 #: Key of the list inside `Subscription.event_types` (a JSON object column).
 EVENT_TYPES_KEY: Final = "eventTypes"

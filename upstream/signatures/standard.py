@@ -5,8 +5,8 @@ from __future__ import annotations
 import hmac
 from collections.abc import Mapping, Sequence
 
-from app.signatures.headers import TIMESTAMP_HEADER, read_signed_message
-from app.signatures.verification import (
+from upstream.signatures.headers import TIMESTAMP_HEADER, read_signed_message
+from upstream.signatures.verification import (
     BAD_SIGNATURE,
     SignatureError,
     VerifiedSignature,

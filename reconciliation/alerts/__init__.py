@@ -1,0 +1,1 @@
+"""Alerts: their life cycle, how one pass's findings change them, and where they are sent."""
