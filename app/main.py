@@ -75,24 +75,24 @@ def create_app(
     `recon webhooks register` as a release step). `clock` is the signature clock (Unix seconds).
     Raises ConfigError when RECON_WEBHOOK_SECRETS does not fit RECON_SIGNATURE_SCHEME.
     """
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.store.database_url)
     factory = make_session_factory(engine)
     keys = SigningKeys(
         session_factory=factory,
-        box=SecretBox(settings.secret_keys),
-        configured=settings.webhook_secrets,
-        scheme=settings.signature_scheme,
-        header=settings.signature_header,
-        tolerance_seconds=settings.signature_tolerance_seconds,
+        box=SecretBox(settings.store.secret_keys),
+        configured=settings.webhooks.secrets,
+        scheme=settings.webhooks.signature_scheme,
+        header=settings.webhooks.signature_header,
+        tolerance_seconds=settings.webhooks.signature_tolerance_seconds,
     )
     relay = EnqueueRelay(enqueue) if enqueue is not None else None
     writer = GroupCommitWriter(engine, on_committed=relay.submit if relay else None)
     receiver = WebhookReceiver(
         keys=keys,
         writer=writer,
-        scheme=settings.signature_scheme,
-        signature_header=settings.signature_header,
-        body_limit_bytes=settings.webhook_body_limit_bytes,
+        scheme=settings.webhooks.signature_scheme,
+        signature_header=settings.webhooks.signature_header,
+        body_limit_bytes=settings.webhooks.body_limit_bytes,
         clock=clock,
     )
     make_client = company_client_factory or (lambda: company_client(settings))
@@ -125,10 +125,10 @@ def create_app(
         engine.dispose()
 
     receiver_route = ASGIRouteHandler(
-        settings.webhook_path, copy_scope=False, name="webhook-receiver"
+        settings.webhooks.path, copy_scope=False, name="webhook-receiver"
     )(receiver.serve)
     return ReceiverFirstLitestar(
-        receiver_path=settings.webhook_path,
+        receiver_path=settings.webhooks.path,
         receiver=receiver.serve,
         route_handlers=[
             receiver_route,
@@ -138,7 +138,7 @@ def create_app(
                 path="/", route_handlers=list(reporting_routes.ROUTE_HANDLERS), guards=[admin_guard]
             ),
         ],
-        middleware=[correlation_middleware(bypass=frozenset({settings.webhook_path}))],
+        middleware=[correlation_middleware(bypass=frozenset({settings.webhooks.path}))],
         on_startup=[start],
         on_shutdown=[stop],
         after_exception=[_log_exception],
@@ -146,8 +146,8 @@ def create_app(
             {
                 state_keys.SESSION_FACTORY: factory,
                 state_keys.ENQUEUE: relay.submit if relay else _leave_pending,
-                state_keys.BROKER_URL: settings.redis_url,
-                ADMIN_TOKEN_STATE_KEY: settings.admin_token,
+                state_keys.BROKER_URL: settings.broker.redis_url,
+                ADMIN_TOKEN_STATE_KEY: settings.web.admin_token,
                 REGISTRATION_STATE_KEY: registration,
                 SIGNING_KEYS_STATE_KEY: keys,
                 # The reports API reads grace periods from the same settings as the workers.

@@ -225,7 +225,7 @@ def stored_counter(settings: Settings) -> Iterator[Callable[[int], bool]]:
     only once that sum says they may all be there (it counts a re-read page twice, so it can
     only run ahead of the stored count, never behind).
     """
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.store.database_url)
 
     def all_stored(target: int) -> bool:
         with engine.connect() as conn:
@@ -242,7 +242,7 @@ def stored_counter(settings: Settings) -> Iterator[Callable[[int], bool]]:
 
 def verify(settings: Settings, expected: Summary) -> tuple[bool, float]:
     """Exactly once per holding (count, sum, checksum); also the first-to-last stored span."""
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.store.database_url)
     got: dict[str, list[int]] = {}
     try:
         with engine.connect() as conn:

@@ -9,13 +9,14 @@ newest first.
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from dataclasses import replace
 from typing import Final
 
 import structlog
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
 from foundation.secret import Secret
+from foundation.settings import Settings
 
 #: File name of the key the embedded default generates inside the state directory.
 GENERATED_KEY_FILE: Final = "secret.key"
@@ -23,24 +24,16 @@ GENERATED_KEY_FILE: Final = "secret.key"
 log = structlog.get_logger(__name__)
 
 
-def resolve_secret_keys(raw: str | None, state_dir: Path) -> tuple[tuple[Secret, ...], bool]:
-    """Keys from RECON_SECRET_KEY, or the embedded default's generated key file.
+def provision_secret_keys(settings: Settings) -> Settings:
+    """Settings whose store has keys: the configured ones, else the embedded default's key file.
 
-    Returns the keys and whether the file was used, so start-up can say so once.
+    This is the one explicit step that may create a file: reading the settings never does. A
+    process that keeps secrets (web, registration, the demo) calls it at start-up; a read-only
+    command does not need to.
     """
-    from foundation.settings import ConfigError
-
-    if raw:
-        keys = tuple(k.strip() for k in raw.split(",") if k.strip())
-        for key in keys:
-            try:
-                Fernet(key.encode())
-            except ValueError:
-                raise ConfigError(
-                    "RECON_SECRET_KEY is not valid: expected comma-separated Fernet keys "
-                    "(generate one with: recon config generate-key)"
-                ) from None
-        return tuple(Secret(k, name="RECON_SECRET_KEY") for k in keys), False
+    if settings.store.secret_keys:
+        return settings
+    state_dir = settings.store.state_dir
     path = state_dir / GENERATED_KEY_FILE
     if not path.exists():
         state_dir.mkdir(parents=True, exist_ok=True)
@@ -57,8 +50,8 @@ def resolve_secret_keys(raw: str | None, state_dir: Path) -> tuple[tuple[Secret,
                 path=str(path),
                 hint="set RECON_SECRET_KEY in production; this file is readable by its owner only",
             )
-    key = path.read_text().strip()
-    return (Secret(key, name="RECON_SECRET_KEY"),), True
+    key = Secret(path.read_text().strip(), name="RECON_SECRET_KEY")
+    return replace(settings, store=replace(settings.store, secret_keys=(key,)))
 
 
 class SecretBox:

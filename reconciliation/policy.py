@@ -8,9 +8,10 @@ test state its thresholds in one line.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from foundation.secret import Secret
+from foundation.settings import Settings
 
 #: Consecutive poll errors after which a cursor that has not moved is called stuck: one or two
 #: errors are the provider's weather, five in a row are a person's problem.
@@ -59,20 +60,20 @@ class ReconcilePolicy:
             )
 
     @classmethod
-    def from_settings(cls, settings: Any) -> ReconcilePolicy:
-        """Build from `foundation.settings.Settings`, or anything with the same attribute names.
+    def from_settings(cls, settings: Settings | ReconcilePolicy) -> ReconcilePolicy:
+        """Build from the matching and alert groups of the settings.
 
         A ReconcilePolicy passes through unchanged, so callers may hand either.
         """
         if isinstance(settings, ReconcilePolicy):
             return settings
         return cls(
-            match_window_seconds=settings.match_window_seconds,
-            notification_grace_seconds=settings.notification_grace_seconds,
-            projection_grace_seconds=settings.projection_grace_seconds,
-            finality_deadline_seconds=settings.finality_deadline_seconds,
-            alert_cap_per_pass=settings.alert_cap_per_pass,
-            poller_stuck_errors=getattr(settings, "poller_stuck_errors", POLLER_STUCK_ERRORS),
-            alert_webhook_url=getattr(settings, "alert_webhook_url", None),
-            alert_webhook_secret=getattr(settings, "alert_webhook_secret", None),
+            match_window_seconds=settings.matching.match_window_seconds,
+            notification_grace_seconds=settings.matching.notification_grace_seconds,
+            projection_grace_seconds=settings.matching.projection_grace_seconds,
+            finality_deadline_seconds=settings.matching.finality_deadline_seconds,
+            alert_cap_per_pass=settings.alerts.cap_per_pass,
+            poller_stuck_errors=POLLER_STUCK_ERRORS,
+            alert_webhook_url=settings.alerts.webhook_url,
+            alert_webhook_secret=settings.alerts.webhook_secret,
         )

@@ -21,6 +21,7 @@ import structlog
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from foundation.settings import Settings
 from reconciliation.alerts.changes import AlertOutcome, apply_assessments
 from reconciliation.alerts.lifecycle import log_change
 from reconciliation.alerts.sinks import PublishResult, publish_alert_changes
@@ -80,7 +81,7 @@ class PassResult:
 
 def run_pass(
     session_factory: sessionmaker[Session],
-    settings_like: Any,
+    settings_like: Settings | ReconcilePolicy,
     *,
     dry_run: bool = False,
     now: datetime | None = None,

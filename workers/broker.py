@@ -111,7 +111,7 @@ def ensure_configured() -> Broker:
         return current_broker()
     from foundation.settings import load_settings
 
-    return install_broker(load_settings().redis_url)
+    return install_broker(load_settings().broker.redis_url)
 
 
 def installed_redis_url() -> str | None:

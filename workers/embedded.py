@@ -106,6 +106,6 @@ def start_embedded(
 def scheduler_lock(settings: Settings, running: RunningWorker, seconds: float) -> SchedulerLock:
     """Redis lock when Redis is configured, else a lease row in the store."""
     owner = worker_identity("scheduler")
-    if settings.redis_url is not None:
-        return RedisSchedulerLock(settings.redis_url, owner, seconds)
+    if settings.broker.redis_url is not None:
+        return RedisSchedulerLock(settings.broker.redis_url, owner, seconds)
     return StoreSchedulerLock(running.runtime.sessions, owner, seconds)

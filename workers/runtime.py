@@ -74,22 +74,23 @@ def build_runtime(
     `transport` replaces real HTTP (benchmarks, in-process tests); `timeout` bounds each
     provider request (tests shorten it to provoke timeouts).
     """
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.store.database_url)
     inner = transport if transport is not None else httpx.HTTPTransport(limits=DEFAULT_LIMITS)
     limited = RateLimitedTransport(
-        inner, build_limiter(settings.redis_url, settings.gateway_requests_per_second)
+        inner,
+        build_limiter(settings.broker.redis_url, settings.provider.gateway_requests_per_second),
     )
     gateway = GatewayClient(
-        settings.gateway_url,
-        settings.gateway_api_key.reveal(),
+        settings.provider.gateway_url,
+        settings.provider.gateway_api_key.reveal(),
         transport=limited,
         idempotency=_store_keys(engine),
         timeout=timeout,
     )
     company = CompanyClient(
-        settings.company_url,
-        settings.company_api_key.reveal(),
-        settings.company_app_id,
+        settings.provider.company_url,
+        settings.provider.company_api_key.reveal(),
+        settings.provider.company_app_id,
         transport=transport,
         timeout=timeout,
     )

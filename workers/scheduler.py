@@ -53,17 +53,29 @@ def configured_ticks(settings: Settings) -> list[Tick]:
     )
 
     activity = min(
-        settings.poll_activity_seconds,
-        max(1.0, settings.poll_activity_seconds / ACTIVITY_CHECKS_PER_INTERVAL),
+        settings.schedules.poll_activity_seconds,
+        max(1.0, settings.schedules.poll_activity_seconds / ACTIVITY_CHECKS_PER_INTERVAL),
     )
     return [
-        Tick("discover_holdings", settings.discover_holdings_seconds, discover_holdings.send),
+        Tick(
+            "discover_holdings",
+            settings.schedules.discover_holdings_seconds,
+            discover_holdings.send,
+        ),
         Tick("poll_activity", activity, enqueue_activity_polls.send),
-        Tick("poll_transfers", settings.poll_transfers_seconds, poll_transfers.send),
-        Tick("snapshot_balances", settings.snapshot_balances_seconds, snapshot_balances.send),
-        Tick("check_subscription", settings.check_subscription_seconds, check_subscription.send),
-        Tick("sweep", settings.sweep_seconds, sweep.send),
-        Tick("reconcile", settings.reconcile_seconds, reconcile.send),
+        Tick("poll_transfers", settings.schedules.poll_transfers_seconds, poll_transfers.send),
+        Tick(
+            "snapshot_balances",
+            settings.schedules.snapshot_balances_seconds,
+            snapshot_balances.send,
+        ),
+        Tick(
+            "check_subscription",
+            settings.schedules.check_subscription_seconds,
+            check_subscription.send,
+        ),
+        Tick("sweep", settings.schedules.sweep_seconds, sweep.send),
+        Tick("reconcile", settings.schedules.reconcile_seconds, reconcile.send),
     ]
 
 

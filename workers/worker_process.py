@@ -31,9 +31,9 @@ log = structlog.get_logger(__name__)
 
 def check_worker_settings(settings: Settings) -> None:
     """Refuse, at start-up, settings the workers cannot honour (one line naming the variable)."""
-    if settings.activity_page_size > MAX_PAGE_SIZE:
+    if settings.provider.activity_page_size > MAX_PAGE_SIZE:
         raise ConfigError(
-            f"RECON_ACTIVITY_PAGE_SIZE={settings.activity_page_size} is not valid: the gateway "
+            f"RECON_ACTIVITY_PAGE_SIZE={settings.provider.activity_page_size} is not valid: the gateway "
             f"serves at most {MAX_PAGE_SIZE} postings per page"
         )
 
@@ -65,7 +65,7 @@ def start_worker(
     runtime = install_runtime(
         build_runtime(settings, transport=transport, lease_seconds=lease_seconds)
     )
-    broker = install_broker(settings.redis_url)
+    broker = install_broker(settings.broker.redis_url)
     import workers.actors  # noqa: F401 - declares every actor on the installed broker
 
     boot(broker)
@@ -73,7 +73,7 @@ def start_worker(
     worker.start()
     log.info(
         "worker.started",
-        broker="redis" if settings.redis_url else "in-process",
+        broker="redis" if settings.broker.redis_url else "in-process",
         threads=threads,
         actors=declared_actor_names(broker),
     )

@@ -22,7 +22,7 @@ def check() -> None:
         click.echo(f"{key.ljust(width)}  {value}")
     mode = (
         "embedded (SQLite or in-process broker)"
-        if settings.embedded
+        if settings.broker.embedded
         else "distributed (Redis broker)"
     )
     click.echo(f"\nconfiguration is valid; mode: {mode}")

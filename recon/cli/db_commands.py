@@ -15,11 +15,11 @@ def _run(action: str, revision: str) -> None:
 
     settings = settings_or_exit()
     try:
-        getattr(migrate, action)(settings.database_url, revision)
+        getattr(migrate, action)(settings.store.database_url, revision)
     except OperationalError as exc:
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else "connection failed"
         fail(
-            f"database unreachable at {mask_url_password(settings.database_url)}: {reason} "
+            f"database unreachable at {mask_url_password(settings.store.database_url)}: {reason} "
             "(check DATABASE_URL and that the server is running)"
         )
     click.echo(

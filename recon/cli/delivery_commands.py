@@ -24,7 +24,7 @@ def _session(settings: Settings) -> Iterator[Session]:
 
     from reconciliation.store.db import make_engine, make_session_factory, transaction
 
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.store.database_url)
     try:
         with transaction(make_session_factory(engine)) as session:
             yield session

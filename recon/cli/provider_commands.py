@@ -75,7 +75,7 @@ def provider_errors(func: F) -> F:
 
 def provider_settings() -> Settings:
     settings = settings_or_exit()
-    if settings.log_level != "debug":
+    if settings.logs.level != "debug":
         # One line per HTTP request is for workers; an operator wants the answer (retries,
         # logged as warnings, still show).
         logging.getLogger("upstream").setLevel(logging.WARNING)
@@ -92,11 +92,11 @@ def gateway_client(settings: Settings, *, durable_keys: bool = False) -> Iterato
         from reconciliation.store.db import make_engine, make_session_factory
         from reconciliation.transfers.outbound import StoreIdempotencyKeys
 
-        engine = make_engine(settings.database_url)
+        engine = make_engine(settings.store.database_url)
         keys = StoreIdempotencyKeys(make_session_factory(engine))
     client = GatewayClient(
-        settings.gateway_url,
-        settings.gateway_api_key.reveal(),
+        settings.provider.gateway_url,
+        settings.provider.gateway_api_key.reveal(),
         idempotency=keys,
         retry=CLI_RETRY,
     )
@@ -143,11 +143,11 @@ def _receipts(evidence: tuple[Any, ...]) -> str:
 
 
 def _check_company(settings: Settings, account_number: str) -> tuple[bool | None, list[str]]:
-    lines = [f"company API  {settings.company_url}/company/v1"]
+    lines = [f"company API  {settings.provider.company_url}/company/v1"]
     client = CompanyClient(
-        settings.company_url,
-        settings.company_api_key.reveal(),
-        settings.company_app_id,
+        settings.provider.company_url,
+        settings.provider.company_api_key.reveal(),
+        settings.provider.company_app_id,
         retry=CLI_RETRY,
     )
     try:
@@ -172,8 +172,10 @@ def _check_company(settings: Settings, account_number: str) -> tuple[bool | None
 
 
 def _check_gateway(settings: Settings) -> tuple[bool | None, list[str]]:
-    lines = [f"gateway      {settings.gateway_url}/v1"]
-    client = GatewayClient(settings.gateway_url, settings.gateway_api_key.reveal(), retry=CLI_RETRY)
+    lines = [f"gateway      {settings.provider.gateway_url}/v1"]
+    client = GatewayClient(
+        settings.provider.gateway_url, settings.provider.gateway_api_key.reveal(), retry=CLI_RETRY
+    )
     try:
         env = client.environment().value
     except Unauthorized as exc:

@@ -30,7 +30,7 @@ def open_store(settings: Settings) -> Iterator[sessionmaker[Session]]:
 
     from reconciliation.store.db import make_engine, make_session_factory
 
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.store.database_url)
     try:
         yield make_session_factory(engine)
     except (OperationalError, ProgrammingError) as exc:

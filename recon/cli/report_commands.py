@@ -41,7 +41,9 @@ def report(
     try:
         window = parse_window(since, until, holding, utcnow())
         with open_store(settings) as factory, factory() as session:
-            built = build_report(session, window, grace_seconds=settings.notification_grace_seconds)
+            built = build_report(
+                session, window, grace_seconds=settings.matching.notification_grace_seconds
+            )
     except ReportError as exc:
         fail(str(exc))
     text = render(built, report_format)

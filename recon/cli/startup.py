@@ -26,23 +26,32 @@ def fail(message: str) -> NoReturn:
     sys.exit(EXIT_CONFIG)
 
 
-def settings_or_exit() -> Settings:
-    """Load and validate the configuration, or stop with the one line that names the variable."""
+def settings_or_exit(*, keeps_secrets: bool = False) -> Settings:
+    """Load and validate the configuration, or stop with the one line that names the variable.
+
+    `keeps_secrets`: the command encrypts or decrypts stored secrets (the web process, webhook
+    registration), so the embedded default's key file is created now if there is none. Every
+    other command leaves the disk alone.
+    """
     try:
         settings = load_settings()
     except ConfigError as exc:
         fail(str(exc))
+    if keeps_secrets:
+        from foundation.secret_key import provision_secret_keys
+
+        settings = provision_secret_keys(settings)
     from foundation.logs import configure_logging, register_secrets
 
-    configure_logging(settings.log_format, settings.log_level)
+    configure_logging(settings.logs.format, settings.logs.level)
     register_secrets(
         [
-            settings.gateway_api_key,
-            settings.company_api_key,
-            settings.admin_token,
-            settings.alert_webhook_secret,
-            *settings.secret_keys,
-            *settings.webhook_secrets,
+            settings.provider.gateway_api_key,
+            settings.provider.company_api_key,
+            settings.web.admin_token,
+            settings.alerts.webhook_secret,
+            *settings.store.secret_keys,
+            *settings.webhooks.secrets,
         ]
     )
     return settings

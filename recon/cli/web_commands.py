@@ -39,7 +39,7 @@ def delivery_enqueue(
     workers' dispatcher (it never raises). Without Redis and without local workers an in-process
     queue would have no consumer: None, and the workers' sweep finds the pending rows instead.
     """
-    if settings.embedded and not workers_in_process:
+    if settings.broker.embedded and not workers_in_process:
         return None
     from workers.dispatch import enqueue_process_delivery
 
@@ -67,9 +67,9 @@ def web(host: str, port: int | None, register: bool, workers: bool) -> None:
 
     from app.main import create_app
 
-    settings = settings_or_exit()
+    settings = settings_or_exit(keeps_secrets=True)
     embedded = None
-    if settings.embedded and workers:
+    if settings.broker.embedded and workers:
         from workers.embedded import start_embedded
 
         embedded = start_embedded(settings)
@@ -86,7 +86,7 @@ def web(host: str, port: int | None, register: bool, workers: bool) -> None:
         uvicorn.run(
             app,
             host=host,
-            port=port or settings.port,
+            port=port or settings.web.port,
             # structlog owns logging (foundation.logs); a line per request would cost more than the
             # receiver's own work, and refusals are logged by the receiver itself.
             log_config=None,

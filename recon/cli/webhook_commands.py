@@ -28,7 +28,7 @@ def _store_and_client(
     from reconciliation.notifications.registration import company_client
     from reconciliation.store.db import make_engine, make_session_factory
 
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.store.database_url)
     try:
         with company_client(settings) as client:
             yield make_session_factory(engine), client
@@ -67,7 +67,7 @@ def register(wait: float) -> None:
     """Register RECON_PUBLIC_URL + RECON_WEBHOOK_PATH unless an ACTIVE webhook points there."""
     from reconciliation.notifications.registration import ensure_registered, process_owner
 
-    settings = settings_or_exit()
+    settings = settings_or_exit(keeps_secrets=True)
     with _store_and_client(settings) as (factory, client):
         result = _run(
             lambda: ensure_registered(
@@ -90,7 +90,7 @@ def list_webhooks() -> None:
     from reconciliation.store.db import transaction
     from upstream.errors import ProviderError
 
-    settings = settings_or_exit()
+    settings = settings_or_exit(keeps_secrets=True)
     with _store_and_client(settings) as (factory, client):
 
         def read() -> tuple[list[Subscription], dict[int | None, int]]:
@@ -142,8 +142,10 @@ def list_webhooks() -> None:
     pending = counts.get(None, 0)
     if pending:
         click.echo(f"\n{pending} secret(s) stored by an unfinished registration are accepted too")
-    if settings.webhook_secrets:
-        click.echo(f"{len(settings.webhook_secrets)} secret(s) from RECON_WEBHOOK_SECRETS accepted")
+    if settings.webhooks.secrets:
+        click.echo(
+            f"{len(settings.webhooks.secrets)} secret(s) from RECON_WEBHOOK_SECRETS accepted"
+        )
 
 
 @webhooks.command()
@@ -154,14 +156,14 @@ def rotate(wait: float) -> None:
     """Register a new secret; the old ones stay accepted for RECON_WEBHOOK_ROTATION_OVERLAP_SECONDS."""
     from reconciliation.notifications.registration import process_owner, rotate_secret
 
-    settings = settings_or_exit()
+    settings = settings_or_exit(keeps_secrets=True)
     with _store_and_client(settings) as (factory, client):
         result = _run(
             lambda: rotate_secret(
                 settings, factory, client, owner=process_owner(), wait_seconds=wait
             )
         )
-    hours = settings.webhook_rotation_overlap_seconds / 3600
+    hours = settings.webhooks.rotation_overlap_seconds / 3600
     click.echo(
         f"registered webhook {result.webhook_id} -> {result.url} with a new secret; the old "
         f"secrets stay accepted for {hours:g} h. The company API cannot deactivate the old "

@@ -44,7 +44,7 @@ def worker(threads: int, lease_seconds: float | None, metrics_port: int | None) 
     settings = settings_or_exit()
     _serve_metrics(metrics_port)
     try:
-        if settings.redis_url is None:
+        if settings.broker.redis_url is None:
             from workers.embedded import start_embedded
 
             click.echo(
@@ -76,7 +76,7 @@ def scheduler(lock_seconds: float | None) -> None:
 
     stop = StopSignal()
     settings = settings_or_exit()
-    if settings.redis_url is None:
+    if settings.broker.redis_url is None:
         fail(
             "REDIS_URL is unset: without Redis the scheduler runs inside `recon web` or "
             "`recon worker`; set REDIS_URL to run it as its own process"
@@ -86,11 +86,11 @@ def scheduler(lock_seconds: float | None) -> None:
     from workers.scheduler import TickScheduler, configured_ticks
     from workers.scheduler_lock import LOCK_SECONDS, RedisSchedulerLock
 
-    install_broker(settings.redis_url)
+    install_broker(settings.broker.redis_url)
     seconds = lock_seconds or LOCK_SECONDS
     ticks = TickScheduler(
         configured_ticks(settings),
-        RedisSchedulerLock(settings.redis_url, worker_identity("scheduler"), seconds),
+        RedisSchedulerLock(settings.broker.redis_url, worker_identity("scheduler"), seconds),
         lock_seconds=seconds,
     )
     ticks.start()

@@ -71,13 +71,15 @@ class RegistrationResult:
 
 def receiver_url(settings: Settings) -> str:
     """The URL the provider must deliver to: RECON_PUBLIC_URL + RECON_WEBHOOK_PATH."""
-    return settings.public_url.rstrip("/") + settings.webhook_path
+    return settings.web.public_url.rstrip("/") + settings.webhooks.path
 
 
 def company_client(settings: Settings) -> CompanyClient:
     """A company API client from the settings (close it when done)."""
     return CompanyClient(
-        settings.company_url, settings.company_api_key.reveal(), settings.company_app_id
+        settings.provider.company_url,
+        settings.provider.company_api_key.reveal(),
+        settings.provider.company_app_id,
     )
 
 
@@ -144,7 +146,7 @@ def rotate_secret(
 ) -> RegistrationResult:
     """Register a new webhook with a new secret; older secrets stay accepted for the overlap."""
     url = receiver_url(settings)
-    overlap = timedelta(seconds=settings.webhook_rotation_overlap_seconds)
+    overlap = timedelta(seconds=settings.webhooks.rotation_overlap_seconds)
     with registration_lease(factory, owner, wait_seconds):
         webhook = _register(
             settings, factory, client, url, "recon webhook receiver (rotated secret)", overlap
@@ -153,7 +155,7 @@ def rotate_secret(
         "webhook.rotated",
         webhook_id=webhook.webhook_id,
         url=url,
-        old_secrets_accepted_for_seconds=settings.webhook_rotation_overlap_seconds,
+        old_secrets_accepted_for_seconds=settings.webhooks.rotation_overlap_seconds,
     )
     return RegistrationResult(webhook.webhook_id, url, webhook.status, True)
 
@@ -180,8 +182,8 @@ def _register(
     description: str,
     retire_after: timedelta | None = None,
 ) -> Webhook:
-    box = SecretBox(settings.secret_keys)
-    secret = Secret(new_secret(settings.signature_scheme), name="webhook secret")
+    box = SecretBox(settings.store.secret_keys)
+    secret = Secret(new_secret(settings.webhooks.signature_scheme), name="webhook secret")
     with transaction(factory) as session:
         secret_id = subscriptions.store_secret(session, box, secret).id
     webhook = client.register_webhook(

@@ -10,15 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from foundation.secret_key import provision_secret_keys
 from foundation.settings import ConfigError, load_settings
 
 
 def test_valid_environment_loads_typed_settings(base_env: dict[str, str]) -> None:
     settings = load_settings(base_env)
-    assert settings.port == 8000
-    assert settings.embedded
-    assert settings.gateway_api_key.reveal() == "ak_test_recon"
-    assert settings.signature_tolerance_seconds == 300
+    assert settings.web.port == 8000
+    assert settings.broker.embedded
+    assert settings.provider.gateway_api_key.reveal() == "ak_test_recon"
+    assert settings.webhooks.signature_tolerance_seconds == 300
 
 
 @pytest.mark.parametrize(
@@ -75,7 +76,7 @@ def test_missing_required_variable_is_named(base_env: dict[str, str], name: str)
 def test_password_in_database_url_never_shown(base_env: dict[str, str]) -> None:
     env = {**base_env, "DATABASE_URL": "postgresql://app:hunter2hunter2@db:5432/recon"}
     settings = load_settings(env)
-    assert settings.database_url.startswith("postgresql+psycopg://")
+    assert settings.store.database_url.startswith("postgresql+psycopg://")
     assert "hunter2" not in str(settings.masked())
     assert "hunter2" not in repr(settings)
 
@@ -84,12 +85,15 @@ def test_embedded_default_generates_a_private_key_once(
     base_env: dict[str, str], tmp_path: Path
 ) -> None:
     env = {k: v for k, v in base_env.items() if k != "RECON_SECRET_KEY"}
-    first = load_settings(env)
     key_file = tmp_path / "state" / "secret.key"
-    assert first.generated_secret_key
+    loaded = load_settings(env)
+    assert loaded.store.secret_keys == ()
+    assert not key_file.exists(), "reading the settings must not create the key file"
+    first = provision_secret_keys(loaded)
+    assert len(first.store.secret_keys) == 1
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
-    second = load_settings(env)
-    assert second.secret_keys == first.secret_keys
+    second = provision_secret_keys(load_settings(env))
+    assert second.store.secret_keys == first.store.secret_keys
 
 
 def _run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

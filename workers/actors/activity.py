@@ -75,7 +75,9 @@ def redo_after(settings: Settings) -> timedelta:
     Long enough that a queued message normally runs first (a duplicate would be skipped
     anyway, at the cost of a queue slot), short enough that a lost one is replaced soon.
     """
-    return timedelta(seconds=2 * max(settings.poll_activity_seconds, settings.sweep_seconds))
+    return timedelta(
+        seconds=2 * max(settings.schedules.poll_activity_seconds, settings.schedules.sweep_seconds)
+    )
 
 
 def read_activity(
@@ -107,7 +109,7 @@ def read_activity(
                 page = rt.gateway.activity_page(
                     lease.address,
                     cursor,
-                    page_size=settings.activity_page_size,
+                    page_size=settings.provider.activity_page_size,
                     sort_direction=READ_DIRECTION,
                 )
                 with PAGE_WRITE_SECONDS.time():
@@ -128,7 +130,7 @@ def read_activity(
         return result
     except ProviderError as exc:
         result.error = str(exc)
-        retry_in = min(ERROR_RETRY_SECONDS, settings.poll_activity_seconds)
+        retry_in = min(ERROR_RETRY_SECONDS, settings.schedules.poll_activity_seconds)
         release_lease(
             rt.sessions,
             lease,
@@ -143,7 +145,7 @@ def read_activity(
         raise
     now = rt.clock()
     if result.caught_up:
-        interval = timedelta(seconds=settings.poll_activity_seconds)
+        interval = timedelta(seconds=settings.schedules.poll_activity_seconds)
         release_lease(rt.sessions, lease, now + interval, caught_up_at=now)
     else:
         release_lease(rt.sessions, lease, now + redo_after(settings))

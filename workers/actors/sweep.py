@@ -61,7 +61,7 @@ def sweep_store(rt: Runtime) -> SweepPass:
     """Re-send pending deliveries past the grace period and overdue holdings."""
     result = SweepPass()
     now = rt.clock()
-    grace = timedelta(seconds=rt.settings.delivery_grace_seconds)
+    grace = timedelta(seconds=rt.settings.schedules.delivery_grace_seconds)
     with transaction(rt.sessions) as session:
         missing = watched_without_cursor(session)
         ensure_cursor_rows(session, missing, now)

@@ -57,8 +57,8 @@ def poll_due_transfers(
 ) -> TransferPass:
     """Claim, read and record due transfers until none is due or the budget is spent."""
     backoff = backoff or Backoff(
-        first_seconds=rt.settings.transfer_backoff_first_seconds,
-        cap_seconds=rt.settings.transfer_backoff_cap_seconds,
+        first_seconds=rt.settings.schedules.transfer_backoff_first_seconds,
+        cap_seconds=rt.settings.schedules.transfer_backoff_cap_seconds,
     )
     owner = worker_identity("transfers")
     deadline = time.monotonic() + time_budget

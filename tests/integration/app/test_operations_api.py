@@ -171,8 +171,8 @@ def test_settings_secret_not_in_any_response(
 ) -> None:
     for path in ("/health", "/ready", "/metrics", "/schema/openapi.json"):
         text = client.get(path).text
-        assert settings.admin_token.reveal() not in text
-        for secret in settings.webhook_secrets:
+        assert settings.web.admin_token.reveal() not in text
+        for secret in settings.webhooks.secrets:
             assert secret.reveal() not in text
 
 

@@ -281,7 +281,7 @@ def test_secret_stored_by_another_process_is_accepted_at_once(
     """A rotation done elsewhere must not cost the first delivery signed with the new secret."""
     fresh = "whsec_" + "Zm9yLXRoZS1uZXctc2VjcmV0LW9mLXJvdGF0aW9uLTMy"
     with transaction(factory) as session:
-        store_secret(session, SecretBox(settings.secret_keys), Secret(fresh))
+        store_secret(session, SecretBox(settings.store.secret_keys), Secret(fresh))
     time.sleep(1.05)  # past the forced-refresh rate limit of the app's start-up refresh
     body = event_body()
     response = client.post(PATH, content=body, headers=signed_headers(body, secret=fresh))

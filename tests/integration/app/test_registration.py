@@ -96,7 +96,7 @@ def test_registers_once_with_secret_policy_and_description(
     assert registered.retry_policy == RETRY_POLICY.to_wire()
     assert registered.secret.startswith("whsec_")
     with session_factory() as session:
-        stored = subscriptions.accepted_secrets(session, SecretBox(settings.secret_keys))
+        stored = subscriptions.accepted_secrets(session, SecretBox(settings.store.secret_keys))
         sealed = session.execute(text("SELECT secret_encrypted FROM webhook_secrets")).scalar_one()
         [row] = subscriptions.list_subscriptions(session)
     assert [s.reveal() for s in stored] == [registered.secret]
@@ -167,7 +167,7 @@ def test_rotation_registers_a_new_secret_and_keeps_the_old_for_the_overlap(
     old_secret = sandbox.state.webhooks[first.webhook_id].secret
     new_secret = sandbox.state.webhooks[rotated.webhook_id].secret
     assert old_secret != new_secret
-    box = SecretBox(settings.secret_keys)
+    box = SecretBox(settings.store.secret_keys)
     now = utcnow()
     with session_factory() as session:
         during = {s.reveal() for s in subscriptions.accepted_secrets(session, box, now)}

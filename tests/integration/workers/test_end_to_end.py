@@ -66,7 +66,7 @@ def test_worker_and_scheduler_processes_on_redis_reach_the_sandbox_story(
         "REDIS_URL": private_redis.url,
     }
     settings = load_settings(env)
-    install_broker(settings.redis_url)  # the receiver stand-in sends to the same Redis
+    install_broker(settings.broker.redis_url)  # the receiver stand-in sends to the same Redis
     runtime = build_runtime(settings)
     processes = [
         spawn(["worker", "--threads", "4"], env, tmp_path / "worker-1.log"),

@@ -135,7 +135,7 @@ def test_two_workers_never_read_one_holding_at_once(
     )
     env = process_env(sandbox_env, postgres_db_url, private_redis)
     settings = load_settings(env)
-    install_broker(settings.redis_url)
+    install_broker(settings.broker.redis_url)
     runtime = build_runtime(settings)
     workers = [
         spawn(["worker", "--threads", "8"], env, tmp_path / f"worker-{i}.log") for i in range(2)
@@ -186,7 +186,7 @@ def test_redis_stopped_for_a_while_loses_nothing(
         RECON_DISCOVER_HOLDINGS_SECONDS="2",
     )
     settings = load_settings(env)
-    install_broker(settings.redis_url)
+    install_broker(settings.broker.redis_url)
     runtime = build_runtime(settings)
     processes = [
         spawn(["worker", "--threads", "4"], env, tmp_path / "worker.log"),

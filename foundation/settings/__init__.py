@@ -1,0 +1,113 @@
+"""One typed settings object, read from the environment once at start-up.
+
+Every process (web, worker, scheduler, CLI) takes its whole configuration from the environment,
+so a deploy is a set of variables and nothing else. Validation happens here, all at once, so a
+bad value stops the process before it half-starts; `ConfigError` carries one line naming the
+variable and what it expects, and the CLI prints exactly that line.
+
+The settings are composed of small groups by concern (`groups.py`): store, broker, provider,
+web, webhooks, schedules, matching, alerts, logs. Loading them reads the environment and
+nothing else: no file is created and nothing is connected to.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields, is_dataclass
+
+from foundation.settings._env import ConfigError, EnvReader, mask_url_password
+from foundation.settings.groups import (
+    DEFAULT_STATE_DIR,
+    SIGNATURE_SCHEMES,
+    AlertSettings,
+    BrokerSettings,
+    LogSettings,
+    MatchingSettings,
+    ProviderSettings,
+    ScheduleSettings,
+    StoreSettings,
+    WebhookSettings,
+    WebSettings,
+    normalise_database_url,
+)
+
+__all__ = [
+    "DEFAULT_STATE_DIR",
+    "SIGNATURE_SCHEMES",
+    "AlertSettings",
+    "BrokerSettings",
+    "ConfigError",
+    "LogSettings",
+    "MatchingSettings",
+    "ProviderSettings",
+    "ScheduleSettings",
+    "Settings",
+    "StoreSettings",
+    "WebSettings",
+    "WebhookSettings",
+    "load_settings",
+    "mask_url_password",
+    "normalise_database_url",
+]
+
+#: Fields whose values are connection URLs that may carry a password.
+_URL_FIELDS = frozenset({"database_url", "redis_url"})
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The effective configuration of a recon process, one group per concern.
+
+    Secrets are wrapped in `Secret`, so printing this object, logging it or putting it in an
+    exception never shows them.
+    """
+
+    store: StoreSettings
+    broker: BrokerSettings
+    provider: ProviderSettings
+    web: WebSettings
+    webhooks: WebhookSettings
+    schedules: ScheduleSettings
+    matching: MatchingSettings
+    alerts: AlertSettings
+    logs: LogSettings
+
+    def __repr__(self) -> str:
+        # Connection URLs may carry passwords; the dataclass repr would print them.
+        return "Settings(" + ", ".join(f"{k}={v}" for k, v in self.masked().items()) + ")"
+
+    def masked(self) -> dict[str, str]:
+        """The effective configuration as text, `group.field` keys, secrets masked."""
+        return dict(_masked_items(self))
+
+
+def _masked_items(settings: Settings) -> Iterator[tuple[str, str]]:
+    for group_field in fields(settings):
+        group = getattr(settings, group_field.name)
+        assert is_dataclass(group)
+        for f in fields(group):
+            value = getattr(group, f.name)
+            key = f"{group_field.name}.{f.name}"
+            if isinstance(value, tuple):
+                yield key, ", ".join(str(v) for v in value) or "(none)"
+            elif f.name in _URL_FIELDS and value:
+                yield key, mask_url_password(str(value))
+            else:
+                yield key, "(unset)" if value is None else str(value)
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """Validate the whole environment into Settings, or raise ConfigError naming one variable."""
+    r = EnvReader(os.environ if env is None else env)
+    return Settings(
+        store=StoreSettings.from_env(r),
+        broker=BrokerSettings.from_env(r),
+        provider=ProviderSettings.from_env(r),
+        web=WebSettings.from_env(r),
+        webhooks=WebhookSettings.from_env(r),
+        schedules=ScheduleSettings.from_env(r),
+        matching=MatchingSettings.from_env(r),
+        alerts=AlertSettings.from_env(r),
+        logs=LogSettings.from_env(r),
+    )
