@@ -1,4 +1,4 @@
-"""Exact money: integer minor units end to end (invariant 5).
+"""Exact money: integer minor units end to end (invariant 5, docs/architecture.md).
 
 Providers send amounts two ways: gateway strings of minor units ("150050") and webhook decimal
 strings of major units ("1500.50"). Both become an int here, through `Decimal` parsed from the

@@ -6,6 +6,7 @@ import argparse
 
 from sandbox.config import SandboxConfig
 from sandbox.server import serve
+from sandbox.variants import VariantError, parse_variant
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -27,8 +28,19 @@ def main(argv: list[str] | None = None) -> None:
             "hmac-sha512-base64",
         ],
     )
+    parser.add_argument(
+        "--variant",
+        default="recon",
+        help="provider variant: a preset (recon, standard, sparse) and optional "
+        "choice=value overrides, comma-separated (see docs/decisions.md)",
+    )
     args = parser.parse_args(argv)
+    try:
+        variant = parse_variant(args.variant)
+    except VariantError as exc:
+        parser.error(str(exc))
     config = SandboxConfig(
+        variant=variant,
         seed=args.seed,
         transfer_finality_delay_seconds=args.finality_delay,
         projection_lag_seconds=args.projection_lag,

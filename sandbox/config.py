@@ -11,6 +11,8 @@ import re
 from datetime import UTC, datetime
 from typing import Literal
 
+from sandbox.variants import ProviderVariant, variant_from_environment
+
 # Capabilities named per operation in gateway-api.md section 4.
 TRANSFER_CREATE = "TransferCreate"
 TRANSFER_QUOTE_READ = "TransferQuoteRead"
@@ -118,6 +120,10 @@ class SandboxConfig:
     # The delivery log and the event log keep this many of their latest entries each: a
     # sandbox left running for days would otherwise hold every body it ever sent.
     delivery_log_limit: int = 10_000
+
+    # Every choice the specs leave "not shown" (sandbox/variants.py): RECON_SANDBOX_VARIANT, or
+    # our first guesses when unset.
+    variant: ProviderVariant = dataclasses.field(default_factory=variant_from_environment)
 
     seed: int = 1
     # Run finality, projection and delivery in a background thread; off for step-by-step tests

@@ -1,6 +1,6 @@
 """Webhook signatures: Standard Webhooks (``v1`` HMAC, ``v1a`` Ed25519) and raw-body HMACs.
 
-The scheme is sandbox configuration (DESIGN.md "Webhook signatures"); the secret is the one the
+The scheme is sandbox configuration (docs/decisions.md, signatures); the secret is the one the
 webhook was registered with. Key handling:
 
 - ``standard``: the secret is ``whsec_<base64>`` (or bare base64); the HMAC key is the decoded

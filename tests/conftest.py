@@ -27,6 +27,13 @@ from reconciliation.store.models import Base
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    """Say which provider the sandboxes of this run play (RECON_SANDBOX_VARIANT)."""
+    from sandbox.variants import variant_from_environment
+
+    return f"provider variant: {variant_from_environment().name}"
+
+
 def _unavailable(what: str, how: str) -> None:
     if IN_CI:
         pytest.fail(f"{what} is unavailable under CI=true: {how}", pytrace=False)

@@ -3,7 +3,7 @@
 One commit per request spends a round trip and a WAL flush on every delivery; committing
 everything that arrived meanwhile at once spends them on the whole batch, and batches grow
 exactly when load does. Each request still waits for *its* batch to commit before it hears
-anything (invariant 1): the future it awaits is resolved only after the commit returned, and a
+anything (invariant 1, docs/architecture.md): the future it awaits is resolved only after the commit returned, and a
 failed commit fails every request of the batch (503, the provider retries).
 
 Requests hand their deliveries over once per event-loop iteration, not one by one: every

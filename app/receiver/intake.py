@@ -1,6 +1,6 @@
 """From verified bytes to an inbox record: the only place the receiver reads the body.
 
-It runs strictly after the signature was verified on the exact bytes received (invariant 1).
+It runs strictly after the signature was verified on the exact bytes received (invariant 1, docs/architecture.md).
 What it reads is limited to what the inbox needs to file the delivery: the delivery id (for
 schemes that sign only the body) and the event type. A body that cannot be filed normally is
 kept quarantined with its bytes rather than refused: the provider would retry a refusal

@@ -44,6 +44,14 @@ SCHEMES = (
     type=click.Choice(SCHEMES),
     help="How webhook deliveries are signed.",
 )
+@click.option(
+    "--variant",
+    default="recon",
+    show_default=True,
+    envvar="RECON_SANDBOX_VARIANT",
+    help="Which provider to play where the specs say 'not shown': a preset (recon, standard, "
+    "sparse) and optional choice=value overrides, comma-separated (docs/decisions.md).",
+)
 def sandbox(
     host: str,
     port: int,
@@ -51,6 +59,7 @@ def sandbox(
     finality_delay: float,
     projection_lag: float,
     signature_scheme: str,
+    variant: str,
 ) -> None:
     """Run the provider sandbox (gateway /v1, company API /company/v1, control API /_sandbox)."""
     from sandbox.__main__ import main as sandbox_main
@@ -63,6 +72,7 @@ def sandbox(
             f"--finality-delay={finality_delay}",
             f"--projection-lag={projection_lag}",
             f"--signature-scheme={signature_scheme}",
+            f"--variant={variant}",
         ]
     )
 

@@ -12,7 +12,7 @@ or, for a holding never checked, the sum of everything up to the snapshot's time
 statement is set-based over one small temporary table of per-holding bases, and all of them run
 in one consistent read (REPEATABLE READ on PostgreSQL; an explicit read transaction on SQLite,
 whose WAL gives a snapshot): a poller committing postings and a snapshot meanwhile cannot make
-the two disagree for us (invariant 9).
+the two disagree for us (invariant 9, docs/architecture.md).
 """
 
 from __future__ import annotations

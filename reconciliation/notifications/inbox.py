@@ -2,7 +2,7 @@
 
 The receiver hands over verified deliveries, many at a time (group commit), and answers 2xx only
 once `record_deliveries` has committed. Deduplication is durable, here, on the unique
-(delivery_id, body_sha256) pair (invariant 2):
+(delivery_id, body_sha256) pair (invariant 2, docs/architecture.md):
 
 - same id, same body: a provider retry; nothing new is stored and nothing is re-processed;
 - same id, different body: the new row is kept but quarantined, and an alert is raised, because
@@ -35,7 +35,7 @@ from reconciliation.notifications.inbox_insert import (
 )
 from reconciliation.store.models import Delivery
 
-#: Delivery states (DESIGN.md, "the store"): waiting for the processor, done, or set aside.
+#: Delivery states (docs/architecture.md, the store): waiting for the processor, done, or set aside.
 PENDING: Final = "pending"
 PROCESSED: Final = "processed"
 QUARANTINED: Final = "quarantined"
@@ -298,7 +298,7 @@ def find_by_delivery_id(session: Session, delivery_id: str) -> list[Delivery]:
 def reset_for_replay(session: Session, row_id: int) -> Delivery:
     """Put a delivery back to 'pending' so the processor runs it again from scratch.
 
-    The processor is idempotent (invariant 4), so replaying a processed delivery changes nothing
+    The processor is idempotent (invariant 4, docs/architecture.md), so replaying a processed delivery changes nothing
     it already recorded; replaying a quarantined one is how an operator retries it after a fix.
     """
     delivery = session.get(Delivery, row_id)

@@ -1,6 +1,6 @@
 """From inbox delivery to notification: what the provider claims, normalised and exact.
 
-The receiver stored each delivery's exact bytes before answering 2xx (invariant 1); this module
+The receiver stored each delivery's exact bytes before answering 2xx (invariant 1, docs/architecture.md); this module
 turns those bytes into a `Notification` row: refs as UUIDs, the major-unit decimal amount as
 exact integer minor units (foundation.money, never a float), the account number, and the
 claim's time. The transfer a notification names is recorded so the transfer poller asks the

@@ -1,6 +1,6 @@
 """Store side of our webhook registration at the company API, and the secrets it signs with.
 
-Secrets are sealed with `SecretBox` before they touch a column (invariant 8) and come back
+Secrets are sealed with `SecretBox` before they touch a column (invariant 8, docs/architecture.md) and come back
 wrapped in `Secret`. A secret is stored *before* the registration request that carries it goes
 out: if recon dies between the two, the provider may sign with it, so we must still accept it.
 Such a secret has no subscription yet and is accepted all the same.

@@ -1,6 +1,6 @@
 """Balance activity in the store: the per-holding cursor, its lease, and pages of postings.
 
-Invariant 3 lives here. A page's postings and the cursor that follows them are written in one
+Invariant 3 (docs/architecture.md) lives here. A page's postings and the cursor that follows them are written in one
 transaction, so after any crash the stored cursor names exactly the last posting stored: the
 next reader resumes from it, re-reads nothing it has and skips nothing it lacks. Postings are
 inserted with ON CONFLICT (journal_ref, line_ref) DO NOTHING, so even a page read twice (a

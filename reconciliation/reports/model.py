@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-#: Ageing buckets of open exceptions, in days (DESIGN.md): label -> (first day, last day).
+#: Ageing buckets of open exceptions, in days (docs/architecture.md): label -> (first day, last day).
 AGEING_BUCKETS: Final = (("0-1", 0, 1), ("2-7", 2, 7), ("8-30", 8, 30), ("over 30", 31, None))
 
 #: The three streams, in the order a report lists them.

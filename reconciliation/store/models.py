@@ -222,7 +222,7 @@ class TransferChange(Base):
 
 
 class OutboundRequest(Base):
-    """Every write we send to the gateway, recorded before it goes out (invariant 6)."""
+    """Every write we send to the gateway, recorded before it goes out (invariant 6, docs/architecture.md)."""
 
     __tablename__ = "outbound_requests"
     __table_args__ = (
@@ -243,7 +243,7 @@ class OutboundRequest(Base):
 
 
 class Delivery(Base):
-    """The webhook inbox: exactly the bytes received, kept before the 2xx (invariant 1)."""
+    """The webhook inbox: exactly the bytes received, kept before the 2xx (invariant 1, docs/architecture.md)."""
 
     __tablename__ = "deliveries"
     __table_args__ = (

@@ -1,6 +1,6 @@
 """Idempotency-Keys for gateway writes, kept in the store's outbound-requests table.
 
-This is the store side of `upstream.idempotency.IdempotencyKeys` (invariant 6): a key is
+This is the store side of `upstream.idempotency.IdempotencyKeys` (invariant 6, docs/architecture.md): a key is
 committed before its request goes out, so a process that dies after sending and is run again
 finds the same key for the same material, and the gateway replays instead of moving twice.
 

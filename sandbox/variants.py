@@ -1,0 +1,151 @@
+"""Provider variants: every choice the two specs leave "not shown", as one value the sandbox plays.
+
+The real provider may choose differently from us wherever the specs are silent, so the sandbox
+plays several plausible providers, not one guess. A `ProviderVariant` fixes each such choice;
+`PRESETS` names a few coherent providers (our original guesses are one of them, `recon`), and a
+spec string such as ``standard,page_cap=50`` takes a preset and overrides single choices.
+docs/decisions.md lists every choice, the values a provider could plausibly take, and what
+recon does under each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Final, Literal, get_args, get_origin, get_type_hints
+
+PayloadShape = Literal["recon", "standard-webhooks", "flat"]
+DeliveryIdStyle = Literal["body-id", "message-id"]
+LastPageCursor = Literal["last-entry", "null", "absent"]
+OverCap = Literal["reject", "clamp"]
+StatusVocabulary = Literal["recon", "alternate"]
+WriteReplay = Literal["transfer-only", "every-write"]
+CompanyEnvelope = Literal["data", "wrapped"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderVariant:
+    """One provider's answer to each "not shown" of the specs."""
+
+    name: str = "recon"
+
+    # --- webhook deliveries (company spec: payload shape and headers not shown) -------------
+    #: Body of a delivery: recon's original guess, Standard Webhooks' recommended
+    #: `{id, type, timestamp, data}` with minor-unit strings, or a flat object.
+    payload_shape: PayloadShape = "recon"
+    #: `webhook-id` header: the body's own id, or a message id of its own (`msg_...`).
+    delivery_id: DeliveryIdStyle = "body-id"
+
+    # --- balance activity (gateway spec: cursor field names, page cap, directions) ----------
+    #: `nextCursor` on the last page: the last entry's position, null, or no member at all.
+    last_page_cursor: LastPageCursor = "last-entry"
+    #: Most entries one activity page holds.
+    page_cap: int = 200
+    #: A `pageSize` above the cap: refused with 400, or served clamped to the cap.
+    over_cap: OverCap = "reject"
+    #: `sortDirection` values accepted (the spec shows only `newest_first`).
+    sort_directions: tuple[str, ...] = ("newest_first", "oldest_first")
+
+    # --- transfers (gateway spec: stages and statuses beyond those listed not shown) --------
+    #: Names of terminal statuses and stages after reservation.
+    status_vocabulary: StatusVocabulary = "recon"
+    #: Which writes answer a same-key replay with a replay body instead of the original object.
+    write_replay: WriteReplay = "transfer-only"
+
+    # --- company API (success envelope and status codes not shown) ---------------------------
+    #: Success body of the webhook operations: `{data}` or the error envelope's full shape.
+    company_envelope: CompanyEnvelope = "data"
+    #: HTTP status of a successful webhook registration.
+    register_status: int = 200
+    #: Send Retry-After with a 503 (the spec mentions it for no status at all).
+    retry_after_on_503: bool = False
+
+
+#: Named providers: our first guesses, and two that choose differently wherever they may.
+PRESETS: Final[dict[str, ProviderVariant]] = {
+    "recon": ProviderVariant(),
+    "standard": ProviderVariant(
+        name="standard",
+        payload_shape="standard-webhooks",
+        delivery_id="message-id",
+        last_page_cursor="null",
+        page_cap=100,
+        over_cap="clamp",
+        sort_directions=("newest_first",),
+        status_vocabulary="alternate",
+        write_replay="every-write",
+        company_envelope="wrapped",
+        register_status=201,
+        retry_after_on_503=True,
+    ),
+    "sparse": ProviderVariant(
+        name="sparse",
+        payload_shape="flat",
+        delivery_id="message-id",
+        last_page_cursor="absent",
+        page_cap=50,
+        over_cap="clamp",
+        sort_directions=("newest_first",),
+        status_vocabulary="alternate",
+        write_replay="every-write",
+        company_envelope="data",
+        register_status=201,
+        retry_after_on_503=True,
+    ),
+}
+
+
+class VariantError(ValueError):
+    """A variant spec names no preset or sets a choice to a value it cannot take."""
+
+
+def parse_variant(spec: str) -> ProviderVariant:
+    """`preset[,choice=value...]`, for example ``standard`` or ``recon,last_page_cursor=null``."""
+    head, *overrides = [part.strip() for part in spec.split(",") if part.strip()] or ["recon"]
+    if head not in PRESETS:
+        raise VariantError(f"unknown provider variant {head!r}: choose one of {', '.join(PRESETS)}")
+    variant = PRESETS[head]
+    fields = {f.name: f for f in dataclasses.fields(ProviderVariant)}
+    changes: dict[str, object] = {}
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or key not in fields or key == "name":
+            raise VariantError(
+                f"bad variant override {item!r}: expected choice=value with a choice among "
+                + ", ".join(n for n in fields if n != "name")
+            )
+        current = getattr(variant, key)
+        changes[key] = _convert(key, raw, current)
+    if changes:
+        variant = dataclasses.replace(variant, **changes)  # type: ignore[arg-type]
+        variant = dataclasses.replace(variant, name=spec)
+    return variant
+
+
+def _convert(key: str, raw: str, current: object) -> object:
+    if isinstance(current, bool):
+        if raw not in ("true", "false"):
+            raise VariantError(f"{key} takes true or false, not {raw!r}")
+        return raw == "true"
+    if isinstance(current, int):
+        if not raw.isdigit() or int(raw) < 1:
+            raise VariantError(f"{key} takes a whole number > 0, not {raw!r}")
+        return int(raw)
+    if isinstance(current, tuple):
+        return tuple(v for v in raw.split("+") if v)
+    hint = get_type_hints(ProviderVariant)[key]
+    allowed = get_args(hint) if get_origin(hint) is Literal else ()
+    if allowed and raw not in allowed:
+        raise VariantError(f"{key} takes one of {', '.join(allowed)}, not {raw!r}")
+    return raw
+
+
+#: The variable that picks the variant a sandbox plays when its config does not say: the test
+#: matrix and `make demo VARIANT=...` set it once for every sandbox they start.
+VARIANT_VARIABLE: Final = "RECON_SANDBOX_VARIANT"
+
+
+def variant_from_environment() -> ProviderVariant:
+    """The variant RECON_SANDBOX_VARIANT names, or our first guesses (`recon`) when unset."""
+    return parse_variant(os.environ.get(VARIANT_VARIABLE, "recon"))
