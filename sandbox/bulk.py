@@ -25,7 +25,7 @@ SPAN_DAYS = 30
 
 
 def build_bulk(
-    state: SandboxState, *, holdings: int, postings: int, seed: int | None
+    state: SandboxState, *, holdings: int = 1000, postings: int = 1_000_000, seed: int | None = None
 ) -> list[dict[str, str]]:
     """Create ``holdings`` endpoints and spread ``postings`` over them; return their refs."""
     if holdings < 1 or postings < 0:
