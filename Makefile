@@ -19,7 +19,7 @@ VARIANT_SUITES := tests/integration/upstream tests/integration/workers \
 #: The preset `make demo` and `make sandbox` play; `make demo VARIANT=standard` plays another.
 VARIANT ?= recon
 
-.PHONY: demo test test-variants lint fmt venv clean migration bench-receiver bench-catchup bench-reconcile sandbox
+.PHONY: demo console test test-variants lint fmt venv clean migration bench-receiver bench-catchup bench-reconcile sandbox
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ venv: $(STAMP)
 
 demo: $(STAMP)
 	RECON_SANDBOX_VARIANT=$(VARIANT) $(BIN)/recon demo
+
+# The demo's scenario, then recon and the sandbox stay up with the operator console open.
+console: $(STAMP)
+	RECON_SANDBOX_VARIANT=$(VARIANT) $(BIN)/recon demo --serve
 
 test: $(STAMP)
 	RECON_SANDBOX_VARIANT=recon $(BIN)/pytest

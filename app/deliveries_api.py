@@ -1,7 +1,9 @@
 """`/deliveries`: the inbox for operators (admin token), idiomatic Litestar.
 
-List with filters and cursor paging, show one delivery with its exact bytes, and replay one:
-reset it to pending and enqueue it, the same as `recon deliveries replay`.
+List with filters and cursor paging, show one delivery with its exact bytes, replay one (reset
+it to pending and enqueue it, the same as `recon deliveries replay ROW_ID`), and replay every
+quarantined delivery at once once recon has learned their shape (the same as
+`recon deliveries replay --quarantined`; both call `inbox.replay_deliveries`).
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from app import state_keys
 from app.auth import admin_guard
 from reconciliation.notifications import inbox
 from reconciliation.notifications.inbox_views import (
+    BulkReplayOut,
     DeliveryDetail,
     DeliveryPageOut,
     DeliverySummary,
     detail,
+    replay_summary,
     summarise,
 )
 from reconciliation.store.db import transaction
@@ -83,3 +87,27 @@ class DeliveriesController(Controller):
             summary = summarise(row)
         enqueue([row_id])
         return summary
+
+    @post("/replay", sync_to_thread=True, status_code=200)
+    def replay_deliveries(
+        self,
+        state: State,
+        inbox_state: Annotated[
+            str,
+            QueryParameter(
+                name="state",
+                description="quarantined (read them again) or pending (re-send them)",
+            ),
+        ],
+        limit: Annotated[int, QueryParameter(ge=1, le=inbox.MAX_REPLAY)] = inbox.MAX_REPLAY,
+    ) -> BulkReplayOut:
+        """Reset every delivery in a state to pending (oldest first, up to `limit`) and enqueue
+        them; `remaining` says how many are left for another call."""
+        enqueue: Callable[[Sequence[int]], None] = state[state_keys.ENQUEUE]
+        try:
+            with transaction(state[state_keys.SESSION_FACTORY]) as session:
+                replay = inbox.replay_deliveries(session, state=inbox_state, limit=limit)
+        except ValueError as exc:
+            raise ValidationException(detail=str(exc)) from None
+        enqueue(replay.row_ids)
+        return replay_summary(replay)

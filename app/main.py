@@ -24,10 +24,13 @@ from litestar.datastructures import State
 from litestar.exceptions import HTTPException
 from litestar.handlers import ASGIRouteHandler
 from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import JsonRenderPlugin, YamlRenderPlugin
 from litestar.types import Scope
+from sqlalchemy.exc import OperationalError
 
-from app import health, reporting_routes, state_keys
+from app import health, reporting_routes, state_keys, transfers_api
 from app.auth import ADMIN_TOKEN_STATE_KEY, admin_guard
+from app.console import TEMPLATE_CONFIG, console_router
 from app.correlation import correlation_middleware
 from app.deliveries_api import DeliveriesController
 from app.receiver.enqueue_relay import EnqueueRelay
@@ -35,8 +38,9 @@ from app.receiver.group_commit import GroupCommitWriter
 from app.receiver.route import WebhookReceiver
 from app.receiver_first import ReceiverFirstLitestar
 from app.reporting_routes import POLICY_STATE_KEY
-from app.signing_keys import SigningKeys
+from app.signing_keys import SigningKeys, require_decryptable_secrets
 from app.startup_registration import StartupRegistration
+from app.store_outage import store_unavailable
 from foundation.secret_key import SecretBox
 from foundation.settings import Settings
 from reconciliation.notifications.registration import (
@@ -85,14 +89,21 @@ def create_app(
         header=settings.webhooks.signature_header,
         tolerance_seconds=settings.webhooks.signature_tolerance_seconds,
     )
+    # A key that cannot read the stored secret would mean silent 401s: stop here instead.
+    require_decryptable_secrets(keys)
     relay = EnqueueRelay(enqueue) if enqueue is not None else None
-    writer = GroupCommitWriter(engine, on_committed=relay.submit if relay else None)
+    writer = GroupCommitWriter(
+        engine,
+        on_committed=relay.submit if relay else None,
+        commit_timeout=settings.webhooks.commit_timeout_seconds,
+    )
     receiver = WebhookReceiver(
         keys=keys,
         writer=writer,
         scheme=settings.webhooks.signature_scheme,
         signature_header=settings.webhooks.signature_header,
         body_limit_bytes=settings.webhooks.body_limit_bytes,
+        body_timeout_seconds=settings.webhooks.body_timeout_seconds,
         clock=clock,
     )
     make_client = company_client_factory or (lambda: company_client(settings))
@@ -134,17 +145,24 @@ def create_app(
             receiver_route,
             *health.ROUTE_HANDLERS,
             DeliveriesController,
+            console_router(settings),
             Router(
                 path="/", route_handlers=list(reporting_routes.ROUTE_HANDLERS), guards=[admin_guard]
             ),
+            transfers_api.routes(settings),
         ],
         middleware=[correlation_middleware(bypass=frozenset({settings.webhooks.path}))],
         on_startup=[start],
         on_shutdown=[stop],
         after_exception=[_log_exception],
+        exception_handlers={OperationalError: store_unavailable},
         state=State(
             {
                 state_keys.SESSION_FACTORY: factory,
+                state_keys.ENGINE: engine,
+                state_keys.COMMIT_BOUND_SECONDS: min(
+                    health.WRITE_PROBE_SECONDS, settings.webhooks.commit_timeout_seconds
+                ),
                 state_keys.ENQUEUE: relay.submit if relay else _leave_pending,
                 state_keys.BROKER_URL: settings.broker.redis_url,
                 ADMIN_TOKEN_STATE_KEY: settings.web.admin_token,
@@ -154,7 +172,16 @@ def create_app(
                 POLICY_STATE_KEY: ReconcilePolicy.from_settings(settings),
             }
         ),
-        openapi_config=OpenAPIConfig(title="recon", version="0.1.0", path="/schema"),
+        # The schema as JSON (at /schema and /schema/openapi.json) and YAML only: every HTML
+        # renderer Litestar ships loads its scripts from a CDN, which fails offline and in
+        # locked-down networks and would run third-party code on the admin's origin.
+        openapi_config=OpenAPIConfig(
+            title="recon",
+            version="0.1.0",
+            path="/schema",
+            render_plugins=[JsonRenderPlugin(), YamlRenderPlugin()],
+        ),
+        template_config=TEMPLATE_CONFIG,
         # Logging is structlog's (foundation.logs); Litestar must not reconfigure it.
         logging_config=None,
     )

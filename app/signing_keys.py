@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from foundation.secret import Secret
 from foundation.secret_key import SecretBox
 from foundation.settings import ConfigError
-from reconciliation.notifications.subscriptions import accepted_secrets
+from reconciliation.notifications.subscriptions import accepted_secrets, secret_counts
 from reconciliation.store.db import transaction
 from upstream.signatures import Verifier, make_verifier
 from upstream.signatures.factory import key_problem
@@ -65,6 +65,8 @@ class SigningKeys:
         self._monotonic = monotonic
         self._lock = threading.Lock()
         self._verifier = self._build(())
+        self._undecryptable = 0
+        self._decrypted = 0
         self._refreshed_at = float("-inf")
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -80,11 +82,29 @@ class SigningKeys:
             try:
                 with transaction(self._factory) as session:
                     stored = accepted_secrets(session, self._box)
+                    kept = sum(secret_counts(session).values())
             except Exception as exc:  # noqa: BLE001 - keep serving with the keys we have
                 log.warning("signing_keys.refresh_failed", error=type(exc).__name__)
                 return False
+            self._undecryptable = max(0, kept - len(stored))
+            self._decrypted = len(stored)
             self._verifier = self._build(stored)
             return True
+
+    @property
+    def usable(self) -> bool:
+        """Whether any genuine delivery can be verified now: at least one key is accepted."""
+        return self._verifier.key_count > 0
+
+    @property
+    def decrypted(self) -> int:
+        """Stored secrets in force that were decrypted at the last refresh."""
+        return self._decrypted
+
+    @property
+    def undecryptable(self) -> int:
+        """Stored secrets still in force that no key in RECON_SECRET_KEY decrypts."""
+        return self._undecryptable
 
     def refresh_allowed(self) -> bool:
         """Whether a refresh forced by a failed signature may run now."""
@@ -131,3 +151,29 @@ class SigningKeys:
         return make_verifier(
             self._scheme, secrets=keys, tolerance_seconds=self._tolerance, header=self._header
         )
+
+
+def require_decryptable_secrets(keys: SigningKeys) -> None:
+    """Stop start-up when RECON_SECRET_KEY cannot decrypt the stored webhook secrets.
+
+    Started anyway, such a process would answer 401 to every genuine delivery while looking
+    healthy; the usual cause is a key that differs from the one the store was written with (a
+    new key without the old one after it, or another environment's key). Raises ConfigError
+    with one line; a store that cannot be read at all is left to /ready to report.
+    """
+    if not keys.refresh() or not keys.undecryptable:
+        return
+    if keys.decrypted:
+        # An older secret in its overlap period is unreadable but the current one is fine:
+        # deliveries signed with the current one verify, so this is worth a warning only.
+        log.warning(
+            "signing_keys.some_undecryptable",
+            count=keys.undecryptable,
+            hint="an older secret was stored under a key no longer in RECON_SECRET_KEY",
+        )
+        return
+    raise ConfigError(
+        f"RECON_SECRET_KEY cannot decrypt {keys.undecryptable} stored webhook secret(s): set "
+        "the key this store was written with (while rotating, list the new key first and the "
+        "old one after it); every genuine delivery would be refused with 401 otherwise"
+    )

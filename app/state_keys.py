@@ -14,3 +14,7 @@ SESSION_FACTORY: Final = "session_factory"
 ENQUEUE: Final = "enqueue"
 #: Redis URL of the broker, or None for the in-process broker.
 BROKER_URL: Final = "broker_url"
+#: The store's `Engine` (readiness probes open their own short transactions on it).
+ENGINE: Final = "engine"
+#: Seconds the readiness probe may wait for the store's write lock.
+COMMIT_BOUND_SECONDS: Final = "commit_bound_seconds"

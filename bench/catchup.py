@@ -8,14 +8,21 @@ Two ways, same worker code:
   directly by the embedded workers, so no network is involved and the store's write path is
   what is measured; on PostgreSQL and SQLite.
 
-For each it prints: activity requests issued against the minimum (sum over holdings of
-ceil(postings / pageSize) plus one), whether every posting was stored exactly once (count, sum
-and line-ref checksum per holding), postings per second (first to last stored posting), and
-the peak RSS of each worker process. A third run measures the store's write path alone:
-pre-parsed pages committed by one and two writer threads, nothing else in the way.
+For each it prints: activity requests issued, per page with entries, against the minimum
+(see `minimum_requests`: what a reader that knew the provider's cap in advance would need),
+whether every posting was stored exactly once (count, sum and line-ref checksum per holding),
+postings per second (first to last stored posting), and the peak RSS of each worker process. A
+third run measures the store's write path alone: pre-parsed pages committed by one and two
+writer threads, nothing else in the way.
+
+The sandbox plays the provider `--variant` names (the spec strings RECON_SANDBOX_VARIANT takes,
+such as `standard` or `recon,page_cap=7,over_cap=clamp`); `--variant all` runs the three presets
+and a tiny silent cap one after the other, since the real provider may be any of them.
 
     python bench/catchup.py                         # everything, full size
     python bench/catchup.py --holdings 100 --postings 100000 --only inprocess
+    python bench/catchup.py --holdings 50 --postings 50000 --only inprocess \
+        --databases SQLite --variant all
 """
 
 from __future__ import annotations
@@ -59,9 +66,13 @@ from migrations import runner as migrate
 from reconciliation.store.db import make_engine, make_session_factory
 from reconciliation.store.models import ActivityCursor, Holding, Posting
 from sandbox.app import create_app
+from sandbox.variants import VARIANT_VARIABLE, ProviderVariant, parse_variant
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE_SIZE = 200
+#: `--variant all`: the three presets, and a cap far below what recon asks, served silently
+#: with a cursor on the last page (the case where a capped page and the last look alike).
+ALL_VARIANTS = ("recon", "standard", "sparse", "recon,page_cap=7,over_cap=clamp")
 DEFAULT_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
@@ -74,6 +85,7 @@ class Figures:
     holdings: int
     activity_requests: int = 0
     minimum_requests: int = 0
+    pages_with_entries: int = 0
     other_requests: dict[str, int] = field(default_factory=dict)
     exactly_once: bool = False
     seconds: float = 0.0
@@ -85,9 +97,12 @@ class Figures:
         rate = self.postings / self.seconds if self.seconds else 0
         out = [f"== {self.name}: {self.postings:,} postings over {self.holdings:,} holdings"]
         if self.minimum_requests:
+            pages = self.pages_with_entries or 1
             out += [
                 f"   activity requests   {self.activity_requests:,} for a minimum of "
                 f"{self.minimum_requests:,} ({ratio:.4f} x; goal <= 1.01 x)",
+                f"   per page w/ entries {self.activity_requests / pages:.4f} "
+                f"(minimum {self.minimum_requests / pages:.4f}) over {pages:,} pages",
                 f"   other requests      {self.other_requests}",
             ]
         out += [
@@ -102,9 +117,34 @@ class Figures:
         return out
 
 
-def minimum_requests(summary: Summary, page_size: int = PAGE_SIZE) -> int:
-    """One request per page, plus the one that finds a holding's last page short or empty."""
-    return sum(math.ceil(count / page_size) + 1 for count, _, _ in summary.values())
+def effective_page_size(variant: ProviderVariant, asked: int = PAGE_SIZE) -> int:
+    """Entries per full page: what recon asks, or the provider's cap when that is lower.
+
+    Above a cap that refuses (400), recon settles on the cap (the refusal names it); above one
+    that clamps, it is served the cap.
+    """
+    return min(asked, variant.page_cap)
+
+
+def pages_with_entries(summary: Summary, variant: ProviderVariant) -> int:
+    size = effective_page_size(variant)
+    return sum(math.ceil(count / size) for count, _, _ in summary.values())
+
+
+def minimum_requests(summary: Summary, variant: ProviderVariant) -> int:
+    """The fewest requests any reader needs that knows the provider's cap but not the ledger.
+
+    One per page with entries; one for an empty holding; and one more after a full last page
+    when the provider puts a cursor on its last page too (nothing tells it from a full page
+    with more behind it). A provider without a cursor on its last page says where it ends.
+    """
+    size = effective_page_size(variant)
+    total = 0
+    for count, _, _ in summary.values():
+        pages = math.ceil(count / size)
+        ambiguous = count == 0 or (count % size == 0 and variant.last_page_cursor == "last-entry")
+        total += pages + (1 if ambiguous else 0)
+    return total
 
 
 def free_port() -> int:
@@ -275,9 +315,9 @@ def peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
-def run_http(args: argparse.Namespace, workdir: Path) -> Figures:
+def run_http(args: argparse.Namespace, workdir: Path, variant: ProviderVariant) -> Figures:
     """Sandbox process over HTTP, worker processes on Redis, PostgreSQL."""
-    figures = Figures("real HTTP, PostgreSQL", args.postings, args.holdings)
+    figures = Figures(f"real HTTP, PostgreSQL, {variant.name}", args.postings, args.holdings)
     port = free_port()
     summary_file = workdir / "summary.json"
     sandbox = subprocess.Popen(
@@ -295,13 +335,15 @@ def run_http(args: argparse.Namespace, workdir: Path) -> Figures:
             "--summary",
             str(summary_file),
         ],
+        env=os.environ | {VARIANT_VARIABLE: variant.name},
     )
     base = f"http://127.0.0.1:{port}"
     processes: list[subprocess.Popen[bytes]] = []
     try:
         wait_until(lambda: _answers(base + COUNTS_PATH), 300, "the sandbox start", every=0.2)
         expected: Summary = json.loads(summary_file.read_text())
-        figures.minimum_requests = minimum_requests(expected)
+        figures.minimum_requests = minimum_requests(expected, variant)
+        figures.pages_with_entries = pages_with_entries(expected, variant)
         with postgres_database(args.admin_url) as db_url, private_redis(workdir) as redis_url:
             env = environment(workdir, db_url, base) | {"REDIS_URL": redis_url}
             settings = load_settings(env)
@@ -361,23 +403,30 @@ def _answers(url: str) -> bool:
         return False
 
 
-def run_inprocess(args: argparse.Namespace, workdir: Path, database: str) -> Figures:
+def run_inprocess(
+    args: argparse.Namespace, workdir: Path, database: str, variant: ProviderVariant
+) -> Figures:
     """The sandbox app in this process behind an ASGI transport; embedded workers."""
     from workers.embedded import start_embedded
 
-    figures = Figures(f"in-process transport, {database}", args.postings, args.holdings)
+    name = f"in-process transport, {database}, {variant.name}"
+    figures = Figures(name, args.postings, args.holdings)
     state = build_world(args.holdings, args.postings, args.seed)
+    state.config.variant = variant
     expected = ledger_summary(state)
     # The sandbox's world (millions of objects) lives in this process only because the run is
     # in-process; a worker process never holds it. Moved out of the collector's sight, it no
     # longer makes every full collection the reader's allocations trigger scan it all.
     gc.collect()
     gc.freeze()
-    figures.minimum_requests = minimum_requests(expected)
+    figures.minimum_requests = minimum_requests(expected, variant)
+    figures.pages_with_entries = pages_with_entries(expected, variant)
     app = CountingApp(create_app(state=state))
     transport = InProcessASGITransport(app).start()
     context = (
-        postgres_database(args.admin_url) if database == "PostgreSQL" else sqlite_database(workdir)
+        postgres_database(args.admin_url)
+        if database == "PostgreSQL"
+        else sqlite_database(Path(tempfile.mkdtemp(dir=workdir)))
     )
     try:
         with context as db_url:
@@ -526,6 +575,12 @@ def main() -> None:
         "--admin-url", default=os.environ.get("RECON_BENCH_POSTGRES_URL", DEFAULT_ADMIN_URL)
     )
     parser.add_argument(
+        "--variant",
+        default=os.environ.get(VARIANT_VARIABLE, "recon"),
+        help="the provider the sandbox plays, as RECON_SANDBOX_VARIANT takes it, or `all` "
+        f"({', '.join(ALL_VARIANTS)})",
+    )
+    parser.add_argument(
         "--write-path-postings",
         type=int,
         default=200_000,
@@ -534,17 +589,20 @@ def main() -> None:
     args = parser.parse_args()
     configure_logging("console", "warning")
 
+    specs = ALL_VARIANTS if args.variant == "all" else (args.variant,)
+    variants = [parse_variant(spec) for spec in specs]
     results: list[Figures] = []
     workdir = Path(tempfile.mkdtemp(prefix="recon-bench-catchup-"))
     try:
-        if args.only in (None, "http"):
-            results.append(run_http(args, workdir))
-            _print(results[-1])
         databases = [d.strip() for d in args.databases.split(",") if d.strip()]
-        if args.only in (None, "inprocess"):
-            for database in databases:
-                results.append(run_inprocess(args, workdir, database))
+        for variant in variants:
+            if args.only in (None, "http"):
+                results.append(run_http(args, workdir, variant))
                 _print(results[-1])
+            if args.only in (None, "inprocess"):
+                for database in databases:
+                    results.append(run_inprocess(args, workdir, database, variant))
+                    _print(results[-1])
         if args.only in (None, "writepath"):
             for database in databases:
                 for writers in (1, 2):

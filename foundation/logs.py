@@ -88,7 +88,12 @@ def redact_secrets(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDic
 
 
 def configure_logging(log_format: str = "auto", level: str = "info") -> None:
-    """Configure structlog and route stdlib logging (uvicorn, dramatiq) through it."""
+    """Configure structlog and route stdlib logging (uvicorn, dramatiq) through it.
+
+    Always to stderr: a command's stdout carries its answer alone, so that a report piped into
+    a file or a script is never interleaved with log lines. The level is the caller's choice
+    (the CLI keeps one-shot commands to warnings unless asked for more).
+    """
     as_json = log_format == "json" or (log_format == "auto" and not sys.stderr.isatty())
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,

@@ -80,3 +80,32 @@ def format_minor(amount: int, currency: str) -> str:
     exp = exponent(currency)
     value = Decimal(amount).scaleb(-exp)
     return f"{value:,.{exp}f}"
+
+
+#: How an amount reads when its currency's exponent is unknown: the exact integer, labelled, so
+#: nobody mistakes 77700 minor units for 77,700 major ones.
+UNKNOWN_EXPONENT_FORM: Final = "{amount} minor units of {currency}"
+
+
+def currency_exponent(currency: str | None) -> int | None:
+    """The ISO 4217 exponent, or None when recon does not know the currency (JSON says so)."""
+    if not currency:
+        return None
+    return CURRENCY_EXPONENTS.get(currency.upper())
+
+
+def format_money(amount_minor: int, currency: str | None, *, signed: bool = False) -> str:
+    """The one way a person reads an amount: '1,500.50 NGN', '-0.01 USD', '1,500 JPY'.
+
+    Major units with the currency's own exponent and thousands separated, then the code. Every
+    human surface (report text and HTML, the CLI, alert subjects, the alert webhook's text)
+    calls this, so an amount reads the same wherever it appears. `signed` puts '+' before a
+    positive amount (a drift reads '+10.00 NGN'). Never raises: a currency whose exponent is
+    unknown keeps its exact minor units, said in words, rather than a guessed decimal point.
+    """
+    code = (currency or "").upper() or "(no currency)"
+    exp = currency_exponent(currency)
+    sign = "+" if signed and amount_minor > 0 else ""
+    if exp is None:
+        return sign + UNKNOWN_EXPONENT_FORM.format(amount=f"{amount_minor:,}", currency=code)
+    return f"{sign}{format_minor(amount_minor, code)} {code}"

@@ -40,6 +40,8 @@ from reconciliation.store.types import utcnow
 LAST_PASS_AT: Final = "reconcile.last_pass_at_ms"
 MATCHES_CHECKED: Final = "reconcile.matches_checked"
 DELIVERIES_CHECKED: Final = "reconcile.deliveries_checked"
+#: How long the last pass took, in milliseconds (the operator console's overview shows it).
+LAST_PASS_MILLIS: Final = "reconcile.last_pass_duration_ms"
 
 #: Match rows shown as a sample of what a pass (or a dry run) matched.
 SAMPLE_ROWS: Final = 20
@@ -128,7 +130,7 @@ def _run(
         checkpoint: Callable[[], None] = session.flush if result.dry_run else session.commit
         last_pass = watermarks.read(session, LAST_PASS_AT, 0)
         floor = max_match_id(session)
-        clock = time.perf_counter()
+        started = clock = time.perf_counter()
         result.matched = match_all(
             session,
             window_seconds=policy.match_window_seconds,
@@ -173,6 +175,8 @@ def _run(
         watermarks.write(session, LAST_PASS_AT, watermarks.to_millis(now), now)
         watermarks.write(session, MATCHES_CHECKED, max_match_id(session), now)
         watermarks.write(session, DELIVERIES_CHECKED, ctx.deliveries_top, now)
+        elapsed_ms = int((time.perf_counter() - started) * 1000)
+        watermarks.write(session, LAST_PASS_MILLIS, elapsed_ms, now)
         if result.dry_run:
             session.rollback()
         else:

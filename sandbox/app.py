@@ -94,7 +94,7 @@ def create_app(config: SandboxConfig | None = None, state: SandboxState | None =
 
     app = Litestar(
         route_handlers=[gateway, company, control_router(state)],
-        middleware=[fault_middleware(state.faults, state.clock)],
+        middleware=[fault_middleware(state.faults, state.clock, state.config.variant)],
         exception_handlers={
             GatewayError: on_gateway_error,
             CompanyError: on_company_error,

@@ -132,8 +132,8 @@ class SandboxConfig:
     background_tick_seconds: float = 0.01
 
     idempotency_retention_seconds: float = 24 * 3600.0
+    # Page size of an activity read that names none (never above the variant's page_cap).
     activity_page_default: int = 50
-    activity_page_max: int = 200
     endpoint_page_default: int = 50
     endpoint_page_max: int = 100
 

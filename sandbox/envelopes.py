@@ -1,18 +1,23 @@
 """Wire envelopes of both APIs, and the errors that render into them.
 
 The gateway wraps success in ``{status, body, evidence}`` and errors in ``{status, problem,
-evidence}``; the company API uses ``{success, message, data, timestamp}``. Building them in one
-place keeps every route spec-exact.
+evidence}``; the company API uses ``{success, message, data, timestamp}`` for errors and name
+enquiry, and for its webhook operations either that or a bare ``{data}`` (the variant's
+``company_envelope``). Building them in one place keeps every route spec-exact.
 """
 
 from __future__ import annotations
 
+import math
+import time
+from email.utils import formatdate
 from typing import Any
 
 import msgspec
 from litestar import Response
 
 from sandbox.config import format_timestamp
+from sandbox.variants import ProviderVariant
 
 FRESHNESS = "Current"
 VISIBILITY = "Full"
@@ -147,3 +152,29 @@ def company_envelope(success_: bool, message: str, data: Any, now_ms: int) -> di
         "data": data,
         "timestamp": format_timestamp(now_ms),
     }
+
+
+def company_success(
+    variant: ProviderVariant, message: str, data: Any, now_ms: int
+) -> dict[str, Any]:
+    """A webhook operation's success body: ``{data}`` as the spec shows, or the full envelope."""
+    if variant.company_envelope == "data":
+        return {"data": data}
+    return company_envelope(True, message, data, now_ms)
+
+
+def company_refusal(variant: ProviderVariant, message: str) -> CompanyError:
+    """A refused company request (bad input) at the variant's status: 400, 422 or 200."""
+    return CompanyError(variant.company_refusal_status, message)
+
+
+def retry_after_headers(seconds: float, variant: ProviderVariant) -> dict[str, str]:
+    """``Retry-After`` in the variant's form: whole delta-seconds, or an HTTP date.
+
+    The date is taken from the wall clock, not the sandbox clock, because the HTTP server's own
+    ``Date`` header (which a careful client measures it against) comes from the wall clock too.
+    """
+    whole = max(0, math.ceil(seconds))
+    if variant.retry_after_form == "http-date":
+        return {"Retry-After": formatdate(math.floor(time.time()) + whole, usegmt=True)}
+    return {"Retry-After": str(whole)}

@@ -1,14 +1,32 @@
-"""Webhook event payloads, in the one shape docs/decisions.md fixes ("Webhook deliveries").
+"""Webhook event payloads: one canonical event, put on the wire in the variant's shape.
 
-Amounts go out as decimal strings in major units, as virtual-account providers send them; the
-exponent table below is the only place that knows how many decimals a currency has.
+Events are built and logged in one canonical form (recon's first guess, docs/decisions.md
+"Webhook deliveries": `{id, event, createdAt, data}` with major-unit decimal strings), and faults
+act on that form. `shape_payload` then writes the body the provider variant sends
+(`ProviderVariant.payload_shape`), because the company spec shows no payload at all:
+
+- ``recon``: the canonical form as it is.
+- ``standard-webhooks``: what Standard Webhooks recommends, `{id, type, timestamp, data}`; the id
+  is ``evt_<hex>``, `data` keeps the camelCase refs, and the amount is a string of minor units
+  (`amountMinorUnits`), as the gateway writes amounts.
+- ``flat``: one object with no envelope, as many virtual-account callbacks are: `id`,
+  `eventType`, `createdAt` as Unix epoch milliseconds, `reference` (the transferRef),
+  `receiptReference`, the account, endpoint and holding refs, `accountNumber`, `bankCode`,
+  `amount` as a JSON number in major units (``1500.50``, written with exactly the currency's
+  decimals), `currency`, `status`, `narration`.
+
+The exponent table below is the only place that knows how many decimals a currency has.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from decimal import Decimal
+from typing import Any, Final
 
-from sandbox.config import format_timestamp
+import msgspec
+
+from sandbox.config import format_timestamp, parse_timestamp
 from sandbox.endpoints import Endpoint
 
 PAYMENT_RECEIVED = "PAYMENT_RECEIVED"
@@ -104,3 +122,66 @@ def bump_amount(data: dict[str, Any]) -> dict[str, Any]:
     exp = exponent(currency)
     minor = int(amount.replace(".", "")) if exp else int(amount)
     return {**data, "amount": major_units(minor + 1, currency)}
+
+
+def minor_units(amount: str, currency: str) -> int:
+    """Inverse of `major_units` for the text it writes: ``"1500.50"`` NGN -> 150050."""
+    return int(amount.replace(".", "")) if exponent(currency) else int(amount)
+
+
+#: Prefix of event ids in the Standard Webhooks shape (its examples use typed ids).
+STANDARD_EVENT_PREFIX: Final = "evt_"
+#: Prefix of the message ids a provider puts in `webhook-id` when it is not the body's id.
+MESSAGE_PREFIX: Final = "msg_"
+
+
+def event_id_for(shape: str, fresh_uuid: str) -> str:
+    """The id an event carries under `shape`: a plain uuid, or ``evt_<hex>``."""
+    if shape == "standard-webhooks":
+        return STANDARD_EVENT_PREFIX + fresh_uuid.replace("-", "")
+    return fresh_uuid
+
+
+def shape_payload(shape: str, event: dict[str, Any]) -> dict[str, Any]:
+    """The body `shape` sends for a canonical event (see the module docstring)."""
+    if shape == "recon":
+        return event
+    data = dict(event["data"])
+    amount, currency = data.pop("amount"), data.get("currency")
+    if shape == "standard-webhooks":
+        minor = str(minor_units(amount, currency)) if amount and currency else None
+        return {
+            "id": event["id"],
+            "type": event["event"],
+            "timestamp": event["createdAt"],
+            "data": {**data, "amountMinorUnits": minor},
+        }
+    if shape == "flat":
+        return {
+            "id": event["id"],
+            "eventType": event["event"],
+            "createdAt": parse_timestamp(event["createdAt"]),
+            "reference": data["transferRef"],
+            "receiptReference": data["receiptRef"],
+            "accountRef": data["accountRef"],
+            "endpointRef": data["endpointRef"],
+            "holdingRef": data["holdingRef"],
+            "accountNumber": data["accountNumber"],
+            "bankCode": data["bankCode"],
+            "amount": Decimal(amount) if amount is not None else None,
+            "currency": currency,
+            "status": data["status"],
+            "narration": data["narration"],
+        }
+    raise ValueError(f"unknown payload shape {shape!r}")
+
+
+#: Writes a `Decimal` as a JSON number with its own digits (1500.50 stays 1500.50).
+_NUMBER_ENCODER: Final = msgspec.json.Encoder(decimal_format="number")
+
+
+def encode_payload(body: dict[str, Any]) -> bytes:
+    """Compact JSON; decimal amounts as exact JSON numbers, never through a float."""
+    if any(isinstance(value, Decimal) for value in body.values()):
+        return _NUMBER_ENCODER.encode(body)
+    return json.dumps(body, separators=(",", ":")).encode()

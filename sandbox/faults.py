@@ -3,6 +3,10 @@
 A fault fires with probability ``rate`` and at most ``count`` times (``None``: unlimited).
 Route faults act in an ASGI middleware placed after routing (so they know the route template)
 and before authentication; delivery faults are consulted when an event is queued for a webhook.
+
+Retry-After: a ``rate_limit_429`` always carries it (``seconds``, default 1); an ``error_5xx``
+that answers 503 carries it only when the variant's ``retry_after_on_503`` says so (again
+``seconds``, default 1). Both use the variant's ``retry_after_form``.
 """
 
 from __future__ import annotations
@@ -25,8 +29,10 @@ from sandbox.envelopes import (
     GatewayError,
     company_envelope,
     rate_limited,
+    retry_after_headers,
     unavailable,
 )
+from sandbox.variants import PRESETS, ProviderVariant
 
 ROUTE_KINDS = ("error_5xx", "rate_limit_429", "slow", "drop_connection", "malformed_json")
 DELIVERY_KINDS = (
@@ -49,7 +55,7 @@ class Fault:
     kind: str
     rate: float = 1.0
     count: int | None = None
-    seconds: float | None = None  # slow, Retry-After, delivery delay, reorder hold
+    seconds: float | None = None  # slow, Retry-After (429, 503), delivery delay, reorder hold
     status: int = 503  # error_5xx
     when: str = "after"  # drop_connection: "before" or "after" the request is processed
     fired: int = 0
@@ -153,8 +159,13 @@ async def _send_truncated(send: Send, status: int, headers: list[Any], body: byt
     raise DroppedConnectionError("sandbox fault: connection dropped")
 
 
-def fault_middleware(book: FaultBook, clock: Clock) -> Callable[[ASGIApp], ASGIApp]:
-    """Litestar middleware factory applying route faults to handlers that carry a ``route_key``."""
+def fault_middleware(
+    book: FaultBook, clock: Clock, variant: ProviderVariant = PRESETS["recon"]
+) -> Callable[[ASGIApp], ASGIApp]:
+    """Litestar middleware factory applying route faults to handlers that carry a ``route_key``.
+
+    ``variant`` decides the Retry-After of injected 429s and 503s.
+    """
 
     quiet_dropped_connections()
 
@@ -170,13 +181,16 @@ def fault_middleware(book: FaultBook, clock: Clock) -> Callable[[ASGIApp], ASGIA
                 await asyncio.sleep(slow.seconds if slow.seconds is not None else 2.0)
             if (limit := fired.get("rate_limit_429")) is not None:
                 retry = round(limit.seconds) if limit.seconds is not None else 1
-                await _send_whole(
-                    send, *_error_bytes(route_key, rate_limited(retry), clock.now_ms())
-                )
+                problem = rate_limited(retry)
+                problem.headers = retry_after_headers(retry, variant)
+                await _send_whole(send, *_error_bytes(route_key, problem, clock.now_ms()))
                 return
             if (err := fired.get("error_5xx")) is not None:
                 problem = unavailable()
                 problem.status = err.status
+                if err.status == 503 and variant.retry_after_on_503:
+                    wait = err.seconds if err.seconds is not None else 1.0
+                    problem.headers = retry_after_headers(wait, variant)
                 await _send_whole(send, *_error_bytes(route_key, problem, clock.now_ms()))
                 return
             drop = fired.get("drop_connection")

@@ -1,13 +1,16 @@
 """Idempotent intake: one record per Idempotency-Key, holding the material and the first answer.
 
 The same key with the same material is answered from the record (nothing moves twice); the same
-key with other material is refused. Keys are scoped to the environment (every API key of the
+key with other material is refused. How a replay is answered is a provider choice the spec shows
+only for transfer create (`body.replay`): `ProviderVariant.write_replay` says whether every other
+write answers the same way (`every-write`) or repeats its first answer (`transfer-only`). Keys are scoped to the environment (every API key of the
 application shares them) and forgotten after the retention window in docs/decisions.md.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 from sandbox.envelopes import IDEMPOTENCY_CHANGED, invalid_input
@@ -86,3 +89,43 @@ class IdempotencyStore:
 
     def clear(self) -> None:
         self._records.clear()
+
+
+#: A replay answer: (HTTP status, response content) for a repeated key with equal material.
+ReplayAnswer = Callable[[Intake], tuple[int, dict[str, Any]]]
+
+#: What a replay record calls its one reference, per write (transfer create's is the spec's).
+SUBJECT_MEMBERS: dict[str, str] = {
+    "POST /v1/transfers": "transferRef",
+    "POST /v1/programmable-endpoints": "endpointRef",
+    "POST /v1/programmable-endpoints/{endpointRef}/lifecycle": "endpointRef",
+    "POST /v1/receiving-endpoints": "endpointRef",
+    "POST /v1/sandbox/inbound-credits": "simulationRef",
+}
+
+
+def replay_record(intake: Intake, subject_member: str) -> dict[str, Any]:
+    """The spec's replay record: which intake took the request in, and what it made."""
+    return {
+        "intakeRef": f"operation-ingress-intake:{intake.intake_ref}",
+        "envelopeRef": intake.envelope_ref,
+        "occurrence": "ReplayAccepted",
+        subject_member: intake.subject_ref,
+    }
+
+
+def replay_body(intake: Intake, status: int, subject_member: str) -> tuple[int, dict[str, Any]]:
+    """A replay answered with `body.replay` and no receipts, as the spec shows for transfers."""
+    record = replay_record(intake, subject_member)
+    return status, {"status": status, "body": {"replay": record}, "evidence": []}
+
+
+def replay_for(write_replay: str, route_key: str, first_answer: ReplayAnswer) -> ReplayAnswer:
+    """How this provider answers a replay of the write `route_key` (see the module docstring).
+
+    Under `every-write` the replay record keeps the first answer's HTTP status.
+    """
+    if write_replay != "every-write":
+        return first_answer
+    member = SUBJECT_MEMBERS[route_key]
+    return lambda intake: replay_body(intake, intake.status, member)

@@ -166,6 +166,14 @@ def page(holding: Holding, direction: str, size: int, after: CursorKey | None) -
     return rows[max(0, end - size) : end][::-1]
 
 
+def more_after(holding: Holding, direction: str, key: CursorKey) -> bool:
+    """Whether any posting follows ``key`` in ``direction``: is a page ending there the last?"""
+    rows = holding.rows
+    if direction == OLDEST_FIRST:
+        return bisect.bisect_right(rows, (*key, 1 << 130)) < len(rows)
+    return bisect.bisect_left(rows, key) > 0
+
+
 def render_entry(holding: Holding, row: Row) -> dict[str, Any]:
     """One activity entry, field for field as the spec lists them."""
     credit = row[5] == CREDIT

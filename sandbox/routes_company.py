@@ -1,7 +1,12 @@
 """Company API: webhook registration and listing, account name enquiry.
 
-Every answer is the ``{success, message, data, timestamp}`` envelope (docs/decisions.md):
-register 201, list and name enquiry 200, validation 400, credentials 401.
+What the spec leaves open is the variant's (``sandbox/variants.py``): the success body of the
+webhook operations (``{data}`` or the full ``{success, message, data, timestamp}`` envelope),
+the status of a registration (200 or 201), the status of a refusal (400, 422, or 200 with
+``success: false``) and which ``retryPolicy`` members are understood. Name enquiry always
+answers the full envelope with 200, errors always use the envelope, wrong credentials are
+always 401 (the spec shows those). Any non-empty string is a usable ``secret`` in every variant
+(the spec says only "string"); ``sandbox/signing.py`` says how each form is signed with.
 """
 
 from __future__ import annotations
@@ -13,22 +18,52 @@ from urllib.parse import urlsplit
 
 from litestar import Request, Response, get, post
 
-from sandbox.envelopes import CompanyError, company_envelope, json_response
+from sandbox.envelopes import (
+    company_envelope,
+    company_refusal,
+    company_success,
+    json_response,
+)
 from sandbox.events import EVENT_TYPES
 from sandbox.signing import SecretError, check_secret
 from sandbox.state import SandboxState
+from sandbox.variants import ProviderVariant
 from sandbox.webhooks import ACTIVE, WEBHOOK_STATUSES
 
 _ACCOUNT_NUMBER_RE = re.compile(r"^[0-9]{10}$")
 
 
-def parse_retry_policy(value: Any) -> dict[str, Any] | None:
-    """``{maxAttempts, initialDelaySeconds, backoffMultiplier}`` with the decided defaults."""
+#: The other provider's retryPolicy members (``retry_policy_fields="strict-other"``).
+OTHER_POLICY_FIELDS = ("maxRetries", "retryIntervalSeconds")
+
+
+def parse_retry_policy(variant: ProviderVariant, value: Any) -> dict[str, Any] | None:
+    """The policy in our internal form ``{maxAttempts, initialDelaySeconds, backoffMultiplier}``.
+
+    Ours: those three members with the decided defaults, any other member ignored. The other
+    provider's: ``{maxRetries, retryIntervalSeconds}`` (a fixed interval), and any member it
+    does not know is refused, which is what a strict provider does with recon's guess.
+    """
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise CompanyError(400, "retryPolicy must be an object.")
-    policy = {"maxAttempts": 5, "initialDelaySeconds": 30, "backoffMultiplier": 2}
+        raise company_refusal(variant, "retryPolicy must be an object.")
+    if variant.retry_policy_fields == "strict-other":
+        unknown = sorted(set(value) - set(OTHER_POLICY_FIELDS))
+        if unknown:
+            raise company_refusal(
+                variant,
+                f"retryPolicy.{unknown[0]} is not a known field; retryPolicy takes "
+                f"{', '.join(OTHER_POLICY_FIELDS)}.",
+            )
+        retries = value.get("maxRetries", 3)
+        interval = value.get("retryIntervalSeconds", 60)
+        if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+            raise company_refusal(variant, "retryPolicy.maxRetries must be an integer >= 0.")
+        value = {"maxAttempts": retries + 1, "initialDelaySeconds": interval}
+        policy: dict[str, Any] = {"backoffMultiplier": 1}
+    else:
+        policy = {"maxAttempts": 5, "initialDelaySeconds": 30, "backoffMultiplier": 2}
     policy.update(value)
     attempts, delay, factor = (
         policy["maxAttempts"],
@@ -36,51 +71,54 @@ def parse_retry_policy(value: Any) -> dict[str, Any] | None:
         policy["backoffMultiplier"],
     )
     if not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 1:
-        raise CompanyError(400, "retryPolicy.maxAttempts must be an integer of at least 1.")
+        raise company_refusal(variant, "retryPolicy.maxAttempts must be an integer of at least 1.")
     for name, number in (("initialDelaySeconds", delay), ("backoffMultiplier", factor)):
         if isinstance(number, bool) or not isinstance(number, int | float) or number < 0:
-            raise CompanyError(400, f"retryPolicy.{name} must be a non-negative number.")
+            raise company_refusal(variant, f"retryPolicy.{name} must be a non-negative number.")
     return policy
 
 
 def parse_registration(state: SandboxState, raw: bytes) -> dict[str, Any]:
+    variant = state.config.variant
     try:
         body = json.loads(raw or b"null")
     except ValueError as exc:
-        raise CompanyError(400, "The body is not valid JSON.") from exc
+        raise company_refusal(variant, "The body is not valid JSON.") from exc
     if not isinstance(body, dict):
-        raise CompanyError(400, "The body must be a JSON object.")
+        raise company_refusal(variant, "The body must be a JSON object.")
     url = body.get("url")
     parts = urlsplit(url) if isinstance(url, str) else None
     if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
-        raise CompanyError(400, "url is required and must be an http(s) URI.")
+        raise company_refusal(variant, "url is required and must be an http(s) URI.")
     event_types = body.get("eventTypes")
     if (
         not isinstance(event_types, list)
         or not event_types
         or any(t not in EVENT_TYPES for t in event_types)
     ):
-        raise CompanyError(400, f"eventTypes must be a non-empty list of {', '.join(EVENT_TYPES)}.")
+        raise company_refusal(
+            variant, f"eventTypes must be a non-empty list of {', '.join(EVENT_TYPES)}."
+        )
     secret = body.get("secret")
     if not isinstance(secret, str) or not secret:
-        raise CompanyError(400, "secret is required.")
+        raise company_refusal(variant, "secret is required (a non-empty string).")
     try:
         check_secret(state.config.signature_scheme, secret)
     except SecretError as exc:
-        raise CompanyError(400, f"secret is not usable: {exc}.") from exc
+        raise company_refusal(variant, f"secret is not usable: {exc}.") from exc
     description = body.get("description")
     if description is not None and not isinstance(description, str):
-        raise CompanyError(400, "description must be a string or null.")
+        raise company_refusal(variant, "description must be a string or null.")
     is_active = body.get("isActive", True)
     if not isinstance(is_active, bool):
-        raise CompanyError(400, "isActive must be a boolean.")
+        raise company_refusal(variant, "isActive must be a boolean.")
     return {
         "url": url,
         "event_types": event_types,
         "secret": secret,
         "description": description,
         "is_active": is_active,
-        "retry_policy": parse_retry_policy(body.get("retryPolicy")),
+        "retry_policy": parse_retry_policy(variant, body.get("retryPolicy")),
     }
 
 
@@ -91,20 +129,23 @@ def company_handlers(state: SandboxState) -> list[Any]:
     )
     async def register(request: Request[Any, Any, Any]) -> Response[bytes]:
         fields = parse_registration(state, await request.body())
+        variant = state.config.variant
         with state.lock:
             hook = state.hub.register(**fields)
             data = hook.render()
             now = state.clock.now_ms()
-        return json_response(company_envelope(True, "Webhook registered", data, now), 201)
+        body = company_success(variant, "Webhook registered", data, now)
+        return json_response(body, variant.register_status)
 
     @get("/webhooks", opt={"route_key": "GET /company/v1/webhooks"})
     async def list_webhooks(request: Request[Any, Any, Any]) -> Response[bytes]:
+        variant = state.config.variant
         status = request.query_params.get("status")
         event_type = request.query_params.get("eventType")
         if status is not None and status not in WEBHOOK_STATUSES:
-            raise CompanyError(400, f"status must be one of {', '.join(WEBHOOK_STATUSES)}.")
+            raise company_refusal(variant, f"status must be one of {', '.join(WEBHOOK_STATUSES)}.")
         if event_type is not None and event_type not in EVENT_TYPES:
-            raise CompanyError(400, f"eventType must be one of {', '.join(EVENT_TYPES)}.")
+            raise company_refusal(variant, f"eventType must be one of {', '.join(EVENT_TYPES)}.")
         with state.lock:
             hooks = [
                 h
@@ -120,13 +161,15 @@ def company_handlers(state: SandboxState) -> list[Any]:
                 "inactiveCount": len(hooks) - active,
             }
             now = state.clock.now_ms()
-        return json_response(company_envelope(True, "Webhooks retrieved", data, now), 200)
+        return json_response(company_success(variant, "Webhooks retrieved", data, now), 200)
 
     @get("/accounts/name-enquiry", opt={"route_key": "GET /company/v1/accounts/name-enquiry"})
     async def name_enquiry(request: Request[Any, Any, Any]) -> Response[bytes]:
         number = request.query_params.get("accountNumber")
         if number is None or not _ACCOUNT_NUMBER_RE.match(number):
-            raise CompanyError(400, "accountNumber is required and must be a 10-digit number.")
+            raise company_refusal(
+                state.config.variant, "accountNumber is required and must be a 10-digit number."
+            )
         now = state.clock.now_ms()
         return json_response(company_envelope(True, "Name enquiry successful", None, now), 200)
 

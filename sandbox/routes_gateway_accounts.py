@@ -19,9 +19,9 @@ from sandbox.envelopes import (
     read_body,
     success,
 )
-from sandbox.idempotency import Intake
+from sandbox.idempotency import Intake, replay_for
 from sandbox.ids import fingerprint
-from sandbox.routes_common import idempotent_write, read_write_body
+from sandbox.routes_common import idempotent_write, read_write_body, stored_replay
 from sandbox.state import SandboxState
 from sandbox.validation import require_amount, require_uuid, require_value_unit
 
@@ -93,7 +93,9 @@ def account_handlers(state: SandboxState) -> list[Any]:
             )
             return 200, content
 
-        return idempotent_write(state, key, "POST /v1/receiving-endpoints", body, perform)
+        route = "POST /v1/receiving-endpoints"
+        replay = replay_for(state.config.variant.write_replay, route, stored_replay)
+        return idempotent_write(state, key, route, body, perform, replay)
 
     @get(
         "/receiving-endpoints/current",
@@ -169,7 +171,9 @@ def account_handlers(state: SandboxState) -> list[Any]:
             content = success(202, {"simulation": read_body(value, receipt, EVENTS)}, [receipt])
             return 202, content
 
-        return idempotent_write(state, key, "POST /v1/sandbox/inbound-credits", body, perform)
+        route = "POST /v1/sandbox/inbound-credits"
+        replay = replay_for(state.config.variant.write_replay, route, stored_replay)
+        return idempotent_write(state, key, route, body, perform, replay)
 
     @get(
         "/environment",

@@ -1,4 +1,10 @@
-"""Gateway balances: the snapshot (lagging projection) and posted activity (four-part cursor)."""
+"""Gateway balances: the snapshot (lagging projection) and posted activity (four-part cursor).
+
+Activity plays the provider variant's answer to each paging choice the spec leaves open
+(`sandbox/variants.py`): what `nextCursor` is on the last page (the last entry's position, null,
+or no member), the page-size cap and what happens above it (400, or the cap served silently),
+and which `sortDirection` values are accepted (a refused one is 400 InvalidInput).
+"""
 
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ from sandbox.ledger import (
     Holding,
     entries_json,
     find_key,
+    more_after,
     page,
     render_holding_balance,
 )
@@ -97,10 +104,14 @@ def balance_handlers(state: SandboxState) -> list[Any]:
         account_ref = query_uuid(query, "accountRef")
         endpoint_ref = query_uuid(query, "endpointRef")
         holding_ref = query_uuid(query, "holdingRef")
-        size = page_size(query.get("pageSize"), cfg.activity_page_default, cfg.activity_page_max)
+        variant = cfg.variant
+        size = page_size(
+            query.get("pageSize"), cfg.activity_page_default, variant.page_cap, variant.over_cap
+        )
         direction = query.get("sortDirection") or NEWEST_FIRST
-        if direction not in SORT_DIRECTIONS:
-            raise invalid_input(f"`sortDirection` must be one of {', '.join(SORT_DIRECTIONS)}.")
+        accepted = [d for d in SORT_DIRECTIONS if d in variant.sort_directions]
+        if direction not in accepted:
+            raise invalid_input(f"`sortDirection` must be one of {', '.join(accepted)}.")
         assert account_ref is not None and endpoint_ref is not None and holding_ref is not None
         with state.lock:
             holding = state.holding_at(account_ref, endpoint_ref, holding_ref)
@@ -108,15 +119,19 @@ def balance_handlers(state: SandboxState) -> list[Any]:
             rows = page(holding, direction, size, after)
             entries = entries_json(holding, rows)
             next_cursor: dict[str, str] | None = None
+            last_page = True
             if rows:
                 last = rows[-1]
                 key = (last[0], last[1], last[2])
+                # Resuming after the last entry served is valid whether or not a cursor says so:
+                # a provider that sends none on its last page must accept that position later.
                 holding.issued.add((*key, SORT_DIRECTIONS.index(direction)))
+                last_page = not more_after(holding, direction, key)
                 next_cursor = render_cursor(key, direction)
             elif after is not None:
                 next_cursor = render_cursor(after, direction)
             receipt = state.ids.new()
-        value = {
+        value: dict[str, Any] = {
             "accountRef": account_ref,
             "endpointRef": endpoint_ref,
             "holdingRef": holding_ref,
@@ -124,6 +139,10 @@ def balance_handlers(state: SandboxState) -> list[Any]:
             "sortDirection": direction,
             "nextCursor": next_cursor,
         }
+        if last_page and variant.last_page_cursor == "null":
+            value["nextCursor"] = None
+        elif last_page and variant.last_page_cursor == "absent":
+            del value["nextCursor"]
         return json_response(success(200, read_body(value, receipt, ACCOUNTS), [receipt]), 200)
 
     return [current_balance, activity]

@@ -26,7 +26,7 @@ from sandbox.envelopes import (
     read_body,
     success,
 )
-from sandbox.idempotency import Intake
+from sandbox.idempotency import Intake, replay_for
 from sandbox.ids import is_uuid
 from sandbox.routes_common import idempotent_write, read_write_body, stored_replay
 from sandbox.state import SandboxState
@@ -136,7 +136,9 @@ def endpoint_handlers(state: SandboxState) -> list[Any]:
             )
             return 200, content
 
-        return idempotent_write(state, key, "POST /v1/programmable-endpoints", body, perform)
+        route = "POST /v1/programmable-endpoints"
+        replay = replay_for(state.config.variant.write_replay, route, stored_replay)
+        return idempotent_write(state, key, route, body, perform, replay)
 
     @get(
         "/programmable-endpoints",
@@ -212,7 +214,7 @@ def endpoint_handlers(state: SandboxState) -> list[Any]:
         ref = path_ref(request)
         key, body = await read_write_body(request)
 
-        def perform(_: Intake) -> tuple[int, dict[str, Any]]:
+        def perform(intake: Intake) -> tuple[int, dict[str, Any]]:
             refuse_fields(body, LIFECYCLE_REFUSED)
             operation = require(body, "operation")
             reason = require(body, "reason")
@@ -242,6 +244,7 @@ def endpoint_handlers(state: SandboxState) -> list[Any]:
                     "LifecycleTransitionRejected",
                     f"Cannot {operation} an endpoint whose posture is {ep.posture}.",
                 )
+            intake.subject_ref = ref
             previous, previous_version = ep.posture, ep.state_version
             ep.posture, ep.state_version = target, ep.state_version + 1
             applied = {
@@ -269,12 +272,14 @@ def endpoint_handlers(state: SandboxState) -> list[Any]:
             )
             return 200, content
 
-        def replay(intake: Intake) -> tuple[int, dict[str, Any]]:
+        def first_again(intake: Intake) -> tuple[int, dict[str, Any]]:
             status, content = stored_replay(intake)
             again = copy.deepcopy(content)
             again["body"]["command"]["replayed"] = True
             return status, again
 
+        route = "POST /v1/programmable-endpoints/{endpointRef}/lifecycle"
+        replay = replay_for(state.config.variant.write_replay, route, first_again)
         operation_key = f"POST /v1/programmable-endpoints/{ref}/lifecycle"
         return idempotent_write(state, key, operation_key, body, perform, replay)
 

@@ -17,7 +17,7 @@ from sandbox.envelopes import (
     read_body,
     success,
 )
-from sandbox.idempotency import Intake
+from sandbox.idempotency import SUBJECT_MEMBERS, Intake, replay_body
 from sandbox.ids import fingerprint, is_uuid
 from sandbox.routes_common import idempotent_write, read_write_body
 from sandbox.state import SandboxState
@@ -125,20 +125,15 @@ def transfer_handlers(state: SandboxState) -> list[Any]:
                 fingerprint("transfer-initiation-material", body),
             )
             intake.subject_ref = transfer.transfer_ref
-            status = 202 if transfer.stage == RESERVED else 200
+            status = 202 if transfer.phase == RESERVED else 200
             content = success(
                 status, {"transfer": read_body(transfer.render(), receipt, ENGINE)}, [receipt]
             )
             return status, content
 
         def replay(intake: Intake) -> tuple[int, dict[str, Any]]:
-            record = {
-                "intakeRef": f"operation-ingress-intake:{intake.intake_ref}",
-                "envelopeRef": intake.envelope_ref,
-                "occurrence": "ReplayAccepted",
-                "transferRef": intake.subject_ref,
-            }
-            return 202, {"status": 202, "body": {"replay": record}, "evidence": []}
+            # The spec: 202 with `body.replay` and empty evidence, whatever the first answer was.
+            return replay_body(intake, 202, SUBJECT_MEMBERS["POST /v1/transfers"])
 
         return idempotent_write(state, key, "POST /v1/transfers", body, perform, replay)
 

@@ -30,7 +30,16 @@ from sandbox.idempotency import IdempotencyStore
 from sandbox.ids import IdSource, uuid_int, uuid_text
 from sandbox.ledger import CREDIT, DEBIT, Holding, append_row, posting_time, render_entry
 from sandbox.scheduler import BackgroundRunner, Scheduler
-from sandbox.transfers import DENIED, FAILED, RESERVED, SETTLED, OutcomeRule, Transfer
+from sandbox.transfers import (
+    DENIED,
+    FAILED,
+    HELD,
+    OPEN_PHASES,
+    RESERVED,
+    SETTLED,
+    OutcomeRule,
+    Transfer,
+)
 from sandbox.webhooks import Attempt, Webhook, WebhookHub
 
 
@@ -220,7 +229,8 @@ class SandboxState:
                 requested_by=requested_by,
                 material_fingerprint=material_fingerprint,
                 now_ms=self.clock.now_ms(),
-                stage=RESERVED if reserve else DENIED,
+                phase=RESERVED if reserve else DENIED,
+                vocabulary=self.config.variant.status_vocabulary,
             )
             self.transfers[transfer.transfer_ref] = transfer
             if reserve:
@@ -234,13 +244,19 @@ class SandboxState:
             return transfer
 
     def finalize(self, transfer_ref: str, outcome: str | None = None) -> None:
-        """The rail's answer: settle (post both legs) or fail; either way release the reservation."""
+        """The rail's answer: settle (post both legs) or fail; either way release the reservation.
+
+        "hold" leaves the money reserved; under a vocabulary with a status of its own for a held
+        transfer (`alternate`) the transfer moves to it, still not terminal.
+        """
         with self.lock:
             transfer = self.transfers.get(transfer_ref)
-            if transfer is None or transfer.stage != RESERVED:
+            if transfer is None or transfer.phase not in OPEN_PHASES:
                 return
             decided = outcome or self.outcomes.decide(transfer_ref)
             if decided == "hold":
+                if transfer.phase == RESERVED and transfer.vocabulary_holds_apart():
+                    transfer.move(HELD)
                 return
             src = self.holdings[transfer.source[2]]
             dst = self.holdings[transfer.destination["holdingRef"]]
@@ -250,7 +266,7 @@ class SandboxState:
             if decided == "settle":
                 receipt = self.ids.new_int()
                 self._post([(src, DEBIT, transfer.amount), (dst, CREDIT, transfer.amount)], receipt)
-                transfer.stage = SETTLED
+                transfer.move(SETTLED)
                 transfer.receipt_ref = uuid_text(receipt)
                 data = money_data(
                     src_ep,
@@ -262,7 +278,7 @@ class SandboxState:
                 )
                 self.hub.emit(TRANSACTION_COMPLETED, data)
             else:
-                transfer.stage = FAILED
+                transfer.move(FAILED)
                 data = money_data(
                     src_ep,
                     transfer_ref=transfer_ref,

@@ -1,7 +1,18 @@
 """Transfers: the record, its stages after reservation, and how the terminal outcome is chosen.
 
-The spec stops at ``PrincipalReserved``; the stages after it (``Settled``/``Failed``, revision 3)
-are the team's choice in docs/decisions.md and are all named in ``STAGES`` below.
+The spec stops at ``PrincipalReserved`` / ``ReservationDenied`` and the status
+``awaiting_finality``; what comes after reservation is "not shown". The sandbox therefore keeps
+one internal phase per transfer (``RESERVED``, ``DENIED``, ``HELD``, ``SETTLED``, ``FAILED``) and
+renders it through the variant's vocabulary (``ProviderVariant.status_vocabulary``):
+
+- ``recon``: our first guesses (docs/decisions.md): ``Settled``/``completed``,
+  ``Failed``/``failed``; a held transfer simply stays ``awaiting_finality``.
+- ``alternate``: other names a real provider could plausibly use: ``SettlementCompleted``/
+  ``settled``, ``RailRejected``/``rejected``, and a held transfer moves to a non-terminal status
+  of its own (``FinalityHeld``/``held``), so a client that knows only ``awaiting_finality`` as
+  "still waiting" is caught out.
+
+Only ``isTerminal`` and ``isSuccessful`` say what a status means; the names are labels.
 """
 
 from __future__ import annotations
@@ -9,28 +20,56 @@ from __future__ import annotations
 import random
 import threading
 from collections import deque
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from sandbox.config import format_timestamp
 
-#: "hold" keeps a transfer awaiting finality until a later explicit settle or fail: the stuck
+#: "hold" keeps a transfer from finality until a later explicit settle or fail: the stuck
 #: rail that a finality deadline exists to catch.
 Outcome = Literal["settle", "fail", "hold"]
 OUTCOMES: tuple[str, ...] = ("settle", "fail", "hold")
 
-RESERVED = "PrincipalReserved"
-DENIED = "ReservationDenied"
-SETTLED = "Settled"
-FAILED = "Failed"
+#: Internal phases (never on the wire as such: the vocabulary names them).
+RESERVED = "reserved"
+DENIED = "denied"
+HELD = "held"
+SETTLED = "settled"
+FAILED = "failed"
+#: Phases a transfer can still leave (an explicit settle or fail ends a held one).
+OPEN_PHASES: frozenset[str] = frozenset({RESERVED, HELD})
 DENIAL_REASON = "InsufficientAvailableBalance"
 
-# stage -> (revision, status, reason, isTerminal, isSuccessful): docs/decisions.md,
-# "Transfer life cycle after reservation".
-STAGES: dict[str, tuple[int, str, str, bool, bool]] = {
-    RESERVED: (2, "awaiting_finality", "finality_missing", False, False),
-    DENIED: (1, "reservation_denied", "reservation_denied", True, False),
-    SETTLED: (3, "completed", "finality_confirmed", True, True),
-    FAILED: (3, "failed", "rail_rejected", True, False),
+
+class Shown(NamedTuple):
+    """How one phase is shown: the record's stage and the status read's members."""
+
+    stage: str
+    status: str
+    reason: str
+    terminal: bool
+    successful: bool
+
+
+#: The spec's own names: reservation and denial read the same under every vocabulary.
+_SPEC: dict[str, Shown] = {
+    RESERVED: Shown("PrincipalReserved", "awaiting_finality", "finality_missing", False, False),
+    DENIED: Shown("ReservationDenied", "reservation_denied", "reservation_denied", True, False),
+}
+#: vocabulary -> phase -> how it is shown (docs/decisions.md, "Transfer life cycle after
+#: reservation", lists the `recon` column; the `alternate` one is a plausible other provider).
+VOCABULARIES: dict[str, dict[str, Shown]] = {
+    "recon": {
+        **_SPEC,
+        HELD: _SPEC[RESERVED],
+        SETTLED: Shown("Settled", "completed", "finality_confirmed", True, True),
+        FAILED: Shown("Failed", "failed", "rail_rejected", True, False),
+    },
+    "alternate": {
+        **_SPEC,
+        HELD: Shown("FinalityHeld", "held", "rail_review", False, False),
+        SETTLED: Shown("SettlementCompleted", "settled", "rail_confirmed", True, True),
+        FAILED: Shown("RailRejected", "rejected", "rail_declined", True, False),
+    },
 }
 
 NO_FEES: dict[str, Any] = {
@@ -48,13 +87,15 @@ class Transfer:
         "decided_ms",
         "destination",
         "material_fingerprint",
+        "phase",
         "receipt_ref",
         "requested_by",
         "requested_ms",
         "reservation_ref",
+        "revision",
         "source",
-        "stage",
         "transfer_ref",
+        "vocabulary",
     )
 
     def __init__(
@@ -68,7 +109,8 @@ class Transfer:
         requested_by: str,
         material_fingerprint: str,
         now_ms: int,
-        stage: str,
+        phase: str,
+        vocabulary: str = "recon",
     ) -> None:
         self.transfer_ref = transfer_ref
         self.source = source  # (accountRef, endpointRef, holdingRef)
@@ -79,18 +121,36 @@ class Transfer:
         self.material_fingerprint = material_fingerprint
         self.requested_ms = now_ms
         self.decided_ms = now_ms
-        self.stage = stage
+        self.phase = phase  # internal; `shown` gives the names this provider uses for it
+        self.vocabulary = vocabulary
+        # The spec's revisions: 2 after reservation, 1 after denial; each later move adds one.
+        self.revision = 2 if phase == RESERVED else 1
         # Set on settlement: the receiptRef shared by both ledger legs.
         self.receipt_ref: str | None = None
         self.reservation_ref: str | None = None
 
     @property
-    def revision(self) -> int:
-        return STAGES[self.stage][0]
+    def shown(self) -> Shown:
+        return VOCABULARIES[self.vocabulary][self.phase]
+
+    @property
+    def stage(self) -> str:
+        """The stage as the gateway names it."""
+        return self.shown.stage
 
     @property
     def terminal(self) -> bool:
-        return STAGES[self.stage][3]
+        return self.shown.terminal
+
+    def vocabulary_holds_apart(self) -> bool:
+        """Whether this provider shows a held transfer differently from a reserved one."""
+        table = VOCABULARIES[self.vocabulary]
+        return table[HELD] != table[RESERVED]
+
+    def move(self, phase: str) -> None:
+        """Enter `phase` (a later stage: the revision grows by one)."""
+        self.phase = phase
+        self.revision += 1
 
     def render(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -108,19 +168,19 @@ class Transfer:
             "requestedBy": self.requested_by,
             "materialFingerprint": self.material_fingerprint,
         }
-        if self.stage == DENIED:
+        if self.phase == DENIED:
             out["denialReason"] = DENIAL_REASON
         return out
 
     def render_status(self) -> dict[str, Any]:
-        revision, status, reason, terminal, successful = STAGES[self.stage]
+        shown = self.shown
         return {
             "transferRef": self.transfer_ref,
-            "status": status,
-            "isTerminal": terminal,
-            "isSuccessful": successful,
-            "reason": reason,
-            "revision": revision,
+            "status": shown.status,
+            "isTerminal": shown.terminal,
+            "isSuccessful": shown.successful,
+            "reason": shown.reason,
+            "revision": self.revision,
             "fees": dict(NO_FEES),
         }
 

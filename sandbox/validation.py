@@ -82,12 +82,23 @@ def refuse_fields(body: Mapping[str, Any], names: tuple[str, ...]) -> None:
         )
 
 
-def page_size(raw: str | None, default: int, maximum: int) -> int:
+def page_size(raw: str | None, default: int, cap: int, over_cap: str = "reject") -> int:
+    """The page size a request gets: its own, the default when absent, at most ``cap``.
+
+    Above the cap a provider either refuses (``over_cap="reject"``, 400) or serves the cap
+    without saying so (``"clamp"``): the gateway spec shows neither, so the variant picks.
+    The default never exceeds the cap (a provider would not default to a size it refuses).
+    """
     if raw is None or raw == "":
-        return default
-    if not raw.isdigit() or not 1 <= int(raw) <= maximum:
-        raise invalid_input(f"`pageSize` must be an integer from 1 to {maximum}.")
-    return int(raw)
+        return min(default, cap)
+    if not raw.isdigit() or int(raw) < 1:
+        raise invalid_input(f"`pageSize` must be a whole number from 1 to {cap}.")
+    size = int(raw)
+    if size > cap:
+        if over_cap == "clamp":
+            return cap
+        raise invalid_input(f"`pageSize` must be an integer from 1 to {cap}.")
+    return size
 
 
 def query_uuid(query: Mapping[str, str], name: str, *, required: bool = True) -> str | None:

@@ -22,6 +22,8 @@ OverCap = Literal["reject", "clamp"]
 StatusVocabulary = Literal["recon", "alternate"]
 WriteReplay = Literal["transfer-only", "every-write"]
 CompanyEnvelope = Literal["data", "wrapped"]
+RetryAfterForm = Literal["seconds", "http-date"]
+RetryPolicyFields = Literal["recon", "strict-other"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +57,22 @@ class ProviderVariant:
 
     # --- company API (success envelope and status codes not shown) ---------------------------
     #: Success body of the webhook operations: `{data}` or the error envelope's full shape.
-    company_envelope: CompanyEnvelope = "data"
+    company_envelope: CompanyEnvelope = "wrapped"
     #: HTTP status of a successful webhook registration.
-    register_status: int = 200
+    register_status: int = 201
+    #: HTTP status of a refused company request (bad input): 400, 422, or 200 with
+    #: `success: false` in the envelope. Wrong credentials stay 401 (the spec shows it).
+    company_refusal_status: int = 400
+    #: `retryPolicy` members understood at registration: ours (`maxAttempts`,
+    #: `initialDelaySeconds`, `backoffMultiplier`; others ignored), or another provider's
+    #: (`maxRetries`, `retryIntervalSeconds`) that refuses any member it does not know.
+    retry_policy_fields: RetryPolicyFields = "recon"
+
+    # --- both APIs (Retry-After: the gateway spec names it for 429 only) ---------------------
     #: Send Retry-After with a 503 (the spec mentions it for no status at all).
     retry_after_on_503: bool = False
+    #: Form of every Retry-After sent (429, and 503 when sent): delta-seconds or an HTTP date.
+    retry_after_form: RetryAfterForm = "seconds"
 
 
 #: Named providers: our first guesses, and two that choose differently wherever they may.
@@ -77,6 +90,7 @@ PRESETS: Final[dict[str, ProviderVariant]] = {
         write_replay="every-write",
         company_envelope="wrapped",
         register_status=201,
+        company_refusal_status=422,
         retry_after_on_503=True,
     ),
     "sparse": ProviderVariant(
@@ -91,6 +105,7 @@ PRESETS: Final[dict[str, ProviderVariant]] = {
         write_replay="every-write",
         company_envelope="data",
         register_status=201,
+        company_refusal_status=200,
         retry_after_on_503=True,
     ),
 }

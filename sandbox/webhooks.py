@@ -4,12 +4,18 @@ Each event becomes one message per subscribed ACTIVE webhook. A message is attem
 HTTP (httpx) until a 2xx or until its retry schedule runs out; every attempt counts in the
 webhook's counters, and a run of ``suspend_after_failures`` failed attempts suspends it.
 Delivery faults are drawn once per message, when it is queued.
+
+What goes on the wire follows the provider variant (sandbox/variants.py): the body's shape
+(`payload_shape`, written by sandbox.events.shape_payload from the canonical event that faults
+and the event log use) and what the `webhook-id` header carries (`delivery_id`): the body's own
+id, or a message id of its own, ``msg_<hex>``, fresh for each event, the same on every webhook,
+retry and re-send of it, and never equal to a body id. Schemes that sign only the body send
+no `webhook-id` at all; the body id is then the delivery's only identity, and the log says so.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import threading
 from collections import deque
@@ -19,7 +25,14 @@ import httpx
 
 from sandbox.clock import Clock
 from sandbox.config import SandboxConfig, format_timestamp
-from sandbox.events import bump_amount, payload
+from sandbox.events import (
+    MESSAGE_PREFIX,
+    bump_amount,
+    encode_payload,
+    event_id_for,
+    payload,
+    shape_payload,
+)
 from sandbox.faults import Fault, FaultBook
 from sandbox.ids import IdSource
 from sandbox.scheduler import Scheduler
@@ -78,6 +91,8 @@ class Message:
     attempts: int = 0
     state: str = "pending"  # pending, held, delivered, failed, dropped, abandoned
     label: str = "original"
+    #: What the `webhook-id` header carries: the body's id, or a message id of its own.
+    delivery_id: str = ""
 
 
 @dataclasses.dataclass
@@ -96,10 +111,12 @@ class Attempt:
     error: str | None
     headers: dict[str, str]
     body: bytes
+    delivery_id: str = ""
 
     def to_wire(self) -> dict[str, Any]:
         return {
             "eventId": self.event_id,
+            "deliveryId": self.delivery_id or self.event_id,
             "eventType": self.event_type,
             "webhookId": self.webhook_id,
             "url": self.url,
@@ -194,22 +211,30 @@ class WebhookHub:
 
     def emit(self, event_type: str, data: dict[str, Any]) -> str:
         """Record an event and queue it for every ACTIVE webhook subscribed; caller holds the lock."""
-        event_id = self._ids.new()
+        variant = self.config.variant
+        event_id = event_id_for(variant.payload_shape, self._ids.new())
         body_obj = payload(event_id, event_type, self._clock.now_ms(), data)
         self.events.append(body_obj)
+        delivery_id = event_id
+        if variant.delivery_id == "message-id":
+            delivery_id = MESSAGE_PREFIX + self._ids.new().replace("-", "")
         for hook in self.webhooks.values():
             if hook.status == ACTIVE and event_type in hook.event_types:
-                self._queue(hook, event_id, event_type, body_obj)
+                self._queue(hook, body_obj, delivery_id)
         return event_id
 
-    def _queue(
-        self, hook: Webhook, event_id: str, event_type: str, body_obj: dict[str, Any]
-    ) -> None:
+    def _encode(self, event: dict[str, Any]) -> bytes:
+        """The wire body of a canonical event, in the shape this provider sends."""
+        return encode_payload(shape_payload(self.config.variant.payload_shape, event))
+
+    def _queue(self, hook: Webhook, body_obj: dict[str, Any], delivery_id: str) -> None:
+        event_id, event_type = body_obj["id"], body_obj["event"]
         fired = {f.kind: f for f in self._faults.pick_delivery(event_type)}
         data = body_obj["data"]
         if "altered_amount" in fired:
             body_obj = {**body_obj, "data": bump_amount(data)}
-        msg = Message(event_id, event_type, hook, _encode(body_obj), "bad_signature" in fired)
+        msg = Message(event_id, event_type, hook, self._encode(body_obj), "bad_signature" in fired)
+        msg.delivery_id = delivery_id
         if "drop" in fired:
             self._drop(msg)
             return
@@ -228,7 +253,8 @@ class WebhookHub:
             other = {**body_obj, "data": _other_body(body_obj["data"])}
             if other["data"] == body_obj["data"]:
                 other["createdAt"] = format_timestamp(self._clock.now_ms() + 1000)
-            twin = Message(event_id, event_type, hook, _encode(other), label="other_body")
+            twin = Message(event_id, event_type, hook, self._encode(other), label="other_body")
+            twin.delivery_id = delivery_id
             self._scheduler.after(first_delay, lambda: self._attempt(twin), "io")
 
     def _drop(self, msg: Message) -> None:
@@ -254,6 +280,7 @@ class WebhookHub:
                 None,
                 {},
                 msg.body,
+                msg.delivery_id,
             )
         )
 
@@ -285,7 +312,7 @@ class WebhookHub:
                 sign(
                     scheme,
                     secret,
-                    msg.event_id,
+                    msg.delivery_id or msg.event_id,
                     now // 1000,
                     msg.body,
                     self.config.signature_header,
@@ -326,6 +353,7 @@ class WebhookHub:
                     error,
                     headers,
                     msg.body,
+                    headers.get("webhook-id", msg.event_id),
                 )
             )
             released = list(hook.held) if msg.label == "original" else []
@@ -339,10 +367,6 @@ class WebhookHub:
                     msg.state = "failed"
         for held in released:  # reorder: the held message goes out after this one
             self._release(hook, held)
-
-
-def _encode(body: dict[str, Any]) -> bytes:
-    return json.dumps(body, separators=(",", ":")).encode()
 
 
 def _seconds(fault: Fault | None, default: float) -> float:

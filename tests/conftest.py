@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -34,10 +34,36 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"provider variant: {variant_from_environment().name}"
 
 
+#: How the skips of a missing service begin; `_unavailable` writes them, the summary folds them.
+SERVICE_SKIP_PREFIXES = ("PostgreSQL unavailable:", "Redis unavailable:")
+
+
 def _unavailable(what: str, how: str) -> None:
     if IN_CI:
         pytest.fail(f"{what} is unavailable under CI=true: {how}", pytrace=False)
     pytest.skip(f"{what} unavailable: {how}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """One summary line per skip reason, with its count, instead of one per skipping test.
+
+    `-ra` folds skips that share a file, a line and a reason. Without PostgreSQL or Redis some
+    150 tests skip for the same two reasons from as many lines, which buried the summary; so a
+    service skip is reported where it is decided (this file) and any other skip without its
+    line number, and pytest's own folding then counts each reason once.
+    """
+    report = yield
+    longrepr = report.longrepr
+    if not report.skipped or hasattr(report, "wasxfail") or not isinstance(longrepr, tuple):
+        return report
+    path, _line, reason = longrepr
+    if reason.removeprefix("Skipped: ").startswith(SERVICE_SKIP_PREFIXES):
+        path = __file__
+    report.longrepr = (path, None, reason)
+    return report
 
 
 def postgres_admin_url() -> str | None:

@@ -1,15 +1,25 @@
-"""Balance activity: committed postings page by page, with the exact cursor to resume from.
+"""Balance activity: committed postings page by page, with the position to resume from.
 
-The cursor is four strings the gateway chose (`afterPostedAt`, `afterReceiptRef`,
-`afterLineRef`, `sortDirection`). We keep them byte for byte as returned: re-formatting a
-timestamp (say `.120Z` as `.12+00:00`) could name a different position, and a cursor rebuilt
-from our own data could skip or repeat postings. So a cursor is never made up: a page with
-entries must carry one, and an empty page resumes from the cursor it was asked with.
+The cursor is four strings (`afterPostedAt`, `afterReceiptRef`, `afterLineRef`,
+`sortDirection`). Whenever the gateway gives one in `nextCursor` we keep it byte for byte and
+resume exactly as returned: re-formatting a timestamp (say `.120Z` as `.12+00:00`) could name a
+different position. The spec does not show what `nextCursor` is on the last page, nor what its
+fields are called, so both are read tolerantly:
+
+- a page with entries but `nextCursor` null or absent ends at its last entry, and that entry's
+  own `postedAt`, `receiptRef` and `lineRef` (exact text, with the direction read) are the
+  position to resume from; `cursor_source` says which of the two a position is;
+- inside `nextCursor` each part may be named as the query parameter (`afterPostedAt`) or as the
+  entry field (`postedAt`); a missing `sortDirection` is the page's, else the one asked.
+
+Whether a page ends the read is not "shorter than asked" either: a provider may cap pages below
+what we ask without saying so. See `ActivityPage.ends_read`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Final, Literal
 from uuid import UUID
 
 import msgspec
@@ -20,13 +30,29 @@ from upstream.wire.common import HoldingAddress
 from upstream.wire.evidence import Evidence
 from upstream.wire.reader import Fields
 
-OLDEST_FIRST = "oldest_first"
-NEWEST_FIRST = "newest_first"
-MAX_PAGE_SIZE = 200
+OLDEST_FIRST: Final = "oldest_first"
+NEWEST_FIRST: Final = "newest_first"
+#: The most we ever ask for in one page: our own bound, not the provider's (its cap is not
+#: shown; a smaller one is learned, see `upstream.activity_walk`).
+MAX_PAGE_SIZE: Final = 200
+
+CursorSource = Literal["gateway", "entry"]
+#: The position came from the gateway's `nextCursor`, exactly as returned.
+FROM_GATEWAY: Final[CursorSource] = "gateway"
+#: The gateway gave no `nextCursor`: the position is the page's last entry, exactly as listed.
+FROM_ENTRY: Final[CursorSource] = "entry"
+
+#: Names each cursor part may carry inside `nextCursor` (the spec shows only the query names).
+_PART_NAMES: Final = {
+    "after_posted_at": ("afterPostedAt", "postedAt"),
+    "after_receipt_ref": ("afterReceiptRef", "receiptRef"),
+    "after_line_ref": ("afterLineRef", "lineRef"),
+}
+_DIRECTION_NAMES: Final = ("sortDirection", "direction")
 
 
 class ActivityCursor(msgspec.Struct, frozen=True, kw_only=True):
-    """A position in one holding's postings, exactly as the gateway returned it."""
+    """A position in one holding's postings: the gateway's `nextCursor`, or an entry's own."""
 
     after_posted_at: str
     after_receipt_ref: str
@@ -43,15 +69,52 @@ class ActivityCursor(msgspec.Struct, frozen=True, kw_only=True):
         }
 
 
-def parse_cursor(f: Fields, page_direction: str | None) -> ActivityCursor:
-    """Read `nextCursor`. The direction is the cursor's own, else the page's (both gateway's)."""
-    direction = f.opt_text("sortDirection") or page_direction
+class EntryPosition(msgspec.Struct, frozen=True, kw_only=True):
+    """Where one entry sits, as the exact text the gateway listed it with."""
+
+    posted_at: str
+    receipt_ref: str
+    line_ref: str
+
+    def cursor(self, direction: str) -> ActivityCursor:
+        """This entry as a position to resume after, in the direction it was read."""
+        return ActivityCursor(
+            after_posted_at=self.posted_at,
+            after_receipt_ref=self.receipt_ref,
+            after_line_ref=self.line_ref,
+            sort_direction=direction,
+        )
+
+
+def _part(f: Fields, names: Sequence[str]) -> str | None:
+    for name in names:
+        value = f.opt_text(name)
+        if value is not None:
+            return value
+    return None
+
+
+def parse_cursor(f: Fields, fallback_direction: str | None) -> ActivityCursor:
+    """Read `nextCursor`, whatever the gateway calls its parts; all three positional ones needed.
+
+    The direction is the cursor's own, else `fallback_direction` (the page's, else the one
+    asked): a cursor is only ever resumed in the direction it was read in.
+    """
+    parts = {field: _part(f, names) for field, names in _PART_NAMES.items()}
+    missing = [names[0] for field, names in _PART_NAMES.items() if parts[field] is None]
+    if missing:
+        found = ", ".join(sorted(f.as_dict())) or "nothing"
+        raise ProtocolError(
+            f"{f.path}: no {', '.join(missing)} (nor its entry-field name) in nextCursor, "
+            f"which holds {found}; a cursor with missing parts cannot be resumed"
+        )
+    direction = _part(f, _DIRECTION_NAMES) or fallback_direction
     if direction is None:
         raise ProtocolError(f"{f.path}.sortDirection: required field is missing")
     return ActivityCursor(
-        after_posted_at=f.text("afterPostedAt"),
-        after_receipt_ref=f.text("afterReceiptRef"),
-        after_line_ref=f.text("afterLineRef"),
+        after_posted_at=parts["after_posted_at"] or "",
+        after_receipt_ref=parts["after_receipt_ref"] or "",
+        after_line_ref=parts["after_line_ref"] or "",
         sort_direction=direction,
     )
 
@@ -59,24 +122,70 @@ def parse_cursor(f: Fields, page_direction: str | None) -> ActivityCursor:
 class ActivityPage(msgspec.Struct, frozen=True, kw_only=True):
     """One page of postings and where to resume after it.
 
-    `next_cursor` is the gateway's `nextCursor`, or, for an empty page, the cursor this page was
-    asked with (None when reading from the start found nothing). `is_last` is True when the
-    page was shorter than asked: there is nothing more right now.
+    `gateway_cursor` is the gateway's `nextCursor` (None when null or absent). `next_cursor` is
+    where to resume: the gateway's cursor when it gave one, else the last entry's position,
+    else (an empty page) the cursor this page was asked with. `cursor_source` says which.
     """
 
     holding: HoldingAddress
     entries: tuple[Posting, ...]
-    next_cursor: ActivityCursor | None
+    gateway_cursor: ActivityCursor | None
     requested_cursor: ActivityCursor | None
+    first_position: EntryPosition | None
+    last_position: EntryPosition | None
     sort_direction: str
     page_size: int
     http_status: int
     evidence: tuple[Evidence, ...] = ()
 
     @property
-    def is_last(self) -> bool:
-        """True after a short page: the reader stops here."""
-        return len(self.entries) < self.page_size
+    def next_cursor(self) -> ActivityCursor | None:
+        """Where the next read resumes (see the class docstring)."""
+        if self.gateway_cursor is not None:
+            return self.gateway_cursor
+        if self.last_position is not None:
+            return self.last_position.cursor(self.sort_direction)
+        return self.requested_cursor
+
+    @property
+    def cursor_source(self) -> CursorSource | None:
+        """`FROM_GATEWAY`, `FROM_ENTRY`, or None when the page kept the cursor it was asked with."""
+        if self.gateway_cursor is not None:
+            return None if self.gateway_cursor == self.requested_cursor else FROM_GATEWAY
+        return FROM_ENTRY if self.last_position is not None else None
+
+    def ends_read(self, largest_served: int) -> bool:
+        """Whether the provider has nothing after this page right now.
+
+        `largest_served` is the most entries any earlier page carried (0 when nothing is known).
+        An empty page ends the read, and so does a page without `nextCursor` (a provider that
+        gives none marks its last page that way). A full page never does. A page shorter than
+        asked ends it only if the provider has served a larger page before: one as large as
+        any it ever served may have been cut at an unshown cap, so the read goes on, and an
+        empty next page is the worst that costs.
+        """
+        count = len(self.entries)
+        if count == 0 or self.gateway_cursor is None:
+            return True
+        if count >= self.page_size:
+            return False
+        return count < largest_served
+
+
+def _positions(items: Sequence[object]) -> tuple[EntryPosition | None, EntryPosition | None]:
+    """The first and last entries' positions, as listed (they parsed, so the parts are text)."""
+    if not items:
+        return None, None
+
+    def position(item: object) -> EntryPosition:
+        assert isinstance(item, dict)
+        return EntryPosition(
+            posted_at=str(item["postedAt"]),
+            receipt_ref=str(item["receiptRef"]),
+            line_ref=str(item["lineRef"]),
+        )
+
+    return position(items[0]), position(items[-1])
 
 
 def parse_activity_page(
@@ -87,8 +196,14 @@ def parse_activity_page(
     page_size: int,
     http_status: int,
     evidence: tuple[Evidence, ...],
+    sort_direction: str | None = None,
 ) -> ActivityPage:
-    """Read the activity value into a page, checking that it is the holding we asked about."""
+    """Read the activity value into a page, checking that it is the holding we asked about.
+
+    `sort_direction` is the direction asked, used when neither the cursor nor the page names
+    one. The page's `sort_direction` is the direction the gateway says it served (a provider
+    that ignores a direction it does not know may serve its default instead; the reader checks).
+    """
     for name, want in (
         ("accountRef", holding.account_ref),
         ("endpointRef", holding.endpoint_ref),
@@ -97,24 +212,23 @@ def parse_activity_page(
         got: UUID | None = value.opt_ref(name)
         if got is not None and got != want:
             raise ProtocolError(f"{value.path}.{name}: answered for {got}, asked for {want}")
-    direction = value.opt_text("sortDirection")
-    entries = parse_postings(value.array("entries"), f"{value.path}.entries")
+    asked = sort_direction or (requested.sort_direction if requested else None)
+    direction = value.opt_text("sortDirection") or asked
+    if direction is None:
+        raise ProtocolError(f"{value.path}.sortDirection: missing, and no direction was asked")
+    items = value.array("entries")
+    entries = parse_postings(items, f"{value.path}.entries")
+    first, last = _positions(items)
     raw_next = value.opt_obj("nextCursor")
-    if raw_next is not None:
-        next_cursor: ActivityCursor | None = parse_cursor(raw_next, direction)
-    elif entries:
-        raise ProtocolError(
-            f"{value.path}.nextCursor: missing on a page with {len(entries)} entries; "
-            "refusing to make up a cursor"
-        )
-    else:
-        next_cursor = requested
+    gateway_cursor = parse_cursor(raw_next, direction) if raw_next is not None else None
     return ActivityPage(
         holding=holding,
         entries=entries,
-        next_cursor=next_cursor,
+        gateway_cursor=gateway_cursor,
         requested_cursor=requested,
-        sort_direction=(next_cursor.sort_direction if next_cursor else direction) or "",
+        first_position=first,
+        last_position=last,
+        sort_direction=direction,
         page_size=page_size,
         http_status=http_status,
         evidence=evidence,
@@ -137,11 +251,16 @@ def check_paging(cursor: ActivityCursor | None, page_size: int, sort_direction: 
 def iterate_pages(
     fetch: Callable[[ActivityCursor | None], ActivityPage],
     cursor: ActivityCursor | None,
+    largest_served: int = 0,
 ) -> Iterator[ActivityPage]:
-    """Yield pages, one request each, resuming from each page's cursor; stop after a short one."""
+    """Yield pages, one request each, resuming from each page's cursor, to the provider's end.
+
+    The largest page seen so far tells a capped page from the last (`ActivityPage.ends_read`).
+    """
     while True:
         page = fetch(cursor)
         yield page
-        if page.is_last:
+        if page.ends_read(largest_served):
             return
+        largest_served = max(largest_served, len(page.entries))
         cursor = page.next_cursor

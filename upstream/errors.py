@@ -139,17 +139,37 @@ class Unavailable(ProviderError):
 
     `maybe_processed` is False only when we know the request never reached the provider
     (the connection was never made), which makes even an unprotected write safe to repeat.
+    `retry_after` is the provider's Retry-After in seconds when its 5xx carried one (a 503
+    that says when to come back), else None and the retry policy's own backoff applies.
     """
 
     def __init__(
-        self, message: str, info: CallInfo | None = None, *, maybe_processed: bool = True
+        self,
+        message: str,
+        info: CallInfo | None = None,
+        *,
+        maybe_processed: bool = True,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message, info)
         self.maybe_processed = maybe_processed
+        self.retry_after = retry_after
 
 
 class ProtocolError(ProviderError):
     """The provider answered with something we cannot read: bad JSON or an unexpected shape."""
+
+
+class ResponseTooLarge(ProtocolError):
+    """The provider's answer was larger than we read into memory (`limit_bytes`).
+
+    Never retried: the same request would bring the same body. The cause is a provider (or a
+    proxy in front of it) sending far more than any page of the API holds.
+    """
+
+    def __init__(self, message: str, info: CallInfo | None = None, *, limit_bytes: int) -> None:
+        super().__init__(message, info)
+        self.limit_bytes = limit_bytes
 
 
 __all__ = [
@@ -162,6 +182,7 @@ __all__ = [
     "ProtocolError",
     "ProviderError",
     "RateLimited",
+    "ResponseTooLarge",
     "StaleGuard",
     "Unauthorized",
     "Unavailable",

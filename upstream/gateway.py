@@ -7,7 +7,7 @@ closes the key when the gateway has answered for good. `ReservationDenied` is a 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from uuid import UUID
 
@@ -26,7 +26,9 @@ from upstream.wire.balances import BalanceSnapshot, CreditRequest, Simulation, p
 from upstream.wire.balances import parse_simulation as _parse_simulation
 from upstream.wire.common import HoldingAddress, Result
 from upstream.wire.environment import EnvironmentStatus, parse_environment
+from upstream.wire.replays import WriteReplayed
 from upstream.wire.transfers import (
+    TRANSFER_CREATE,
     Quote,
     Stage,
     TransferAccepted,
@@ -53,11 +55,19 @@ class GatewayClient(EndpointOperations):
     # -- transfers --------------------------------------------------------------------------
 
     def create_transfer(
-        self, request: TransferRequest, *, accepted_quote: Mapping[str, Any] | None = None
+        self,
+        request: TransferRequest,
+        *,
+        accepted_quote: Mapping[str, Any] | None = None,
+        before_send: Callable[[UUID], None] | None = None,
     ) -> TransferCreation:
-        """POST /transfers. Accepted (202), denied (200, a value) or replayed (same key)."""
+        """POST /transfers. Accepted (202), denied (200, a value) or replayed (same key).
+
+        `before_send(key)` runs once the Idempotency-Key is recorded and before the request goes
+        out, so a caller can record its intent under that key (reconciliation.transfers).
+        """
         body = request.to_wire(accepted_quote)
-        key, env = self._write("transfer.create", "/transfers", body, body)
+        key, env = self._write(TRANSFER_CREATE, "/transfers", body, body, before_send=before_send)
         if env.body.has("replay"):
             fields, _ = env.read("replay")
             replay = parse_replay(fields)
@@ -144,6 +154,7 @@ class GatewayClient(EndpointOperations):
             holding=holding,
             requested=cursor,
             page_size=page_size,
+            sort_direction=sort_direction,
             http_status=env.http_status,
             evidence=section.result(None, env.http_status, env.evidence).evidence,
         )
@@ -157,7 +168,7 @@ class GatewayClient(EndpointOperations):
         page_size: int = 200,
         sort_direction: str = OLDEST_FIRST,
     ) -> Iterator[ActivityPage]:
-        """Pages of postings, one request each, until a page shorter than page_size."""
+        """Pages of postings, one request each, to the provider's last (`ActivityPage.ends_read`)."""
         holding = HoldingAddress(
             account_ref=account_ref, endpoint_ref=endpoint_ref, holding_ref=holding_ref
         )
@@ -169,10 +180,16 @@ class GatewayClient(EndpointOperations):
             cursor,
         )
 
-    def simulate_inbound_credit(self, request: CreditRequest) -> Result[Simulation]:
-        """POST /sandbox/inbound-credits (sandbox keys only): an inbound credit arrives."""
+    def simulate_inbound_credit(self, request: CreditRequest) -> Result[Simulation] | WriteReplayed:
+        """POST /sandbox/inbound-credits (sandbox keys only): an inbound credit arrives.
+
+        A repeated key may be answered with a replay record (`WriteReplayed`): the credit was
+        already taken in, and it is not credited twice.
+        """
         body = request.to_wire()
         key, env = self._write("sandbox.inbound_credit", "/sandbox/inbound-credits", body, body)
+        if replayed := self._replay_of("sandbox.inbound_credit", key, env):
+            return replayed
         result = self._result(env, _parse_simulation, "simulation", key)
         self._keys.completed(
             key, Outcome.ACCEPTED, str(result.value.simulation_ref), http_status=env.http_status

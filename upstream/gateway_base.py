@@ -31,6 +31,7 @@ from upstream.transport import (
 from upstream.wire.common import Envelope, Result, parse_envelope
 from upstream.wire.common import parse_evidence_list as _evidence
 from upstream.wire.reader import Fields
+from upstream.wire.replays import REPLAY_MEMBER, WriteReplayed, parse_write_replay
 
 T = TypeVar("T")
 
@@ -131,7 +132,13 @@ class GatewayBase(PooledClient):
         return parse_envelope(reply.data, reply.status)
 
     def _write(
-        self, operation: str, path: str, body: Mapping[str, Any], material: Mapping[str, Any]
+        self,
+        operation: str,
+        path: str,
+        body: Mapping[str, Any],
+        material: Mapping[str, Any],
+        *,
+        before_send: Callable[[UUID], None] | None = None,
     ) -> tuple[UUID, Envelope]:
         """Send a keyed write. The key is recorded before sending and closed on a final answer.
 
@@ -139,8 +146,14 @@ class GatewayBase(PooledClient):
         a corrected request gets a fresh one. Anything that may have been processed (timeouts,
         5xx, unreadable answers) leaves the key open: the next identical request reuses it and
         the gateway replays instead of acting twice.
+
+        `before_send(key)` runs after the key is recorded and before anything goes out: the
+        caller's chance to record its own intent under that key (a transfer we are asking for).
+        If it raises, nothing is sent.
         """
         key = self._keys.key_for(operation, material)
+        if before_send is not None:
+            before_send(key)
         self._keys.sent(key)
         call = Call(
             operation=operation,
@@ -162,6 +175,27 @@ class GatewayBase(PooledClient):
             )
             raise
         return key, parse_envelope(reply.data, reply.status)
+
+    def _replay_of(self, operation: str, key: UUID, env: Envelope) -> WriteReplayed | None:
+        """The replay outcome when the answer is a replay record (its key is settled), else None.
+
+        Checked before the answer is read as the object, so a provider that replays every write
+        with a record (upstream.wire.replays) neither fails the read nor leaves the key open.
+        """
+        if not env.body.has(REPLAY_MEMBER):
+            return None
+        raw = env.body.raw(REPLAY_MEMBER)
+        fields = env.read(REPLAY_MEMBER)[0] if isinstance(raw, dict) else Fields({}, "replay")
+        replay = parse_write_replay(
+            fields,
+            operation=operation,
+            idempotency_key=key,
+            http_status=env.http_status,
+            evidence=env.all_evidence(REPLAY_MEMBER) if isinstance(raw, dict) else env.evidence,
+        )
+        subject = str(replay.subject_ref) if replay.subject_ref is not None else None
+        self._keys.completed(key, Outcome.REPLAYED, subject, http_status=env.http_status)
+        return replay
 
     @staticmethod
     def _result(

@@ -1,5 +1,10 @@
 """Gateway operations on endpoints: programmable endpoints (create, list, read, readiness,
-suspend/resume) and receiving endpoints (create, current)."""
+suspend/resume) and receiving endpoints (create, current).
+
+Each write returns its object, or `WriteReplayed` when the gateway answers a repeated
+Idempotency-Key with a replay record instead (a provider choice: upstream.wire.replays); the key
+is settled either way.
+"""
 
 from __future__ import annotations
 
@@ -32,6 +37,7 @@ from upstream.wire.receiving import (
     parse_activation,
     parse_current_receiving,
 )
+from upstream.wire.replays import WriteReplayed
 
 
 class EndpointOperations(GatewayBase):
@@ -39,10 +45,14 @@ class EndpointOperations(GatewayBase):
 
     # -- programmable endpoints -------------------------------------------------------------
 
-    def create_programmable_endpoint(self, request: EndpointRequest) -> Result[EndpointCreated]:
-        """POST /programmable-endpoints."""
+    def create_programmable_endpoint(
+        self, request: EndpointRequest
+    ) -> Result[EndpointCreated] | WriteReplayed:
+        """POST /programmable-endpoints: the endpoint, or a replay of an earlier create."""
         body = request.to_wire()
         key, env = self._write("endpoint.create", "/programmable-endpoints", body, body)
+        if replayed := self._replay_of("endpoint.create", key, env):
+            return replayed
         command = env.body.opt_obj("command")
 
         def parse(f: Fields) -> EndpointCreated:
@@ -101,8 +111,12 @@ class EndpointOperations(GatewayBase):
 
     def endpoint_lifecycle(
         self, endpoint_ref: UUID, operation: str, reason: str, guard: LifecycleGuard
-    ) -> Result[LifecycleApplied]:
-        """POST .../lifecycle. A stale guard raises StaleGuard and is never retried."""
+    ) -> Result[LifecycleApplied] | WriteReplayed:
+        """POST .../lifecycle. A stale guard raises StaleGuard and is never retried.
+
+        A replay answered with the first answer comes back as that answer (`replayed` true); one
+        answered with a replay record as `WriteReplayed` (read the endpoint for its posture).
+        """
         allowed = {"suspend": SUSPEND_REASONS, "resume": RESUME_REASONS}.get(operation)
         if allowed is None:
             raise ValueError("operation must be 'suspend' or 'resume'")
@@ -116,6 +130,8 @@ class EndpointOperations(GatewayBase):
             body,
             material,
         )
+        if replayed := self._replay_of("endpoint.lifecycle", key, env):
+            return replayed
         command = env.body.obj("command") if env.body.has("command") else Fields({}, "command")
         result = self._result(env, lambda f: parse_lifecycle(command, f), "endpoint", key)
         self._keys.completed(key, Outcome.APPLIED, str(endpoint_ref), http_status=env.http_status)
@@ -123,22 +139,26 @@ class EndpointOperations(GatewayBase):
 
     def suspend_endpoint(
         self, endpoint_ref: UUID, guard: LifecycleGuard, reason: str = "operator_hold"
-    ) -> Result[LifecycleApplied]:
+    ) -> Result[LifecycleApplied] | WriteReplayed:
         """Suspend with the guard from the latest read."""
         return self.endpoint_lifecycle(endpoint_ref, "suspend", reason, guard)
 
     def resume_endpoint(
         self, endpoint_ref: UUID, guard: LifecycleGuard, reason: str = "operator_cleared"
-    ) -> Result[LifecycleApplied]:
+    ) -> Result[LifecycleApplied] | WriteReplayed:
         """Resume with the guard from the latest read."""
         return self.endpoint_lifecycle(endpoint_ref, "resume", reason, guard)
 
     # -- receiving endpoints ----------------------------------------------------------------
 
-    def create_receiving_endpoint(self, request: ReceivingRequest) -> Result[Activation]:
-        """POST /receiving-endpoints: provision one for an owner and unit."""
+    def create_receiving_endpoint(
+        self, request: ReceivingRequest
+    ) -> Result[Activation] | WriteReplayed:
+        """POST /receiving-endpoints: provision one for an owner and unit (or a replay)."""
         body = request.to_wire()
         key, env = self._write("receiving.create", "/receiving-endpoints", body, body)
+        if replayed := self._replay_of("receiving.create", key, env):
+            return replayed
         result = self._result(env, parse_activation, "activation", key)
         self._keys.completed(
             key, Outcome.CREATED, str(result.value.activation_ref), http_status=env.http_status

@@ -1,9 +1,11 @@
-"""Shared HTTP machinery for both clients: one pooled httpx.Client, attempts, logging, errors.
+"""Shared HTTP machinery for both clients: one pooled httpx.Client, attempts, logging.
 
 Each API (gateway, company) supplies only what differs: its prefix, its auth headers and how to
-read its error envelope into `ErrorDetails`. Everything else (timeouts, retries, JSON, mapping an
-HTTP status to a typed exception with a useful message, keeping credentials out of logs,
-messages and reprs) lives here once.
+read its error envelope into `ErrorDetails`. This module is the request loop: timeouts, retries,
+streaming each answer in under a size cap, logging, and keeping credentials out of logs,
+messages and reprs. What an answer means (its JSON, Retry-After, the typed error for its status)
+is `upstream.responses`; the shapes of a call and a reply are `upstream.calls`. Their names are
+re-exported here, where the clients have always imported them.
 """
 
 from __future__ import annotations
@@ -12,77 +14,62 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Final
 from urllib.parse import urlsplit
-from uuid import UUID
 
 import httpx
 import msgspec
 import structlog
 
+from upstream.calls import Call, Reply
 from upstream.errors import (
     CallInfo,
-    Conflict,
-    Forbidden,
-    IdempotencyConflict,
-    InvalidInput,
-    NotFound,
     ProtocolError,
     ProviderError,
-    RateLimited,
-    StaleGuard,
+    ResponseTooLarge,
     Unauthorized,
     Unavailable,
 )
-from upstream.retry import Retrier, RetryPolicy
+from upstream.responses import (
+    DEFAULT_RETRY_AFTER,
+    MAX_RESPONSE_BYTES,
+    UNREADABLE,
+    EnvelopeReader,
+    ErrorDetails,
+    decode_json,
+    looks_like_idempotency_conflict,
+    parse_retry_after,
+    read_capped_body,
+    status_error,
+)
+from upstream.retry import Retrier, RetryPolicy, provider_retry_after
 from upstream.throttle import Throttle
-from upstream.wire.evidence import Evidence
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "DEFAULT_RETRY_AFTER",
+    "DEFAULT_TIMEOUT",
+    "MAX_RESPONSE_BYTES",
+    "Call",
+    "EnvelopeReader",
+    "ErrorDetails",
+    "HttpCore",
+    "Reply",
+    "credential_problem",
+    "join_base",
+    "looks_like_idempotency_conflict",
+    "parse_retry_after",
+    "safe_origin",
+]
 
 log = structlog.get_logger(__name__)
 
-DEFAULT_TIMEOUT = httpx.Timeout(connect=5.0, read=15.0, write=15.0, pool=5.0)
-DEFAULT_LIMITS = httpx.Limits(max_connections=20, max_keepalive_connections=10, keepalive_expiry=30)
-DEFAULT_RETRY_AFTER = 1.0
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    """One logical call: what to send and how safe it is to repeat.
-
-    `safe` is True for reads and for writes that carry an Idempotency-Key; only safe calls are
-    retried after an answer that may mean the request was processed (5xx, timeout, bad JSON).
-    """
-
-    operation: str
-    method: str
-    path: str
-    params: Mapping[str, str] | None = None
-    body: Mapping[str, Any] | None = None
-    idempotency_key: UUID | None = None
-    safe: bool = False
-    capability: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """A successful (2xx) answer with its decoded JSON."""
-
-    status: int
-    data: object
-
-
-@dataclass(frozen=True, slots=True)
-class ErrorDetails:
-    """What an API's error envelope said: the provider's kind, code, words and receipts."""
-
-    kind: str | None = None
-    code: str | None = None
-    message: str | None = None
-    evidence: tuple[Evidence, ...] = ()
-
-
-EnvelopeReader = Callable[[object], ErrorDetails]
+#: Per-attempt timeouts: a connect that takes 5 s is a dead host; 15 s covers the slowest page.
+DEFAULT_TIMEOUT: Final = httpx.Timeout(connect=5.0, read=15.0, write=15.0, pool=5.0)
+#: Pool sized for a worker process's threads sharing one client per API.
+DEFAULT_LIMITS: Final = httpx.Limits(
+    max_connections=20, max_keepalive_connections=10, keepalive_expiry=30
+)
 
 
 def join_base(root_url: str, prefix: str) -> str:
@@ -116,33 +103,6 @@ def credential_problem(name: str, value: str) -> str | None:
     return None
 
 
-def parse_retry_after(value: str | None) -> float:
-    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date)."""
-    if value is None:
-        return DEFAULT_RETRY_AFTER
-    text = value.strip()
-    try:
-        return max(0.0, float(text))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(text)
-    except (TypeError, ValueError):
-        return DEFAULT_RETRY_AFTER
-    return max(0.0, when.timestamp() - time.time())
-
-
-_IDEMPOTENCY_WORDS = ("envelope", "existing", "different", "material", "reuse", "change")
-
-
-def looks_like_idempotency_conflict(call: Call, details: ErrorDetails) -> bool:
-    """A 400 on a keyed write whose message is about the idempotent identity, not the input."""
-    if call.idempotency_key is None or not details.message:
-        return False
-    text = details.message.lower()
-    return "idempot" in text and any(word in text for word in _IDEMPOTENCY_WORDS)
-
-
 @dataclass(slots=True)
 class HttpCore:
     """One API's pooled client. Holds the credentials; never shows them.
@@ -166,6 +126,7 @@ class HttpCore:
     sleep: Callable[[float], None] = field(repr=False, default=time.sleep)
     rng: random.Random = field(repr=False, default_factory=random.Random)
     throttle: Throttle | None = field(repr=False, default=None)
+    max_response_bytes: int = field(repr=False, default=MAX_RESPONSE_BYTES)
     _client: httpx.Client = field(init=False, repr=False)
     _retrier: Retrier = field(init=False, repr=False)
     _problem: str | None = field(init=False, repr=False, default=None)
@@ -223,6 +184,7 @@ class HttpCore:
                 status=error.http_status,
                 error=type(error).__name__,
                 delay_s=round(delay, 3),
+                **({"retry_after_s": asked} if (asked := provider_retry_after(error)) else {}),
             )
 
         return self._retrier.run(
@@ -274,37 +236,55 @@ class HttpCore:
         if call.body is not None:
             content = msgspec.json.encode(call.body)
             headers["Content-Type"] = "application/json"
+        request = self._client.build_request(
+            call.method,
+            call.path.lstrip("/"),
+            params=dict(call.params) if call.params else None,
+            content=content,
+            headers=headers,
+            timeout=self._timeout(left),
+        )
         started = time.perf_counter()
         try:
-            response = self._client.request(
-                call.method,
-                call.path.lstrip("/"),
-                params=dict(call.params) if call.params else None,
-                content=content,
-                headers=headers,
-                timeout=self._timeout(left),
-            )
+            # Streamed so a body is read under the size cap, never whole and unbounded.
+            response = self._client.send(request, stream=True)
+            try:
+                body = read_capped_body(response, self.max_response_bytes)
+            finally:
+                response.close()
         except httpx.HTTPError as exc:
             self._log(call, number, None, started, error=type(exc).__name__)
             raise self._transport_error(call, exc) from None
-        self._log(call, number, response.status_code, started)
-        data = self._decode(response)
-        if 200 <= response.status_code < 300:
-            if data is _UNREADABLE:
+        status = response.status_code
+        self._log(call, number, status, started)
+        if body is None:
+            raise ResponseTooLarge(
+                f"{call.operation}: {self.api} answered {status} with a body over the "
+                f"{self.max_response_bytes:,}-byte limit of one answer, so it was not read. "
+                "No page of the API should be that large: check the base URL, or ask for a "
+                "smaller page.",
+                self._info(call, status),
+                limit_bytes=self.max_response_bytes,
+            )
+        data = decode_json(body)
+        if 200 <= status < 300:
+            if data is UNREADABLE:
                 raise ProtocolError(
-                    f"{call.operation}: {self.api} answered {response.status_code} with a body "
+                    f"{call.operation}: {self.api} answered {status} with a body "
                     "that is not valid JSON. Safe calls are retried; if this persists, report it.",
-                    self._info(call, response.status_code),
+                    self._info(call, status),
                 )
-            return Reply(status=response.status_code, data=data)
-        details = self.read_envelope(data) if data is not _UNREADABLE else ErrorDetails()
-        raise self._status_error(call, response, details)
-
-    def _decode(self, response: httpx.Response) -> object:
-        try:
-            return msgspec.json.decode(response.content)
-        except msgspec.DecodeError:
-            return _UNREADABLE
+            return Reply(status=status, data=data)
+        details = self.read_envelope(data) if data is not UNREADABLE else ErrorDetails()
+        raise status_error(
+            call,
+            status,
+            response.headers,
+            self._info(call, status, details),
+            details,
+            api=self.api,
+            credential_hint=self.credential_hint,
+        )
 
     def _log(
         self, call: Call, number: int, status: int | None, started: float, error: str | None = None
@@ -336,76 +316,3 @@ class HttpCore:
             self._info(call),
             maybe_processed=not never_sent,
         )
-
-    def _status_error(self, call: Call, response: httpx.Response, d: ErrorDetails) -> ProviderError:
-        """Map an HTTP error status to the typed exception, with a message that says what to do."""
-        status = response.status_code
-        info = self._info(call, status, d)
-        said = f": {info.provider_message}" if info.provider_message else ""
-        where = f"{call.method} {info.path} answered {status}"
-        if status == 401:
-            return Unauthorized(
-                f"{self.api} did not accept the credentials ({where} Unauthorized). Check the "
-                f"{self.credential_hint or 'credentials'} for stray spaces or characters, and "
-                "that the credentials belong to this environment.",
-                info,
-            )
-        if status == 403:
-            cap = call.capability
-            needs = f"the capability {cap}" if cap else "a capability"
-            grant = f"Ask the provider to grant {cap} to this key." if cap else ""
-            return Forbidden(
-                f"The API key lacks {needs} needed for {call.operation} ({where} Forbidden). "
-                f"{grant}".rstrip(),
-                info,
-                capability=cap,
-            )
-        if status == 400 and looks_like_idempotency_conflict(call, d):
-            return IdempotencyConflict(
-                f"Idempotency-Key {call.idempotency_key} was already used for {call.operation} "
-                "with different request material, so the gateway refused this request (400) and "
-                "did nothing. Send the original material under this key, or the new material "
-                f"under a new key{said}.",
-                info,
-            )
-        if status in (400, 422):
-            return InvalidInput(
-                f"{call.operation} was refused as invalid ({where}){said}. Correct the request; "
-                "repeating it unchanged will not help.",
-                info,
-            )
-        if status == 404:
-            return NotFound(
-                f"{call.operation}: no such resource ({where}){said}. Check the reference and "
-                "that it belongs to this environment.",
-                info,
-            )
-        if status == 409:
-            if "stale" in f"{d.code} {d.kind} {d.message}".lower():
-                return StaleGuard(
-                    f"{call.operation}: the lifecycle guard is stale ({where}); the endpoint "
-                    "changed since it was read. Read it again, decide again and send a new "
-                    "command. This is never retried automatically.",
-                    info,
-                )
-            return Conflict(f"{call.operation} conflicts with current state ({where}){said}.", info)
-        if status == 429:
-            wait = parse_retry_after(response.headers.get("Retry-After"))
-            return RateLimited(
-                f"{self.api} rate-limited {call.operation} ({where}); retry after {wait:g}s.",
-                info,
-                retry_after=wait,
-            )
-        if status >= 500:
-            return Unavailable(
-                f"{self.api} could not serve {call.operation} ({where}){said}. Try again later.",
-                info,
-            )
-        return ProviderError(f"{call.operation}: unexpected answer ({where}){said}.", info)
-
-
-class _Unreadable:
-    """Marker for a body that is not JSON (kept distinct from a JSON null)."""
-
-
-_UNREADABLE = _Unreadable()

@@ -40,6 +40,15 @@ DEFAULT_TIME_LIMIT_MS: Final = 5 * 60_000
 #: Key prefix of the queues in Redis, so recon can share a Redis with other applications.
 REDIS_NAMESPACE: Final = "recon"
 
+#: Seconds a process gives Redis to answer at start-up. A local or same-datacentre Redis
+#: answers in milliseconds; a few seconds covers a slow network without leaving an operator
+#: staring at a process that neither works nor says why.
+REDIS_ANSWER_TIMEOUT_SECONDS: Final = 3.0
+
+
+class BrokerUnreachableError(Exception):
+    """Redis at REDIS_URL does not answer; the message names it (password masked)."""
+
 
 class _Installed:
     """What this process installed: any broker yet, the configured one yet, on which Redis."""
@@ -71,6 +80,30 @@ def build_broker(redis_url: str | None) -> Broker:
     return RedisBroker(  # type: ignore[no-untyped-call]
         url=redis_url, middleware=build_middleware(), namespace=REDIS_NAMESPACE
     )
+
+
+def require_redis(redis_url: str, timeout: float = REDIS_ANSWER_TIMEOUT_SECONDS) -> None:
+    """Raise BrokerUnreachableError unless Redis answers a PING within `timeout` seconds.
+
+    Every process on Redis calls this first: without it a worker waits on a dead broker in
+    silence, and a web process starts, answers 503 on /ready and never says why.
+    """
+    import redis
+
+    from foundation.logs import redact_text
+    from foundation.settings import mask_url_password
+
+    client = redis.Redis.from_url(redis_url, socket_connect_timeout=timeout, socket_timeout=timeout)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        reason = redact_text(str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+        raise BrokerUnreachableError(
+            f"Redis at {mask_url_password(redis_url)} does not answer "
+            f"({reason or type(exc).__name__}): start it, or fix REDIS_URL"
+        ) from None
+    finally:
+        client.close()
 
 
 def install_broker(redis_url: str | None, *, placeholder: bool = False) -> Broker:

@@ -47,6 +47,7 @@ def configured_ticks(settings: Settings) -> list[Tick]:
         discover_holdings,
         enqueue_activity_polls,
         poll_transfers,
+        prune,
         reconcile,
         snapshot_balances,
         sweep,
@@ -76,6 +77,7 @@ def configured_ticks(settings: Settings) -> list[Tick]:
         ),
         Tick("sweep", settings.schedules.sweep_seconds, sweep.send),
         Tick("reconcile", settings.schedules.reconcile_seconds, reconcile.send),
+        Tick("prune", settings.retention.run_seconds, prune.send),
     ]
 
 

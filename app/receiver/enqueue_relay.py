@@ -3,7 +3,7 @@
 The 2xx has already been decided by the commit; enqueueing is a hint that makes processing
 prompt, not a condition of it. So it runs in its own thread (a slow broker never holds up a
 response or the next commit), ids committed meanwhile are sent together, and a failure is only
-logged and counted: the workers' sweeper re-enqueues pending rows a lost message left behind.
+counted, and logged once per outage: the workers' sweeper re-enqueues pending rows a lost message left behind.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Final
 import structlog
 
 from app import metrics
+from foundation.quiet_logs import OutageLog
 
 #: Most ids passed to one `enqueue` call.
 MAX_IDS_PER_CALL: Final = 500
@@ -30,6 +31,8 @@ class EnqueueRelay:
 
     def __init__(self, enqueue: Enqueue) -> None:
         self._enqueue = enqueue
+        # A broker outage fails every call: one line when it starts, one when it ends.
+        self._outage = OutageLog(log, "inbox.enqueue")
         self._queue: queue.SimpleQueue[Sequence[int] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 
@@ -77,10 +80,11 @@ class EnqueueRelay:
             self._enqueue(ids)
         except Exception as exc:  # noqa: BLE001 - a lost enqueue is the sweeper's job, not a crash
             metrics.ENQUEUE_FAILURES.inc()
-            log.warning(
-                "inbox.enqueue_failed",
-                count=len(ids),
+            self._outage.failed(
+                exc,
+                items=len(ids),
                 first_row_id=ids[0],
-                error=type(exc).__name__,
-                detail="the rows stay pending; the workers' sweeper will enqueue them",
+                recovery="the rows stay pending; the workers' sweeper will enqueue them",
             )
+        else:
+            self._outage.succeeded()

@@ -30,6 +30,10 @@ from reconciliation.notifications.inbox import InboundDelivery, Recorded
 #: Seconds `stop` waits for queued deliveries to be committed before failing them.
 STOP_TIMEOUT_SECONDS: Final = 15.0
 
+#: Seconds a request waits for its batch's commit unless told otherwise: past it the sender
+#: hears 503 and retries, rather than holding its connection while a lock is held.
+COMMIT_TIMEOUT_SECONDS: Final = 10.0
+
 __all__ = ["STOP_TIMEOUT_SECONDS", "GroupCommitWriter", "InboxUnavailableError"]
 
 
@@ -42,13 +46,15 @@ class GroupCommitWriter:
         *,
         on_committed: Callable[[Sequence[int]], None] | None,
         backend: Backend | None = None,
+        commit_timeout: float = COMMIT_TIMEOUT_SECONDS,
     ) -> None:
         resolver = Resolver(on_committed)
         self._backend: Backend = backend or (
-            PostgresBatches(engine, resolver)
+            PostgresBatches(engine, resolver, statement_timeout=commit_timeout)
             if engine.dialect.name == "postgresql"
             else ThreadBatches(engine, resolver)
         )
+        self._commit_timeout = commit_timeout
         self._resolver = resolver
         self._running = False
         # Deliveries of the current loop iteration, per event loop (only that loop touches them).
@@ -77,7 +83,12 @@ class GroupCommitWriter:
             self._resolver.failed(leftover, InboxUnavailableError("stopped before the commit"))
 
     async def write(self, delivery: InboundDelivery) -> Recorded:
-        """Queue one delivery and return once the batch holding it has committed."""
+        """Queue one delivery and return once the batch holding it has committed.
+
+        Raises InboxUnavailableError when the commit failed, or did not complete within the
+        commit timeout. A batch that commits after its request gave up is kept (the rows are
+        stored and enqueued); the sender, told 503, retries and hears "duplicate".
+        """
         if not self._running:
             raise InboxUnavailableError("the inbox writer is not running (the process is stopping)")
         loop = asyncio.get_running_loop()
@@ -87,7 +98,13 @@ class GroupCommitWriter:
             gathering = self._gathering[loop] = []
             loop.call_soon(self._hand_over, loop)
         gathering.append(Waiting(delivery, future, loop, time.perf_counter()))
-        return await future
+        try:
+            return await asyncio.wait_for(future, self._commit_timeout)
+        except TimeoutError:
+            raise InboxUnavailableError(
+                f"the store did not commit within {self._commit_timeout:g} s "
+                "(RECON_WEBHOOK_COMMIT_TIMEOUT_SECONDS)"
+            ) from None
 
     def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
         """Give the back end everything this loop gathered during the iteration, as one list."""

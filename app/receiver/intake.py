@@ -36,10 +36,14 @@ MAX_EVENT_TYPE_LENGTH: Final = 64
 
 class _Envelope(msgspec.Struct):
     """The two fields the inbox files a delivery by; the rest of the body is validated as JSON
-    but not built into objects (the processor reads it later)."""
+    but not built into objects (the processor reads it later). The event type is read under the
+    names of the built-in payload shapes (upstream.webhooks.payloads): `event`, `type`,
+    `eventType`; the processor sets it for any other shape once it has read the body."""
 
     id: object = None
     event: object = None
+    type: object = None
+    eventType: object = None  # noqa: N815 - the member's name on the wire
 
 
 _decoder: Final = msgspec.json.Decoder(_Envelope)
@@ -70,7 +74,9 @@ def build_delivery(
         delivery_id = "sha256:" + body_sha256
         reason = reason or 'body carries no delivery id (no "id" field)'
 
-    event_type = envelope.event
+    event_type = next(
+        (v for v in (envelope.event, envelope.type, envelope.eventType) if v is not None), None
+    )
     if not isinstance(event_type, str):
         event_type = None
     elif len(event_type) > MAX_EVENT_TYPE_LENGTH or "\x00" in event_type:

@@ -39,6 +39,11 @@ CONNECTIONS: Final = 4
 #: Seconds to wait for the database to accept a connection (the store's own setting).
 CONNECT_TIMEOUT_SECONDS: Final = 5
 
+#: Seconds a batch's statements may wait for a lock or run, unless told otherwise. Without a
+#: bound, a lock held on the inbox (a migration, a manual LOCK, a long VACUUM FULL) stalls the
+#: worker task and every batch queued behind it for as long as the lock lasts.
+STATEMENT_TIMEOUT_SECONDS: Final = 10.0
+
 log = structlog.get_logger(__name__)
 
 Connection = psycopg.AsyncConnection[Any]
@@ -48,9 +53,15 @@ class PostgresBatches:
     """Worker tasks in the event loop, each committing whole batches on its own connection."""
 
     def __init__(
-        self, engine: Engine, resolver: Resolver, *, connections: int = CONNECTIONS
+        self,
+        engine: Engine,
+        resolver: Resolver,
+        *,
+        connections: int = CONNECTIONS,
+        statement_timeout: float = STATEMENT_TIMEOUT_SECONDS,
     ) -> None:
         self._engine = engine
+        self._timeout_ms = max(1, int(statement_timeout * 1000))
         self._resolver = resolver
         self._count = connections
         self._kinds = ErrorKinds(engine)
@@ -126,6 +137,11 @@ class PostgresBatches:
     def conninfo(self) -> str:
         return self._conninfo
 
+    @property
+    def timeout_ms(self) -> int:
+        """lock_timeout and statement_timeout of the batch connections, in milliseconds."""
+        return self._timeout_ms
+
 
 class _Worker:
     """One worker task's connection and its way of committing a batch."""
@@ -175,9 +191,18 @@ class _Worker:
     async def _open(self) -> Connection:
         """The worker's connection, opened (again) when it has none or lost it."""
         if self._connection is None or self._connection.closed:
-            self._connection = await psycopg.AsyncConnection.connect(
+            connection = await psycopg.AsyncConnection.connect(
                 self._batches.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS
             )
+            # Autocommit: each statement is its own transaction, so a session-wide setting is
+            # what SET LOCAL would be on each of them. Past it the batch fails: 503, retried.
+            timeout = f"{self._batches.timeout_ms}ms"
+            await connection.execute(
+                "SELECT set_config('lock_timeout', %s, false), "
+                "set_config('statement_timeout', %s, false)",
+                (timeout, timeout),
+            )
+            self._connection = connection
         return self._connection
 
     def _record_others(
@@ -185,4 +210,10 @@ class _Worker:
     ) -> dict[tuple[str, str], int]:
         """Duplicates and other bodies, with their alerts, in one ordinary transaction."""
         with self._batches.engine.begin() as connection:
+            timeout = f"{self._batches.timeout_ms}ms"
+            connection.exec_driver_sql(
+                "SELECT set_config('lock_timeout', %(t)s, true), "
+                "set_config('statement_timeout', %(t)s, true)",
+                {"t": timeout},
+            )
             return record_others(connection, deliveries, rows)

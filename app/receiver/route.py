@@ -4,21 +4,27 @@ Measured on the design's reference machine, Litestar's request path (parsing, DI
 objects) costs half the budget before any storage happens; this route reads the ASGI messages
 itself. Order of work, each step refusing with its own status and counted in metrics:
 
-1. POST only (405); content type application/json (415); declared or actual size within the
-   limit (413), read without buffering more than the limit;
+1. POST only (405); no `webhook-*` or signature header sent twice with different values (400);
+   content type application/json (415); declared or actual size within the limit (413), read
+   without buffering more than the limit, and within the body deadline (408);
 2. signature over the exact raw bytes, every accepted key, timestamp tolerance both ways (401);
 3. only then the body is read, to file the delivery (id, event type, or quarantine);
 4. the group commit; the answer is 2xx only once the delivery's batch committed, 503 if it
    could not be (the provider retries; nothing is acknowledged without a commit).
 
 Enqueueing for processing happens after the commit, in the writer's relay, never here.
+
+Refusals are logged, but nobody authenticated their sender: every value a request chose is cut
+to a bounded length and printed safely (foundation.printable), and at most one line per
+refusal reason per second is written, carrying how many were left out (foundation.quiet_logs).
+One client sending 100 KB headers as fast as it can makes a few lines a second, not 25 MB.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Final, cast
 
 import anyio.to_thread
@@ -32,6 +38,8 @@ from app.receiver.intake import KEPT_HEADERS, build_delivery
 from app.receiver.responses import ACKNOWLEDGEMENTS, refusal_body, send_json
 from app.signing_keys import SigningKeys
 from foundation.logs import bind_correlation_id
+from foundation.printable import bounded
+from foundation.quiet_logs import PerReasonLimit
 from reconciliation.notifications.inbox import BODY_CONFLICT_REASON, Outcome
 from reconciliation.store.types import utcnow
 from upstream.signatures import BAD_SIGNATURE, SignatureError, VerifiedSignature
@@ -40,6 +48,10 @@ from upstream.signatures import BAD_SIGNATURE, SignatureError, VerifiedSignature
 RETRY_AFTER_SECONDS: Final = 5
 #: The only media type accepted.
 JSON_MEDIA_TYPE: Final = "application/json"
+#: Seconds a sender has to deliver the whole body, unless told otherwise.
+BODY_TIMEOUT_SECONDS: Final = 10.0
+#: One refusal line per reason per this many seconds; the rest are counted into the next line.
+REFUSAL_LOG_INTERVAL_SECONDS: Final = 1.0
 
 log = structlog.get_logger(__name__)
 
@@ -59,6 +71,7 @@ class WebhookReceiver:
         scheme: str,
         signature_header: str,
         body_limit_bytes: int,
+        body_timeout_seconds: float = BODY_TIMEOUT_SECONDS,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._keys = keys
@@ -66,7 +79,9 @@ class WebhookReceiver:
         self._scheme = scheme
         self._signature_header = signature_header.lower()
         self._limit = body_limit_bytes
+        self._body_timeout = body_timeout_seconds
         self._clock = clock
+        self._refusal_lines = PerReasonLimit(REFUSAL_LOG_INTERVAL_SECONDS)
         self._too_large = (
             f"body exceeds the limit of {body_limit_bytes} bytes (RECON_WEBHOOK_BODY_LIMIT_BYTES)"
         )
@@ -90,11 +105,18 @@ class WebhookReceiver:
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Verify, file and acknowledge one delivery (or refuse it)."""
-        wanted = self._wanted_headers
-        headers = {
-            k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"] if k in wanted
-        }
-        answer = _Answer(send, scope, headers)
+        headers, repeated = _read_headers(scope["headers"], self._wanted_headers)
+        answer = _Answer(send, scope, headers, self._refusal_lines)
+        if repeated is not None:
+            # Which copy would the signature cover? Taking either one silently lets a proxy
+            # or an attacker choose what is verified; the sender must send one.
+            await answer.refuse(
+                400,
+                "duplicate_header",
+                f"the {repeated} header was sent more than once with different values: "
+                "send it once",
+            )
+            return
         if scope.get("method") != "POST":
             await answer.refuse(
                 405, "bad_method", "only POST is accepted here", ((b"allow", b"POST"),)
@@ -114,8 +136,18 @@ class WebhookReceiver:
             await answer.refuse(413, "too_large", self._too_large)
             return
         try:
-            body = await self._read_body(receive)
+            with anyio.fail_after(self._body_timeout):
+                body = await self._read_body(receive)
         except _ClientGoneError:
+            return
+        except TimeoutError:
+            await answer.refuse(
+                408,
+                "body_timeout",
+                f"the body did not arrive within {self._body_timeout:g} s "
+                "(RECON_WEBHOOK_BODY_TIMEOUT_SECONDS)",
+                ((b"connection", b"close"),),
+            )
             return
         if body is None:
             await answer.refuse(413, "too_large", self._too_large)
@@ -151,7 +183,7 @@ class WebhookReceiver:
             log.warning(
                 "webhook.quarantined",
                 outcome=recorded.outcome.value,
-                delivery_id=delivery.delivery_id,
+                delivery_id=bounded(delivery.delivery_id),
                 row_id=recorded.row_id,
                 reason=delivery.quarantine_reason or BODY_CONFLICT_REASON,
             )
@@ -192,15 +224,40 @@ class WebhookReceiver:
                 return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
+#: Longest refusal reason logged: ours are one sentence, but some quote what the sender sent.
+REASON_LOG_LIMIT: Final = 300
+
+
+def _read_headers(
+    raw: Iterable[tuple[bytes, bytes]], wanted: frozenset[bytes]
+) -> tuple[dict[str, str], str | None]:
+    """The wanted headers as text, and the name of one sent twice with different values.
+
+    The same value twice (a proxy that repeats a header) is harmless and accepted.
+    """
+    headers: dict[str, str] = {}
+    repeated: str | None = None
+    for key, value in raw:
+        if key not in wanted:
+            continue
+        name, text = key.decode("latin-1"), value.decode("latin-1")
+        if headers.setdefault(name, text) != text and repeated is None:
+            repeated = name
+    return headers, repeated
+
+
 class _Answer:
     """One request's answers: the correlation id, refusals counted and logged, the 200."""
 
-    __slots__ = ("_headers", "_request_id", "_scope", "_send")
+    __slots__ = ("_headers", "_lines", "_request_id", "_scope", "_send")
 
-    def __init__(self, send: Send, scope: Scope, headers: dict[str, str]) -> None:
+    def __init__(
+        self, send: Send, scope: Scope, headers: dict[str, str], lines: PerReasonLimit
+    ) -> None:
         self._send = send
         self._scope = scope
         self._headers = headers
+        self._lines = lines
         supplied = headers.get("x-request-id")
         self._request_id = request_id(supplied.encode("latin-1") if supplied else None)
 
@@ -220,18 +277,25 @@ class _Answer:
         reason: str,
         extra: tuple[tuple[bytes, bytes], ...] = (),
     ) -> None:
-        """Count, log (reason, claimed id, remote address; never body or secret) and answer."""
+        """Count, log (reason, claimed id, remote address; never body or secret) and answer.
+
+        The log line is rate-limited per outcome and every value in it is bounded: the sender
+        is not authenticated, so it must not decide how much we write.
+        """
         metrics.DELIVERY_OUTCOMES[outcome].inc()
-        client = self._scope.get("client")
-        self.bind()
-        log.warning(
-            "webhook.refused",
-            status=status,
-            outcome=outcome,
-            reason=reason,
-            claimed_delivery_id=self._headers.get("webhook-id"),
-            remote=f"{client[0]}:{client[1]}" if client else None,
-        )
+        suppressed = self._lines.admit(outcome)
+        if suppressed is not None:
+            client = self._scope.get("client")
+            self.bind()
+            log.warning(
+                "webhook.refused",
+                status=status,
+                outcome=outcome,
+                reason=bounded(reason, REASON_LOG_LIMIT),
+                claimed_delivery_id=bounded(self._headers.get("webhook-id")),
+                remote=f"{client[0]}:{client[1]}" if client else None,
+                suppressed_since_last=suppressed,
+            )
         await send_json(
             self._send,
             status,

@@ -2,8 +2,9 @@
 
 Every process (web, worker, scheduler, CLI) takes its whole configuration from the environment,
 so a deploy is a set of variables and nothing else. Validation happens here, all at once, so a
-bad value stops the process before it half-starts; `ConfigError` carries one line naming the
-variable and what it expects, and the CLI prints exactly that line.
+bad value stops the process before it half-starts; `ConfigError` carries one line per problem,
+each naming the variable and what it expects, and the CLI prints exactly those lines. Every
+problem is reported in one go: a deploy with three missing variables takes one run to fix.
 
 The settings are composed of small groups by concern (`groups.py`): store, broker, provider,
 web, webhooks, schedules, matching, alerts, logs. Loading them reads the environment and
@@ -15,8 +16,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, is_dataclass
+from typing import Protocol
 
-from foundation.settings._env import ConfigError, EnvReader, mask_url_password
+from foundation.settings._env import ConfigError, EnvReader, mask_url_password, mask_url_path
 from foundation.settings.groups import (
     DEFAULT_STATE_DIR,
     SIGNATURE_SCHEMES,
@@ -25,6 +27,7 @@ from foundation.settings.groups import (
     LogSettings,
     MatchingSettings,
     ProviderSettings,
+    RetentionSettings,
     ScheduleSettings,
     StoreSettings,
     WebhookSettings,
@@ -41,18 +44,45 @@ __all__ = [
     "LogSettings",
     "MatchingSettings",
     "ProviderSettings",
+    "RetentionSettings",
     "ScheduleSettings",
     "Settings",
     "StoreSettings",
     "WebSettings",
     "WebhookSettings",
+    "configuration_problems",
     "load_settings",
     "mask_url_password",
+    "mask_url_path",
     "normalise_database_url",
 ]
 
+
+class _Group(Protocol):
+    """What every settings group offers: reading and validating its own variables."""
+
+    @classmethod
+    def from_env(cls, r: EnvReader) -> object: ...
+
+
+#: Every group, in the order of `Settings` (the order problems are reported in).
+_GROUPS: tuple[type[_Group], ...] = (
+    StoreSettings,
+    BrokerSettings,
+    ProviderSettings,
+    WebSettings,
+    WebhookSettings,
+    ScheduleSettings,
+    MatchingSettings,
+    AlertSettings,
+    LogSettings,
+    RetentionSettings,
+)
+
 #: Fields whose values are connection URLs that may carry a password.
 _URL_FIELDS = frozenset({"database_url", "redis_url"})
+#: Fields whose values are URLs that are credentials in themselves (the token in the path).
+_CREDENTIAL_URL_FIELDS = frozenset({"webhook_url"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +102,7 @@ class Settings:
     matching: MatchingSettings
     alerts: AlertSettings
     logs: LogSettings
+    retention: RetentionSettings
 
     def __repr__(self) -> str:
         # Connection URLs may carry passwords; the dataclass repr would print them.
@@ -93,13 +124,32 @@ def _masked_items(settings: Settings) -> Iterator[tuple[str, str]]:
                 yield key, ", ".join(str(v) for v in value) or "(none)"
             elif f.name in _URL_FIELDS and value:
                 yield key, mask_url_password(str(value))
+            elif f.name in _CREDENTIAL_URL_FIELDS and value:
+                yield key, mask_url_path(str(value))
             else:
                 yield key, "(unset)" if value is None else str(value)
 
 
+def configuration_problems(env: Mapping[str, str] | None = None) -> list[str]:
+    """Every missing or malformed variable, one line each; empty when the settings load.
+
+    Each group is read with a collecting reader, and a rule a group checks itself (one value
+    against another) is caught per group, so one bad variable never hides the next one.
+    """
+    r = EnvReader(os.environ if env is None else env, collect=True)
+    for group in _GROUPS:
+        r.collected(group.from_env)
+    return r.problems
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
-    """Validate the whole environment into Settings, or raise ConfigError naming one variable."""
-    r = EnvReader(os.environ if env is None else env)
+    """Validate the whole environment into Settings, or raise one ConfigError with every problem."""
+    source = os.environ if env is None else env
+    problems = configuration_problems(source)
+    if problems:
+        raise ConfigError("\n".join(problems))
+    # Nothing is wrong, so the strict reader below cannot raise; it builds the typed values.
+    r = EnvReader(source)
     return Settings(
         store=StoreSettings.from_env(r),
         broker=BrokerSettings.from_env(r),
@@ -110,4 +160,5 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         matching=MatchingSettings.from_env(r),
         alerts=AlertSettings.from_env(r),
         logs=LogSettings.from_env(r),
+        retention=RetentionSettings.from_env(r),
     )

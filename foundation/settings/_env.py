@@ -1,11 +1,17 @@
-"""Reading variables from the environment and turning a bad one into one line for an operator."""
+"""Reading variables from the environment and turning each bad one into one line for an operator.
+
+An `EnvReader` works in one of two modes. Strict (the default) raises `ConfigError` at the first
+bad variable, which is what a group's `from_env` relies on to build a typed value. Collecting
+(`collect=True`) notes the problem, carries on with the default, and lets the caller see every
+problem at once: an operator fixing a deploy should not need one run per missing variable.
+"""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
-from typing import TypeVar
-from urllib.parse import urlsplit
+from typing import Final, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from foundation.secret import Secret
 
@@ -13,23 +19,82 @@ T = TypeVar("T")
 
 
 class ConfigError(Exception):
-    """A configuration value is missing or malformed; the message is one line for an operator."""
+    """Configuration values are missing or malformed; the message is one line per problem."""
+
+    @property
+    def problems(self) -> list[str]:
+        """Each problem on its own, one line naming the variable and what it expects."""
+        return str(self).splitlines()
+
+
+#: Query parameters of a connection URL that carry a credential (libpq's `password` and
+#: `sslpassword`, and the names other drivers and proxies use).
+SECRET_QUERY_PARAMETERS: Final = frozenset(
+    {"password", "sslpassword", "pass", "pwd", "secret", "token", "access_token", "key", "api_key"}
+)
+
+#: What a hidden value shows instead.
+MASK: Final = "***"
 
 
 def mask_url_password(url: str) -> str:
-    """Hide the password of a connection URL; the rest is useful when debugging a deploy."""
+    """Hide the passwords of a connection URL, in the user part and in the query string; the
+    rest (host, port, database) is what debugging a deploy needs."""
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return parts._replace(netloc=netloc).geturl()
+    netloc = parts.netloc
+    if parts.password is not None:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.partition(':')[0]}:{MASK}@{host}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode(
+            [(k, MASK if k.lower() in SECRET_QUERY_PARAMETERS else v) for k, v in pairs],
+            safe="*",
+        )
+    if (netloc, query) == (parts.netloc, parts.query):
+        return url  # rebuilt, `sqlite:///x.db` would lose a slash
+    return parts._replace(netloc=netloc, query=query).geturl()
+
+
+def mask_url_path(url: str) -> str:
+    """Only the scheme and host of a URL whose path may be a credential (a Slack or Teams
+    incoming webhook is its own token): enough to tell which service, never enough to post."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    hidden = f"/{MASK}" if parts.path.strip("/") or parts.query else ""
+    return f"{parts.scheme}://{host}{hidden}"
 
 
 class EnvReader:
-    """Reads and converts variables, turning the first bad one into a one-line ConfigError."""
+    """Reads and converts variables; a bad one raises a ConfigError, or is noted (`collect`)."""
 
-    def __init__(self, env: Mapping[str, str]) -> None:
+    def __init__(self, env: Mapping[str, str], *, collect: bool = False) -> None:
         self._env = env
+        self._collect = collect
+        self.problems: list[str] = []
+
+    def reject(self, message: str) -> None:
+        """Report one problem: raised at once when strict, noted when collecting."""
+        if not self._collect:
+            raise ConfigError(message)
+        if message not in self.problems:
+            self.problems.append(message)
+
+    def check(self, valid: bool, message: str) -> None:
+        """`reject(message)` unless `valid`: for rules spanning values, checked in a group."""
+        if not valid:
+            self.reject(message)
+
+    def collected(self, read: Callable[[EnvReader], object]) -> None:
+        """Run one group's `from_env` and note what it raised, so the next group is read too."""
+        try:
+            read(self)
+        except ConfigError as exc:
+            for problem in exc.problems:
+                self.reject(problem)
 
     def raw(self, name: str) -> str | None:
         value = self._env.get(name)
@@ -47,7 +112,8 @@ class EnvReader:
         try:
             return parse(value)
         except ValueError:
-            raise ConfigError(f"{name}={value!r} is not valid: expected {expects}") from None
+            self.reject(f"{name}={value!r} is not valid: expected {expects}")
+            return default
 
     def url(self, name: str, default: str | None, schemes: tuple[str, ...]) -> str | None:
         value = self.raw(name)
@@ -56,10 +122,11 @@ class EnvReader:
         parts = urlsplit(value)
         if parts.scheme not in schemes or not (parts.netloc or parts.path):
             shown = mask_url_password(value)
-            raise ConfigError(
+            self.reject(
                 f"{name}={shown!r} is not valid: expected a URL starting with "
                 + " or ".join(f"{s}://" for s in schemes)
             )
+            return default
         return value.rstrip("/")
 
     def required_url(self, name: str, default: str, schemes: tuple[str, ...]) -> str:
@@ -75,9 +142,11 @@ class EnvReader:
     def required_secret(self, name: str) -> Secret:
         value = self.secret(name)
         if value is None:
-            raise ConfigError(f"{name} is missing: set it to the credential issued by the provider")
+            self.reject(f"{name} is missing: set it to the credential issued by the provider")
+            # Only a collecting reader gets here; its caller discards what it built.
+            return Secret("", name=name)
         if any(c.isspace() for c in value.reveal()):
-            raise ConfigError(f"{name} contains white space: check for stray spaces or line breaks")
+            self.reject(f"{name} contains white space: check for stray spaces or line breaks")
         return value
 
     def secrets(self, name: str) -> tuple[Secret, ...]:
@@ -89,9 +158,8 @@ class EnvReader:
     def choice(self, name: str, default: str, choices: tuple[str, ...]) -> str:
         value = self.text(name, default)
         if value not in choices:
-            raise ConfigError(
-                f"{name}={value!r} is not valid: expected one of {', '.join(choices)}"
-            )
+            self.reject(f"{name}={value!r} is not valid: expected one of {', '.join(choices)}")
+            return default
         return value
 
     def seconds(self, name: str, default: float) -> float:
@@ -106,7 +174,8 @@ class EnvReader:
         try:
             uuid.UUID(value)
         except ValueError:
-            raise ConfigError(f"{name}={value!r} is not valid: expected a UUID") from None
+            self.reject(f"{name}={value!r} is not valid: expected a UUID")
+            return default
         return value
 
 

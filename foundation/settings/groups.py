@@ -21,6 +21,7 @@ from foundation.settings._env import (
     positive_float,
     positive_int,
 )
+from foundation.settings.strength import admin_token_from_env, alert_secret_problem
 
 #: Where the embedded default keeps its SQLite file and its generated encryption key.
 DEFAULT_STATE_DIR: Final = ".recon"
@@ -146,28 +147,46 @@ class ProviderSettings:
         )
 
 
+#: Connections (and requests in progress) one web process serves at once; beyond it uvicorn
+#: answers 503 at once instead of queueing without bound. The receiver's group commit keeps a
+#: request short, so this is far above what a healthy provider needs and far below what
+#: exhausts file descriptors or memory.
+DEFAULT_MAX_CONNECTIONS: Final = 1000
+
+#: Seconds an idle keep-alive connection is kept open: a provider re-uses its connection within
+#: this when it has more to send; an idle client holding sockets is let go.
+DEFAULT_KEEP_ALIVE_SECONDS: Final = 5
+
+
 @dataclass(frozen=True, slots=True)
 class WebSettings:
-    """The web process: its port, the address the provider reaches it at, the admin token."""
+    """The web process: its port, the address the provider reaches it at, the admin token, and
+    how many connections it holds at once."""
 
     port: int
     public_url: str
     admin_token: Secret
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    keep_alive_seconds: int = DEFAULT_KEEP_ALIVE_SECONDS
 
     @classmethod
     def from_env(cls, r: EnvReader) -> WebSettings:
-        admin_token = r.secret("RECON_ADMIN_TOKEN")
-        if admin_token is None:
-            raise ConfigError(
-                "RECON_ADMIN_TOKEN is missing: set a long random token that guards the reports, "
-                "alerts and inbox API (for example: python -c 'import secrets; print(secrets.token_urlsafe(32))')"
-            )
+        port = r.convert("PORT", 8000, port_number, "a TCP port number 1-65535")
+        public_url = r.required_url("RECON_PUBLIC_URL", "http://127.0.0.1:8000", ("http", "https"))
+        admin_token = admin_token_from_env(r, SANDBOX_ROOT)
         return cls(
-            port=r.convert("PORT", 8000, port_number, "a TCP port number 1-65535"),
-            public_url=r.required_url(
-                "RECON_PUBLIC_URL", "http://127.0.0.1:8000", ("http", "https")
-            ),
+            port=port,
+            public_url=public_url,
             admin_token=admin_token,
+            max_connections=r.convert(
+                "RECON_WEB_MAX_CONNECTIONS",
+                DEFAULT_MAX_CONNECTIONS,
+                positive_int,
+                "a whole number of connections > 0",
+            ),
+            keep_alive_seconds=r.whole_seconds(
+                "RECON_WEB_KEEP_ALIVE_SECONDS", DEFAULT_KEEP_ALIVE_SECONDS
+            ),
         )
 
 
@@ -182,14 +201,98 @@ class WebhookSettings:
     signature_tolerance_seconds: int
     body_limit_bytes: int
     rotation_overlap_seconds: int
+    #: Seconds a sender has to send a whole body once its headers arrived (408 past it): a
+    #: client trickling bytes must not hold a connection, and a slot of the group commit, open.
+    body_timeout_seconds: float = 10.0
+    #: Seconds a delivery waits for its commit before the sender hears 503 (a lock held on the
+    #: inbox, a stalled disk): the provider retries, and no request waits without bound.
+    commit_timeout_seconds: float = 10.0
+    #: Delivery payload shapes to try, in order (RECON_PAYLOAD_SHAPES); None: the default order
+    #: (a configured field map first, then every built-in shape).
+    payload_shapes: tuple[str, ...] | None = None
+    #: RECON_PAYLOAD_FIELD_MAP as (our field, where the provider puts it) pairs; empty: none.
+    payload_field_map: tuple[tuple[str, str], ...] = ()
+
+    # Names upstream.webhooks.payloads accepts (foundation may not import it, so they are listed
+    # here to stop start-up on a typo; tests/unit/upstream/test_payloads.py keeps both in step).
+    PAYLOAD_SHAPE_NAMES = ("recon", "standard-webhooks", "flat", "field-map")
+    PAYLOAD_MAP_FIELDS = (
+        "eventId",
+        "eventType",
+        "occurredAt",
+        "transferRef",
+        "receiptRef",
+        "accountRef",
+        "endpointRef",
+        "holdingRef",
+        "accountNumber",
+        "amount",
+        "currency",
+        "status",
+        "narration",
+    )
+    PAYLOAD_MAP_OPTIONS = (
+        ("amountUnits", ("major", "minor")),
+        ("timestampUnit", ("epoch-seconds", "epoch-millis")),
+    )
+
+    @classmethod
+    def payload_settings(
+        cls, r: EnvReader
+    ) -> tuple[tuple[str, ...] | None, tuple[tuple[str, str], ...]]:
+        """RECON_PAYLOAD_SHAPES and RECON_PAYLOAD_FIELD_MAP, checked so a typo stops start-up
+        with one line rather than quarantining every delivery later."""
+        import json
+
+        raw_map = r.raw("RECON_PAYLOAD_FIELD_MAP")
+        pairs: tuple[tuple[str, str], ...] = ()
+        if raw_map is not None:
+            try:
+                doc = json.loads(raw_map)
+            except ValueError:
+                doc = None
+            if not isinstance(doc, dict):
+                raise ConfigError(
+                    "RECON_PAYLOAD_FIELD_MAP is not valid: expected a JSON object such as "
+                    '{"eventType": "type", "occurredAt": "timestamp", "amount": "data.amount"}'
+                )
+            problems = []
+            for key, value in doc.items():
+                allowed = dict(cls.PAYLOAD_MAP_OPTIONS).get(key)
+                if allowed is not None and value not in allowed:
+                    problems.append(f"{key} must be one of {', '.join(allowed)}")
+                elif allowed is None and key not in cls.PAYLOAD_MAP_FIELDS:
+                    problems.append(f"{key!r} is not one of {', '.join(cls.PAYLOAD_MAP_FIELDS)}")
+                elif not isinstance(value, str) or not value.strip():
+                    problems.append(f"{key} must be a dotted path or header:<name>")
+            problems += [f"{k} is required" for k in ("eventType", "occurredAt") if k not in doc]
+            if problems:
+                raise ConfigError(f"RECON_PAYLOAD_FIELD_MAP is not valid: {'; '.join(problems)}")
+            pairs = tuple((str(k), str(v).strip()) for k, v in doc.items())
+        raw_shapes = r.raw("RECON_PAYLOAD_SHAPES")
+        if raw_shapes is None:
+            return None, pairs
+        shapes = tuple(s.strip() for s in raw_shapes.split(",") if s.strip())
+        unknown = [s for s in shapes if s not in cls.PAYLOAD_SHAPE_NAMES]
+        if unknown or not shapes:
+            raise ConfigError(
+                f"RECON_PAYLOAD_SHAPES={raw_shapes!r} is not valid: expected a comma-separated "
+                f"list of {', '.join(cls.PAYLOAD_SHAPE_NAMES)}"
+            )
+        if "field-map" in shapes and not pairs:
+            raise ConfigError(
+                "RECON_PAYLOAD_SHAPES lists field-map but RECON_PAYLOAD_FIELD_MAP is not set"
+            )
+        return shapes, pairs
 
     @classmethod
     def from_env(cls, r: EnvReader) -> WebhookSettings:
         path = r.text("RECON_WEBHOOK_PATH", "/webhooks/company")
-        if not path.startswith("/"):
-            raise ConfigError(
-                f"RECON_WEBHOOK_PATH={path!r} is not valid: expected a path starting with /"
-            )
+        r.check(
+            path.startswith("/"),
+            f"RECON_WEBHOOK_PATH={path!r} is not valid: expected a path starting with /",
+        )
+        payload_shapes, payload_field_map = cls.payload_settings(r)
         return cls(
             path=path,
             secrets=r.secrets("RECON_WEBHOOK_SECRETS"),
@@ -205,6 +308,10 @@ class WebhookSettings:
             rotation_overlap_seconds=r.whole_seconds(
                 "RECON_WEBHOOK_ROTATION_OVERLAP_SECONDS", 86400
             ),
+            body_timeout_seconds=r.seconds("RECON_WEBHOOK_BODY_TIMEOUT_SECONDS", 10.0),
+            commit_timeout_seconds=r.seconds("RECON_WEBHOOK_COMMIT_TIMEOUT_SECONDS", 10.0),
+            payload_shapes=payload_shapes,
+            payload_field_map=payload_field_map,
         )
 
 
@@ -228,11 +335,11 @@ class ScheduleSettings:
         # Waits between polls of a transfer still awaiting finality: first, then doubling to a cap.
         backoff_first = r.seconds("RECON_TRANSFER_BACKOFF_FIRST_SECONDS", 2.0)
         backoff_cap = r.seconds("RECON_TRANSFER_BACKOFF_CAP_SECONDS", 300.0)
-        if backoff_cap < backoff_first:
-            raise ConfigError(
-                f"RECON_TRANSFER_BACKOFF_CAP_SECONDS={backoff_cap:g} is not valid: it must be at "
-                f"least RECON_TRANSFER_BACKOFF_FIRST_SECONDS ({backoff_first:g})"
-            )
+        r.check(
+            backoff_cap >= backoff_first,
+            f"RECON_TRANSFER_BACKOFF_CAP_SECONDS={backoff_cap:g} is not valid: it must be at "
+            f"least RECON_TRANSFER_BACKOFF_FIRST_SECONDS ({backoff_first:g})",
+        )
         return cls(
             poll_activity_seconds=r.seconds("RECON_POLL_ACTIVITY_SECONDS", 15.0),
             poll_transfers_seconds=r.seconds("RECON_POLL_TRANSFERS_SECONDS", 5.0),
@@ -277,8 +384,9 @@ class AlertSettings:
     @classmethod
     def from_env(cls, r: EnvReader) -> AlertSettings:
         secret = r.secret("RECON_ALERT_WEBHOOK_SECRET")
-        if secret is not None and not secret.reveal().startswith("whsec_"):
-            raise ConfigError("RECON_ALERT_WEBHOOK_SECRET is not valid: expected a whsec_ secret")
+        if secret is not None:
+            problem = alert_secret_problem(secret.reveal())
+            r.check(problem is None, f"RECON_ALERT_WEBHOOK_SECRET is not valid: {problem}")
         return cls(
             cap_per_pass=r.convert(
                 "RECON_ALERT_CAP_PER_PASS", 50, positive_int, "a whole number of alerts > 0"
@@ -300,4 +408,50 @@ class LogSettings:
         return cls(
             format=r.choice("RECON_LOG_FORMAT", "auto", ("auto", "json", "console")),
             level=r.choice("RECON_LOG_LEVEL", "info", ("debug", "info", "warning", "error")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionSettings:
+    """How long each kind of record stays in the hot store, and how often pruning runs.
+
+    Ages are whole days. What recon reconciled (postings, transfers, notifications, matches)
+    is kept for good; alert history too unless `resolved_alert_days` is set. Pruning never
+    reaches inside the matching window whatever these say (reconciliation.retention).
+    """
+
+    #: Raw delivery bytes (the inbox row) this many days after the delivery was processed.
+    delivery_days: int
+    #: A closed Idempotency-Key record this many days after its request completed. The provider
+    #: does not say how long it honours a key; a week outlasts every common retention.
+    outbound_request_days: int
+    #: Balance snapshots older than this keep only changes of balance and one per holding a day.
+    snapshot_thin_days: int
+    #: A terminal transfer's status history is compacted (first and last kept) after this long.
+    transfer_history_days: int
+    #: Resolved alerts are removed this long after resolution; None keeps them for good.
+    resolved_alert_days: int | None
+    #: How often the scheduled prune runs.
+    run_seconds: float
+    #: Where the scheduled prune writes what it removes (.jsonl.gz); None writes nothing.
+    archive_dir: Path | None
+
+    @classmethod
+    def from_env(cls, r: EnvReader) -> RetentionSettings:
+        days = "a whole number of days > 0"
+        archive = r.raw("RECON_RETENTION_ARCHIVE_DIR")
+        return cls(
+            delivery_days=r.convert("RECON_RETAIN_DELIVERIES_DAYS", 90, positive_int, days),
+            outbound_request_days=r.convert(
+                "RECON_RETAIN_OUTBOUND_REQUESTS_DAYS", 7, positive_int, days
+            ),
+            snapshot_thin_days=r.convert("RECON_RETAIN_SNAPSHOTS_DAYS", 2, positive_int, days),
+            transfer_history_days=r.convert(
+                "RECON_RETAIN_TRANSFER_HISTORY_DAYS", 7, positive_int, days
+            ),
+            resolved_alert_days=r.convert(
+                "RECON_RETAIN_RESOLVED_ALERTS_DAYS", None, positive_int, days
+            ),
+            run_seconds=r.seconds("RECON_RETENTION_SECONDS", 3600.0),
+            archive_dir=Path(archive) if archive else None,
         )

@@ -3,16 +3,87 @@
 from __future__ import annotations
 
 import json
+import textwrap
+from datetime import datetime
+from typing import Any, Final
 
 import click
 
+from foundation.readable import moment, moment_and_age, time_ago, words
 from recon.cli.reconcile_commands import open_store
 from recon.cli.startup import fail, settings_or_exit
+from recon.cli.terminal import output_width
 
 
 @click.group()
 def alerts() -> None:
     """List, acknowledge and resolve alerts."""
+
+
+#: Lines a subject may take at a terminal before it ends in an ellipsis.
+SUBJECT_LINES: Final = 3
+
+#: Indent of a subject under its alert's header line.
+SUBJECT_INDENT: Final = "    "
+
+#: Columns of the tab-separated form a pipe gets (one alert per line, nothing cut).
+PIPE_COLUMNS: Final = ("id", "severity", "state", "kind", "opened", "subject")
+
+
+def _clip(line: str, width: int) -> str:
+    return line if len(line) <= width else line[: width - 1].rstrip() + "\u2026"
+
+
+def terminal_lines(found: list[dict[str, Any]], width: int, now: datetime) -> list[str]:
+    """Each alert as a header line (aligned across alerts) and its subject wrapped beneath.
+
+    Nothing is wider than `width`: a header that does not fit ends in an ellipsis, a subject
+    wraps under its header and, past SUBJECT_LINES lines, ends in an ellipsis.
+    """
+    ids = [f"#{a['id']}" for a in found]
+    states = [words(a["state"]) for a in found]
+    id_w = max(map(len, ids))
+    state_w = max(map(len, states))
+    kind_w = max(len(a["kind"]) for a in found)
+    severity_w = max(len(a["severity"]) for a in found)
+    lines = []
+    for a, ident, state in zip(found, ids, states, strict=True):
+        opened = datetime.fromisoformat(a["openedAt"])
+        head = f"{ident:>{id_w}}  {a['severity']:<{severity_w}}  {state:<{state_w}}  "
+        head += f"{a['kind']:<{kind_w}}  "
+        # The longest form of the time that fits: a time cut in half helps nobody.
+        whens = (
+            f"opened {moment_and_age(opened, now)}",
+            moment_and_age(opened, now),
+            moment(opened),
+            time_ago(opened, now),
+        )
+        when = next((w for w in whens if len(head) + len(w) <= width), whens[-1])
+        lines.append(_clip(head + when, width))
+        wrapped = textwrap.wrap(
+            a["subject"],
+            width=width,
+            initial_indent=SUBJECT_INDENT,
+            subsequent_indent=SUBJECT_INDENT,
+            break_long_words=True,
+        )
+        if len(wrapped) > SUBJECT_LINES:
+            wrapped = wrapped[:SUBJECT_LINES]
+            wrapped[-1] = _clip(wrapped[-1] + " \u2026", width)
+        lines.extend(wrapped)
+    return lines
+
+
+def pipe_lines(found: list[dict[str, Any]]) -> list[str]:
+    """Tab-separated, one alert per line, a header first: every value whole, for scripts."""
+    rows = ["\t".join(PIPE_COLUMNS)]
+    for a in found:
+        opened = moment(datetime.fromisoformat(a["openedAt"]))
+        subject = " ".join(a["subject"].split())  # a tab or newline would break the row
+        rows.append(
+            "\t".join((str(a["id"]), a["severity"], a["state"], a["kind"], opened, subject))
+        )
+    return rows
 
 
 @alerts.command("list")
@@ -26,12 +97,18 @@ def alerts() -> None:
 @click.option("--kind", help="Only this kind, for example balance_mismatch.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=100, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON, evidence included.")
-def list_command(state: str, kind: str | None, limit: int, as_json: bool) -> None:
+@click.option(
+    "--width",
+    type=click.IntRange(min=1),
+    help="Lay out for this many columns (default: the terminal's; a pipe gets tab-separated "
+    "lines, nothing cut).",
+)
+def list_command(
+    state: str, kind: str | None, limit: int, as_json: bool, width: int | None
+) -> None:
     """Alerts, most urgent and newest first."""
-    from rich.console import Console
-    from rich.table import Table
-
     from reconciliation.alerts.lifecycle import alert_as_dict, list_alerts
+    from reconciliation.store.types import utcnow
 
     settings = settings_or_exit()
     with open_store(settings) as factory, factory() as session:
@@ -47,15 +124,9 @@ def list_command(state: str, kind: str | None, limit: int, as_json: bool) -> Non
     if not found:
         click.echo("no alerts")
         return
-    table = Table()
-    for header in ("id", "severity", "state", "kind", "opened"):
-        table.add_column(header, no_wrap=True)
-    table.add_column("subject", overflow="fold")
-    for a in found:
-        table.add_row(
-            str(a["id"]), a["severity"], a["state"], a["kind"], a["openedAt"][:19], a["subject"]
-        )
-    Console().print(table)
+    columns = output_width(width)
+    lines = pipe_lines(found) if columns is None else terminal_lines(found, columns, utcnow())
+    click.echo("\n".join(lines))
 
 
 def _change(alert_id: int, by: str, note: str | None, *, resolve: bool) -> None:

@@ -7,6 +7,20 @@ import click
 from recon.cli.startup import fail, settings_or_exit
 
 
+def _store_revision(database_url: str) -> str:
+    """The revision the store is at now, as Alembic recorded it ("base" for an empty store)."""
+    from alembic.runtime.migration import MigrationContext
+
+    from reconciliation.store.db import make_engine
+
+    engine = make_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            return MigrationContext.configure(connection).get_current_revision() or "base"
+    finally:
+        engine.dispose()
+
+
 def _run(action: str, revision: str) -> None:
     from sqlalchemy.exc import OperationalError
 
@@ -14,17 +28,22 @@ def _run(action: str, revision: str) -> None:
     from migrations import runner as migrate
 
     settings = settings_or_exit()
+    shown = mask_url_password(settings.store.database_url)
     try:
+        before = _store_revision(settings.store.database_url)
         getattr(migrate, action)(settings.store.database_url, revision)
+        after = _store_revision(settings.store.database_url)
     except OperationalError as exc:
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else "connection failed"
         fail(
-            f"database unreachable at {mask_url_password(settings.store.database_url)}: {reason} "
+            f"database unreachable at {shown}: {reason} "
             "(check DATABASE_URL and that the server is running)"
         )
-    click.echo(
-        f"database at {action.replace('upgrade', 'upgraded').replace('downgrade', 'downgraded')} to {revision}"
-    )
+    done = "upgraded" if action == "upgrade" else "downgraded"
+    if before == after:
+        click.echo(f"database at {shown} is already at {revision} (revision {after})")
+    else:
+        click.echo(f"database at {shown} {done} to {revision}: revision {before} -> {after}")
 
 
 @click.group()

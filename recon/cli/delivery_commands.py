@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
@@ -132,31 +132,78 @@ def show(row_id: int, as_json: bool) -> None:
 
 
 @deliveries.command()
-@click.argument("row_id", type=int)
-def replay(row_id: int) -> None:
-    """Reset one delivery to pending and enqueue it for processing again."""
+@click.argument("row_id", type=int, required=False)
+@click.option(
+    "--quarantined",
+    is_flag=True,
+    help="Every quarantined delivery (after recon learned their shape), instead of one row.",
+)
+@click.option(
+    "--pending",
+    is_flag=True,
+    help="Re-send every pending delivery to the workers now, instead of waiting for the sweep.",
+)
+@click.option(
+    "--limit",
+    default=5000,
+    show_default=True,
+    type=click.IntRange(1, 5000),
+    help="Most rows one bulk replay takes; run again while some remain.",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON document (bulk replays).")
+def replay(row_id: int | None, quarantined: bool, pending: bool, limit: int, as_json: bool) -> None:
+    """Reset one delivery (ROW_ID), or every quarantined or pending one, to pending and enqueue.
+
+    A bulk replay is how deliveries quarantined because no payload shape read them are read
+    again once RECON_PAYLOAD_SHAPES or RECON_PAYLOAD_FIELD_MAP describes their shape (restart
+    the workers first, so they read with the new settings).
+    """
     from recon.cli.web_commands import delivery_enqueue
     from reconciliation.notifications import inbox
 
+    chosen = [flag for flag, on in (("--quarantined", quarantined), ("--pending", pending)) if on]
+    if (row_id is None) == (not chosen) or len(chosen) > 1:
+        fail("give one ROW_ID, or --quarantined, or --pending (see `recon deliveries list`)")
     settings = settings_or_exit()
+    if row_id is None:
+        state = inbox.QUARANTINED if quarantined else inbox.PENDING
+        _replay_bulk(settings, state, limit, as_json)
+        return
     with _session(settings) as session:
         row = _checked(lambda: inbox.reset_for_replay(session, row_id))
         delivery_id = row.delivery_id
-    enqueue = delivery_enqueue(settings)
+    what = f"delivery {delivery_id} (row {row_id}) is pending again"
+    click.echo(f"{what}{_enqueued(delivery_enqueue(settings), [row_id])}")
+
+
+def _replay_bulk(settings: Settings, state: str, limit: int, as_json: bool) -> None:
+    """Both this command and `POST /deliveries/replay` go through `inbox.replay_deliveries`."""
+    import msgspec
+
+    from recon.cli.web_commands import delivery_enqueue
+    from reconciliation.notifications import inbox
+    from reconciliation.notifications.inbox_views import replay_summary
+
+    with _session(settings) as session:
+        done = _checked(lambda: inbox.replay_deliveries(session, state=state, limit=limit))
+    sent = _enqueued(delivery_enqueue(settings), done.row_ids) if done.row_ids else ""
+    if as_json:
+        click.echo(msgspec.json.encode(replay_summary(done)).decode())
+        return
+    click.echo(f"{len(done.row_ids)} {state} deliveries are pending again{sent}")
+    if done.remaining:
+        click.echo(f"{done.remaining} more remain: run the command again")
+
+
+def _enqueued(enqueue: Callable[[Sequence[int]], None] | None, row_ids: list[int]) -> str:
+    """Hand rows to the workers; the tail of the message saying how they will be picked up."""
     if enqueue is None:
-        click.echo(
-            f"delivery {delivery_id} (row {row_id}) is pending again; the worker picks it up"
-        )
-        return
+        return "; the workers pick up pending rows"
     try:
-        enqueue([row_id])
-    except Exception as exc:  # noqa: BLE001 - the row is pending; the sweeper will get to it
-        click.echo(
-            f"delivery {delivery_id} (row {row_id}) is pending again, but enqueueing failed "
-            f"({type(exc).__name__}); the workers' sweeper will pick it up"
-        )
-        return
-    click.echo(f"delivery {delivery_id} (row {row_id}) is pending again and enqueued")
+        enqueue(row_ids)
+    except Exception as exc:  # noqa: BLE001 - the rows are pending; the sweeper will get to them
+        return f", but enqueueing failed ({type(exc).__name__}); the sweep picks up pending rows"
+    return " and enqueued"
 
 
 COMMANDS = [deliveries]

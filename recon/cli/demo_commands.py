@@ -27,7 +27,13 @@ from foundation.settings import DEFAULT_STATE_DIR
     default=None,
     help="Start recon's processes from this Procfile under honcho (needs DATABASE_URL and REDIS_URL).",
 )
-def demo(report_path: Path, procfile: Path | None) -> None:
+@click.option(
+    "--serve",
+    is_flag=True,
+    help="When the scenario has settled, keep the sandbox and recon running with the operator "
+    "console open until interrupted (Ctrl-C).",
+)
+def demo(report_path: Path, procfile: Path | None, serve: bool) -> None:
     """Run recon end to end against the bundled sandbox and print the reconciliation report.
 
     Starts the sandbox and recon's processes, registers the webhook, drives a business day with
@@ -39,26 +45,42 @@ def demo(report_path: Path, procfile: Path | None) -> None:
     """
     from rich.console import Console
 
-    from recon.demo.run import plan_demo, run_demo
+    from recon.demo.env_file import shell_hint
+    from recon.demo.run import DemoOutcome, plan_demo, run_demo
 
     console = Console(stderr=True)
     state_dir = Path(os.environ.get("RECON_STATE_DIR", DEFAULT_STATE_DIR))
     plan = plan_demo(os.environ, state_dir, report_path, procfile)
+    if plan.distributed:
+        _require_redis(plan.env["REDIS_URL"])
     started = time.monotonic()
     with console.status("starting", spinner="dots") as status:
 
         def step(text: str) -> None:
-            status.update(f"[{time.monotonic() - started:5.1f} s] {text}")
+            stamp = f"[{time.monotonic() - started:5.1f} s]"
+            status.update(f"{stamp} {text}")
             if not text.startswith("reconciling"):
-                console.log(text)
+                # print, not log: Console.log would append this file's name and line number.
+                console.print(f"{stamp} {text}", markup=False, highlight=False, soft_wrap=True)
+
+        def hold_open(outcome: DemoOutcome) -> None:
+            status.stop()
+            click.echo(outcome.text_report)
+            verdict = "exactly the injected faults" if outcome.ok else "NOT the injected faults"
+            click.echo(f"recon found {verdict}; the sandbox and recon keep running.")
+            click.echo(f"operator console: {plan.web_url}/console")
+            click.echo(f"sign in with any name and the admin token in {plan.env_file}")
+            click.echo("press Ctrl-C to stop")
+            _wait_for_interrupt()
 
         try:
-            outcome = run_demo(plan, step)
+            outcome = run_demo(plan, step, hold_open if serve else None)
         except Exception as exc:  # noqa: BLE001 - the demo ends with one readable line
-            console.print(f"[red]demo failed:[/red] {exc}")
-            console.print(f"process logs: {plan.log_dir}")
+            console.print(f"demo failed: {exc}", style="red", markup=False, soft_wrap=True)
+            console.print(f"process logs: {plan.log_dir}", markup=False, soft_wrap=True)
             sys.exit(1)
-    click.echo(outcome.text_report)
+    if not serve:  # a served demo printed its report before holding the console open
+        click.echo(outcome.text_report)
     click.echo(f"HTML report: {report_path}")
     record = outcome.record
     click.echo(
@@ -67,6 +89,7 @@ def demo(report_path: Path, procfile: Path | None) -> None:
         f"faults injected: {', '.join(record.injected)}"
     )
     elapsed = time.monotonic() - started
+    click.echo(f"look around with the demo's settings: {shell_hint(plan.env_file)}")
     if outcome.ok:
         click.echo(f"recon found exactly the injected faults ({elapsed:.0f} s).")
         return
@@ -76,6 +99,26 @@ def demo(report_path: Path, procfile: Path | None) -> None:
         click.echo(f"UNEXPECTED alerts: {', '.join(outcome.unexpected)}", err=True)
     click.echo(f"process logs: {plan.log_dir}", err=True)
     sys.exit(1)
+
+
+def _wait_for_interrupt() -> None:
+    """Block until Ctrl-C (or SIGTERM, which the process group turns into the same stop)."""
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        click.echo("stopping the sandbox and recon")
+
+
+def _require_redis(redis_url: str) -> None:
+    """One line within seconds when the demo's Redis is dead, before any process starts."""
+    from workers.broker import BrokerUnreachableError, require_redis
+
+    try:
+        require_redis(redis_url)
+    except BrokerUnreachableError as exc:
+        click.echo(f"demo failed: {exc}", err=True)
+        sys.exit(1)
 
 
 COMMANDS = [demo]

@@ -20,6 +20,7 @@ from recon.cli.provider_commands import (
 from upstream import StaleGuard
 from upstream.gateway import RESUME_REASONS, SUSPEND_REASONS
 from upstream.wire.endpoints import Endpoint
+from upstream.wire.replays import WriteReplayed
 
 
 @click.group()
@@ -95,6 +96,10 @@ def _lifecycle(endpoint_ref: uuid.UUID, operation: str, reason: str) -> None:
             )
         except StaleGuard as exc:
             exit_with(EXIT_REFUSED, f"{exc} Run the command again to act on the new state.")
+    if isinstance(result, WriteReplayed):
+        # The gateway took this command in before (same key): nothing was applied twice.
+        click.echo(f"{operation}: endpoint {endpoint_ref} already done earlier [replayed]")
+        return
     a = result.value
     click.echo(
         f"{operation}: endpoint {endpoint_ref} {a.previous_posture} -> {a.current_posture} "

@@ -1,7 +1,8 @@
-"""Operator commands on the provider clients: `recon check`, `transfer`, `credit`.
+"""Operator commands on the provider clients: `recon check`, and the shared client set-up.
 
-`recon endpoints` lives in recon.cli.endpoint_commands and shares this module's client set-up
-and error handling (`gateway_client`, `provider_errors`).
+`recon endpoints` (recon.cli.endpoint_commands) and `recon transfer` / `recon credit`
+(recon.cli.transfer_commands) share this module's client set-up and error handling
+(`gateway_client`, `provider_errors`, `HOLDING`, `AMOUNT`).
 
 Thin on purpose: each command builds a client from the settings, calls one or two methods and
 prints the answer in plain words. Every provider failure ends the command with the client's own
@@ -27,21 +28,14 @@ from foundation.settings import Settings
 from recon.cli.startup import fail, settings_or_exit
 from upstream import (
     CompanyClient,
-    CreditRequest,
-    Destination,
     Forbidden,
     GatewayClient,
     HoldingAddress,
     ProviderError,
     RateLimited,
     RetryPolicy,
-    TransferAccepted,
-    TransferDenied,
-    TransferReplayed,
-    TransferRequest,
     Unauthorized,
     Unavailable,
-    ValueUnit,
 )
 from upstream.company import TEST_ACCOUNT_NUMBER
 
@@ -218,138 +212,34 @@ def _check_gateway(settings: Settings) -> tuple[bool | None, list[str]]:
     help="Account number for the company API's name enquiry (a 10-digit test number works).",
 )
 def check(account_number: str) -> None:
-    """Check both provider credentials and name the environment, in plain words."""
-    settings = provider_settings()
+    """Check both provider credentials and name the environment, in plain words.
+
+    The verdict is the first line, the findings for each API follow it; the retries that led
+    there are logged only under `recon --verbose`.
+    """
+    # settings_or_exit keeps the clients' retry warnings quiet unless --verbose.
+    settings = settings_or_exit()
     company_ok, company_lines = _check_company(settings, account_number)
     gateway_ok, gateway_lines = _check_gateway(settings)
-    click.echo("\n".join([*company_lines, *gateway_lines]))
-    if company_ok is False or gateway_ok is False:
-        bad = [n for n, ok in (("company API", company_ok), ("gateway", gateway_ok)) if ok is False]
-        exit_with(EXIT_REFUSED, f"verdict: credentials BAD for the {' and the '.join(bad)}")
-    if company_ok is None or gateway_ok is None:
-        exit_with(EXIT_UNREACHABLE, "verdict: could not check everything (see above)")
-    click.echo("verdict: credentials good")
+    verdict, code = _verdict(company_ok, gateway_ok)
+    click.echo("\n".join([f"verdict: {verdict}", *company_lines, *gateway_lines]))
+    if code:
+        sys.exit(code)
 
 
-# -- recon transfer ---------------------------------------------------------------------------
-
-
-@click.group()
-def transfer() -> None:
-    """Create, quote and follow transfers on the gateway."""
-
-
-def _transfer_request(
-    source: HoldingAddress, to: HoldingAddress, amount: int, currency: str
-) -> TransferRequest:
-    return TransferRequest(
-        source=source,
-        destination=Destination.internal(to),
-        value_unit=ValueUnit.fiat(currency.upper()),
-        amount_minor_units=amount,
-    )
-
-
-def _transfer_options(func: F) -> F:
-    for option in reversed(
-        [
-            click.option("--from", "source", type=HOLDING, required=True, help="Source holding."),
-            click.option("--to", "to", type=HOLDING, required=True, help="Destination holding."),
-            click.option("--amount", type=AMOUNT, required=True, help="Amount in minor units."),
-            click.option("--currency", default="NGN", show_default=True),
-        ]
-    ):
-        func = option(func)
-    return func
-
-
-@transfer.command("create")
-@_transfer_options
-@provider_errors
-def transfer_create(source: HoldingAddress, to: HoldingAddress, amount: int, currency: str) -> None:
-    """Create a transfer. Its Idempotency-Key is stored first: rerunning after a crash replays."""
-    settings = provider_settings()
-    with gateway_client(settings, durable_keys=True) as client:
-        outcome = client.create_transfer(_transfer_request(source, to, amount, currency))
-    match outcome:
-        case TransferAccepted():
-            t = outcome.transfer
-            click.echo(f"accepted: transfer {t.transfer_ref} {t.stage} (revision {t.revision})")
-        case TransferReplayed():
-            click.echo(f"already sent: the gateway replayed transfer {outcome.transfer_ref}")
-        case TransferDenied():
-            click.echo(f"denied: transfer {outcome.transfer_ref}: {outcome.reason or 'no reason'}")
-    click.echo(f"idempotency key: {outcome.idempotency_key}")
-    if outcome.evidence:
-        click.echo(f"receipts: {_receipts(outcome.evidence)}")
-    if isinstance(outcome, TransferDenied):
-        sys.exit(EXIT_REFUSED)
-
-
-@transfer.command("quote")
-@_transfer_options
-@provider_errors
-def transfer_quote(source: HoldingAddress, to: HoldingAddress, amount: int, currency: str) -> None:
-    """Quote fees and totals for a transfer; reserves nothing."""
-    with gateway_client(provider_settings()) as client:
-        quote = client.quote_transfer(_transfer_request(source, to, amount, currency)).value
-    click.echo(f"quote basis: {quote.quote_basis_transfer_ref}")
-    click.echo(f"amount: {quote.amount_minor_units} {quote.value_unit} (minor units)")
-    if quote.no_fee_reason:
-        click.echo(f"fees: none ({quote.no_fee_reason})")
-    for label, items in (("totals", quote.totals), ("lines", quote.lines)):
-        for item in items:
-            click.echo(f"{label}: {item}")
-
-
-@transfer.command("status")
-@click.argument("transfer_ref", type=click.UUID)
-@provider_errors
-def transfer_status(transfer_ref: uuid.UUID) -> None:
-    """Where a transfer is, and whether it is done."""
-    with gateway_client(provider_settings()) as client:
-        result = client.transfer_status(transfer_ref)
-    s = result.value
-    done = "terminal" if s.is_terminal else "not terminal yet"
-    ok = "successful" if s.is_successful else "not successful"
-    click.echo(f"transfer {s.transfer_ref}: {s.status} ({s.reason or '-'}); {done}, {ok}")
-    click.echo(f"revision: {s.revision}")
-    if s.fees is not None:
-        click.echo(f"fees: {s.fees.status} ({s.fees.reason or '-'})")
-
-
-# -- recon credit -----------------------------------------------------------------------------
-
-
-@click.group()
-def credit() -> None:
-    """Sandbox-only: simulate money arriving."""
-
-
-@credit.command("simulate")
-@click.option("--to", "to", type=HOLDING, required=True, help="Holding to credit.")
-@click.option("--amount", type=AMOUNT, required=True, help="Amount in minor units.")
-@click.option("--currency", default="NGN", show_default=True)
-@provider_errors
-def credit_simulate(to: HoldingAddress, amount: int, currency: str) -> None:
-    """Simulate an inbound credit. Refused unless the gateway says this is a sandbox."""
-    with gateway_client(provider_settings(), durable_keys=True) as client:
-        env = client.environment().value
-        if not env.is_sandbox:
-            exit_with(
-                EXIT_REFUSED,
-                f"refused: the gateway environment is {env.environment_kind}, not a sandbox; "
-                "inbound credits can only be simulated in a sandbox",
-            )
-        result = client.simulate_inbound_credit(
-            CreditRequest(
-                target=to, value_unit=ValueUnit.fiat(currency.upper()), amount_minor_units=amount
-            )
+def _verdict(company_ok: bool | None, gateway_ok: bool | None) -> tuple[str, int]:
+    """One line and the exit status: refused beats unreachable, which beats good."""
+    results = (("company API", company_ok), ("gateway", gateway_ok))
+    bad = [name for name, ok in results if ok is False]
+    if bad:
+        return f"credentials BAD for the {' and the '.join(bad)}", EXIT_REFUSED
+    unchecked = [name for name, ok in results if ok is None]
+    if unchecked:
+        return (
+            f"could not check the {' and the '.join(unchecked)}: unreachable (details below)",
+            EXIT_UNREACHABLE,
         )
-    sim = result.value
-    click.echo(f"accepted: simulation {sim.simulation_ref} {sim.stage}")
-    click.echo(f"posting receipt: {sim.accounts_posting_receipt_ref}")
-    click.echo(f"idempotency key: {result.idempotency_key}")
+    return "credentials good", 0
 
 
-COMMANDS = [check, transfer, credit]
+COMMANDS = [check]

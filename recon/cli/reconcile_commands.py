@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from recon.cli.startup import fail, settings_or_exit
+from recon.cli.startup import existing_store, fail, settings_or_exit
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -25,19 +25,12 @@ if TYPE_CHECKING:
 
 @contextmanager
 def open_store(settings: Settings) -> Iterator[sessionmaker[Session]]:
-    """A session factory on the configured store; an unreachable store ends with one line."""
-    from sqlalchemy.exc import OperationalError, ProgrammingError
+    """A session factory on the configured store, which must exist: none is ever created here.
 
-    from reconciliation.store.db import make_engine, make_session_factory
-
-    engine = make_engine(settings.store.database_url)
-    try:
-        yield make_session_factory(engine)
-    except (OperationalError, ProgrammingError) as exc:
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else "connection failed"
-        fail(f"database unavailable: {reason} (check DATABASE_URL; run `recon db upgrade` first)")
-    finally:
-        engine.dispose()
+    An unreachable, missing or empty store ends the command with one line saying what to do.
+    """
+    with existing_store(settings) as factory:
+        yield factory
 
 
 class RichProgress:

@@ -8,6 +8,7 @@ import click
 
 from recon.cli.reconcile_commands import open_store
 from recon.cli.startup import fail, settings_or_exit
+from recon.cli.terminal import output_width
 
 
 @click.command()
@@ -26,14 +27,20 @@ from recon.cli.startup import fail, settings_or_exit
     type=click.Path(dir_okay=False, writable=True, path_type=Path),
     help="Write to this file instead of standard output.",
 )
+@click.option(
+    "--width",
+    type=click.IntRange(min=1),
+    help="Lay text out for this many columns (default: the terminal's; unlimited in a pipe).",
+)
 def report(
     since: str | None,
     until: str | None,
     holding: str | None,
     report_format: str,
     output: Path | None,
+    width: int | None,
 ) -> None:
-    """Totals, open exceptions by age, alerts and balance drift, for a window."""
+    """Figures with their legend, unmatched items, exceptions by age, alerts, balance drift."""
     from reconciliation.reports import ReportError, build_report, parse_window, render
     from reconciliation.store.types import utcnow
 
@@ -46,12 +53,13 @@ def report(
             )
     except ReportError as exc:
         fail(str(exc))
-    text = render(built, report_format)
+    columns = width if output is not None else output_width(width)
+    text = render(built, report_format, width=columns)
     if output is None:
         click.echo(text, nl=False)
         return
     output.write_text(text, encoding="utf-8")
-    click.echo(f"wrote {output} ({report_format}, {len(text.encode())} bytes)")
+    click.echo(f"wrote {output} ({report_format}, {len(text.encode()):,} bytes)")
 
 
 COMMANDS = [report]

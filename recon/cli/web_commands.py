@@ -13,7 +13,13 @@ from typing import Final
 import click
 
 from foundation.settings import ConfigError, Settings
-from recon.cli.startup import fail, settings_or_exit
+from recon.cli.startup import (
+    ensure_port_free,
+    fail,
+    require_redis_or_exit,
+    settings_or_exit,
+    with_secret_keys,
+)
 
 #: Garbage-collector thresholds of the web process. Every request allocates a few hundred
 #: short-lived objects; collecting the youngest generation every 700 (the default) costs
@@ -36,14 +42,16 @@ def delivery_enqueue(
     """How a process hands committed deliveries to the workers, or None when it cannot.
 
     With Redis, and with the embedded workers running in this very process, through the
-    workers' dispatcher (it never raises). Without Redis and without local workers an in-process
-    queue would have no consumer: None, and the workers' sweep finds the pending rows instead.
+    workers' dispatcher; it raises when the broker refuses, so that the caller (the receiver's
+    relay, a CLI replay) can count and report it. Without Redis and without local workers an
+    in-process queue would have no consumer: None, and the workers' sweep finds the pending
+    rows instead.
     """
     if settings.broker.embedded and not workers_in_process:
         return None
-    from workers.dispatch import enqueue_process_delivery
+    from workers.dispatch import send_process_delivery
 
-    return enqueue_process_delivery
+    return send_process_delivery
 
 
 @click.command()
@@ -63,11 +71,17 @@ def delivery_enqueue(
 )
 def web(host: str, port: int | None, register: bool, workers: bool) -> None:
     """Serve the webhook receiver, the inbox API, /health, /ready, /metrics and /schema."""
+    # The cheap checks come first: a port in use or a dead Redis must be one line within
+    # seconds, not a failure after the workers started and the webhook registration began.
+    settings = settings_or_exit(serves=True)
+    ensure_port_free(host, port or settings.web.port)
+    require_redis_or_exit(settings)
+    settings = with_secret_keys(settings)
+
     import uvicorn
 
     from app.main import create_app
 
-    settings = settings_or_exit(keeps_secrets=True)
     embedded = None
     if settings.broker.embedded and workers:
         from workers.embedded import start_embedded
@@ -93,6 +107,10 @@ def web(host: str, port: int | None, register: bool, workers: bool) -> None:
             access_log=False,
             server_header=False,
             timeout_graceful_shutdown=20,
+            # Bounds on what clients may hold (docs/operations.md): past the limit a new
+            # request is answered 503 at once; an idle keep-alive connection is closed.
+            limit_concurrency=settings.web.max_connections,
+            timeout_keep_alive=settings.web.keep_alive_seconds,
         )
     finally:
         if embedded is not None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from recon.cli.startup import fail, settings_or_exit
+from recon.cli.startup import existing_store, fail, settings_or_exit
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -26,14 +26,10 @@ def _store_and_client(
     settings: Settings,
 ) -> Iterator[tuple[sessionmaker[Session], CompanyClient]]:
     from reconciliation.notifications.registration import company_client
-    from reconciliation.store.db import make_engine, make_session_factory
 
-    engine = make_engine(settings.store.database_url)
-    try:
-        with company_client(settings) as client:
-            yield make_session_factory(engine), client
-    finally:
-        engine.dispose()
+    # The registration is kept in the store, so it must exist already: never create one here.
+    with existing_store(settings) as factory, company_client(settings) as client:
+        yield factory, client
 
 
 def _run(action: Callable[[], T]) -> T:
@@ -138,7 +134,8 @@ def list_webhooks() -> None:
         )
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     for r in table:
-        click.echo("  ".join(cell.ljust(width) for cell, width in zip(r, widths, strict=True)))
+        cells = (cell.ljust(width) for cell, width in zip(r, widths, strict=True))
+        click.echo("  ".join(cells).rstrip())
     pending = counts.get(None, 0)
     if pending:
         click.echo(f"\n{pending} secret(s) stored by an unfinished registration are accepted too")

@@ -13,7 +13,12 @@ from __future__ import annotations
 import click
 
 from foundation.settings import ConfigError
-from recon.cli.startup import fail, settings_or_exit
+from recon.cli.startup import (
+    ensure_port_free,
+    fail,
+    require_redis_or_exit,
+    settings_or_exit,
+)
 
 
 @click.command()
@@ -41,7 +46,10 @@ def worker(threads: int, lease_seconds: float | None, metrics_port: int | None) 
     from workers.stop_signal import StopSignal
 
     stop = StopSignal()
-    settings = settings_or_exit()
+    settings = settings_or_exit(serves=True)
+    if metrics_port is not None:
+        ensure_port_free("0.0.0.0", metrics_port, option="--metrics-port")
+    require_redis_or_exit(settings)
     _serve_metrics(metrics_port)
     try:
         if settings.broker.redis_url is None:
@@ -75,12 +83,13 @@ def scheduler(lock_seconds: float | None) -> None:
     from workers.stop_signal import StopSignal
 
     stop = StopSignal()
-    settings = settings_or_exit()
+    settings = settings_or_exit(serves=True)
     if settings.broker.redis_url is None:
         fail(
             "REDIS_URL is unset: without Redis the scheduler runs inside `recon web` or "
             "`recon worker`; set REDIS_URL to run it as its own process"
         )
+    require_redis_or_exit(settings)
     from workers.broker import install_broker
     from workers.runtime import worker_identity
     from workers.scheduler import TickScheduler, configured_ticks

@@ -20,6 +20,7 @@ import httpx
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from recon.demo.env_file import demo_env_path, write_demo_env
 from recon.demo.processes import ProcessGroup, free_port, recon_argv, wait_until_ready
 from recon.demo.scenario import EXPECTED_ALERT_KINDS, SandboxControl, ScenarioRecord, run_scenario
 from reconciliation.reports import render
@@ -61,6 +62,7 @@ class DemoPlan:
     distributed: bool
     log_dir: Path
     report_path: Path
+    env_file: Path
     procfile: Path | None = None
 
 
@@ -81,7 +83,11 @@ class DemoOutcome:
 def plan_demo(
     environ: Mapping[str, str], state_dir: Path, report_path: Path, procfile: Path | None = None
 ) -> DemoPlan:
-    """Ports, a fresh store, and the environment every demo process gets."""
+    """Ports, a fresh store, and the environment every demo process gets.
+
+    Paths are absolute, so the settings file the demo leaves behind works from any folder.
+    """
+    state_dir = state_dir.absolute()
     sandbox_port, web_port = free_port(), free_port()
     sandbox_url = f"http://127.0.0.1:{sandbox_port}"
     web_url = f"http://127.0.0.1:{web_port}"
@@ -106,6 +112,11 @@ def plan_demo(
         "RECON_ADMIN_TOKEN": environ.get("RECON_ADMIN_TOKEN", "demo-admin-token-change-me"),
         "RECON_LOG_FORMAT": "json",
     }
+    if not environ.get("RECON_SECRET_KEY") and not database_url.startswith("sqlite"):
+        # A shared store needs one key for all the demo's processes (foundation.secret_key).
+        from cryptography.fernet import Fernet
+
+        env["RECON_SECRET_KEY"] = Fernet.generate_key().decode()
     return DemoPlan(
         env=env,
         sandbox_url=sandbox_url,
@@ -114,6 +125,7 @@ def plan_demo(
         distributed=bool(environ.get("REDIS_URL")),
         log_dir=state_dir / "demo" / "logs",
         report_path=report_path,
+        env_file=demo_env_path(state_dir),
         procfile=procfile,
     )
 
@@ -259,8 +271,19 @@ def wait_until_settled(
     return kinds
 
 
-def run_demo(plan: DemoPlan, step: Callable[[str], None]) -> DemoOutcome:
+def run_demo(
+    plan: DemoPlan,
+    step: Callable[[str], None],
+    hold_open: Callable[[DemoOutcome], None] | None = None,
+) -> DemoOutcome:
+    """Run the scenario and check recon's alerts; `hold_open` keeps everything up until it returns.
+
+    `hold_open` receives the outcome while the sandbox and recon's processes still run (so the
+    console can be looked at); they are stopped when it returns or raises.
+    """
     started_at: datetime = utcnow()
+    # Written first, so that even a failed run leaves the settings to inspect its store with.
+    write_demo_env(plan.env_file, plan.env)
     group = ProcessGroup(plan.log_dir)
     engine = make_engine(plan.database_url)
     try:
@@ -277,23 +300,29 @@ def run_demo(plan: DemoPlan, step: Callable[[str], None]) -> DemoOutcome:
         kinds = wait_until_settled(group, session_factory, record, step)
         step("building the report")
         with session_factory() as session:
+            # The grace the demo's passes ran with, so the report and the alerts agree.
             report = build_report(
-                session, ReportWindow(since=started_at, until=utcnow(), holding_ref=None)
+                session,
+                ReportWindow(since=started_at, until=utcnow(), holding_ref=None),
+                grace_seconds=int(DEMO_TIMINGS["RECON_NOTIFICATION_GRACE_SECONDS"]),
             )
         plan.report_path.parent.mkdir(parents=True, exist_ok=True)
         plan.report_path.write_text(render(report, "html"), encoding="utf-8")
+        expected = {EXPECTED_ALERT_KINDS[i] for i in record.injected}
+        outcome = DemoOutcome(
+            record=record,
+            report=report,
+            open_kinds=kinds,
+            missing=sorted(expected - set(kinds)),
+            unexpected=sorted(set(kinds) - expected),
+            text_report=render(report, "text"),
+        )
+        if hold_open is not None:
+            hold_open(outcome)
     finally:
         group.stop()
         engine.dispose()
-    expected = {EXPECTED_ALERT_KINDS[i] for i in record.injected}
-    return DemoOutcome(
-        record=record,
-        report=report,
-        open_kinds=kinds,
-        missing=sorted(expected - set(kinds)),
-        unexpected=sorted(set(kinds) - expected),
-        text_report=render(report, "text"),
-    )
+    return outcome
 
 
 def default_report_path() -> Path:

@@ -17,12 +17,14 @@ from typing import Any, Final
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
+from reconciliation.transfers.intents import RESERVED
 from reconciliation.transfers.requests import request_transfer
 from upstream.gateway import GatewayClient
 from upstream.wire.balances import CreditRequest
 from upstream.wire.common import Destination, HoldingAddress, ValueUnit
 from upstream.wire.endpoints import EndpointRequest
-from upstream.wire.transfers import TransferAccepted, TransferRequest
+from upstream.wire.replays import WriteReplayed
+from upstream.wire.transfers import TransferRequest
 
 #: The one currency of the scenario.
 NGN: Final = ValueUnit.fiat("NGN")
@@ -108,6 +110,7 @@ def run_scenario(
                 value_unit=NGN,
             )
         )
+        assert not isinstance(created, WriteReplayed), "each create is sent once, never replayed"
         ep = created.value.endpoint
         assert ep.holding_ref is not None, "a created endpoint always names its holding"
         record.endpoints.append(
@@ -154,7 +157,7 @@ def run_scenario(
                 amount_minor_units=amount_minor,
             ),
         )
-        if isinstance(creation, TransferAccepted):
+        if creation.outcome == RESERVED:
             return creation.transfer_ref
         record.transfers_denied += 1
         return creation.transfer_ref

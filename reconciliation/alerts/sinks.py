@@ -26,6 +26,7 @@ import structlog
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from foundation.readable import words
 from foundation.secret import Secret
 from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, RESOLVED, alert_as_dict
 from reconciliation.store.models import Alert
@@ -63,7 +64,11 @@ def sign(secret: Secret, message_id: str, timestamp: int, body: bytes) -> str:
     if not raw.startswith(SECRET_PREFIX):
         raise ValueError("an alert webhook secret must start with whsec_")
     encoded = raw[len(SECRET_PREFIX) :]
-    key = base64.b64decode(encoded + "=" * (-len(encoded) % 4))  # unpadded secrets are common
+    # Strict: a lenient decoder drops what is not base64 and could sign with an empty key.
+    # Unpadded secrets are common, so the padding is restored first.
+    key = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
+    if not key:
+        raise ValueError("the alert webhook secret decodes to an empty key")
     signed = f"{message_id}.{timestamp}.".encode() + body
     digest = hmac.new(key, signed, hashlib.sha256).digest()
     return "v1," + base64.b64encode(digest).decode()
@@ -74,10 +79,22 @@ def message_id(alert: Alert) -> str:
     return f"msg_alert_{alert.id}_{alert.state}_{alert.occurrences}"
 
 
+def alert_text(alert: Alert) -> str:
+    """One line a person reads in a chat channel or a pager: what happened, how bad, to what.
+
+    The subject was written with `foundation.money.format_money` and `foundation.readable`, so
+    amounts and times read here exactly as in the report and the CLI.
+    """
+    event = EVENT_TYPES.get(alert.state, f"alert.{alert.state}").removeprefix("alert.")
+    return f"[{alert.severity}] alert {alert.id} {event} ({words(alert.kind)}): {alert.subject}"
+
+
 def message_body(alert: Alert, now: datetime) -> bytes:
+    """The signed body: `text` for people, `data` (exact, machine-readable) for programs."""
     payload: dict[str, Any] = {
         "type": EVENT_TYPES.get(alert.state, f"alert.{alert.state}"),
         "timestamp": now.isoformat(),
+        "text": alert_text(alert),
         "data": alert_as_dict(alert),
     }
     return json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()

@@ -20,6 +20,7 @@ from typing import Final
 from sqlalchemy import Table, bindparam, insert, update
 from sqlalchemy.orm import Session
 
+from foundation.money import format_money
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.balance_sums import Basis, consistent_read, grace_postings, read_bases
@@ -72,8 +73,10 @@ class BalanceMismatch:
                     kind=KIND,
                     severity=SEVERITY,
                     subject=(
-                        f"holding {basis.holding_ref}: balance {basis.settled} {basis.currency} "
-                        f"but postings sum to {posted} (drift {drift:+d})"
+                        f"holding {basis.holding_ref}: balance "
+                        f"{format_money(basis.settled, basis.currency)} but its postings sum to "
+                        f"{format_money(posted, basis.currency)} "
+                        f"(drift {format_money(drift, basis.currency, signed=True)})"
                     ),
                     fingerprint=fingerprint(KIND, basis.holding_ref),
                     evidence={

@@ -26,15 +26,13 @@ from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, Finding, fingerp
 from reconciliation.drift.base import DriftContext
 from reconciliation.drift.evidence import NOTIFICATION_FIELDS, TRANSFER_FIELDS, as_evidence
 from reconciliation.matching.backlog import in_backlog
-from reconciliation.matching.vocabulary import (
-    FAILED_EVENTS,
-    MONEY_EVENTS,
-    POSTED_EVENTS,
-    STATUS_AWAITING,
-    STATUS_COMPLETED,
-    STATUS_DENIED,
-    STATUS_FAILED,
+from reconciliation.matching.transfer_states import (
+    TransferState,
+    ended_unmoved,
+    settled,
+    still_moving,
 )
+from reconciliation.matching.vocabulary import FAILED_EVENTS, MONEY_EVENTS, POSTED_EVENTS
 from reconciliation.store.models import Alert, Match, Notification, Transfer
 
 KIND: Final = "status_contradiction"
@@ -47,29 +45,33 @@ matches: Table = Match.__table__  # type: ignore[assignment]
 
 def contradiction(
     event_type: str,
-    transfer_status: str | None,
+    transfer: TransferState,
     heard_at: datetime,
     cutoff: datetime,
 ) -> str | None:
-    """Why this notification and this transfer status disagree, or None when they agree."""
+    """Why this notification and this transfer status disagree, or None when they agree.
+
+    Decided from isTerminal/isSuccessful only; the status is named as the gateway names it.
+    """
+    transfer_status = transfer.status
     if event_type in POSTED_EVENTS:
-        if transfer_status in (STATUS_DENIED, STATUS_FAILED):
+        if transfer.ended_unmoved:
             return f"the notification says the money moved; the gateway says {transfer_status}"
-        if transfer_status == STATUS_AWAITING and heard_at <= cutoff:
+        if transfer.still_moving and heard_at <= cutoff:
             return (
                 "the notification says the money moved; the gateway still says "
-                f"{STATUS_AWAITING} after the grace period"
+                f"{transfer_status} after the grace period"
             )
-    if event_type in FAILED_EVENTS and transfer_status == STATUS_COMPLETED:
-        return "the notification says the transfer failed; the gateway says completed"
+    if event_type in FAILED_EVENTS and transfer.settled:
+        return f"the notification says the transfer failed; the gateway says {transfer_status}"
     return None
 
 
 def disagreeing(n: Table, t: Table) -> ColumnElement[bool]:
     """SQL prefilter: pairs that may contradict (`contradiction` decides, with the grace)."""
     return or_(
-        and_(n.c.event_type.in_(POSTED_EVENTS), t.c.status != STATUS_COMPLETED),
-        and_(n.c.event_type.in_(FAILED_EVENTS), t.c.status == STATUS_COMPLETED),
+        and_(n.c.event_type.in_(POSTED_EVENTS), or_(ended_unmoved(t), still_moving(t))),
+        and_(n.c.event_type.in_(FAILED_EVENTS), settled(t)),
     )
 
 
@@ -81,7 +83,12 @@ class StatusContradiction:
         found = []
         for note, transfer in self._pairs(ctx):
             heard_at = max(note.pop("_occurred"), note.pop("_created"))
-            why = contradiction(note["eventType"], transfer["status"], heard_at, cutoff)
+            state = TransferState(
+                status=transfer["status"],
+                is_terminal=bool(transfer.pop("_terminal")),
+                is_successful=transfer.pop("_successful"),
+            )
+            why = contradiction(note["eventType"], state, heard_at, cutoff)
             if why is None:
                 continue
             found.append(
@@ -105,6 +112,8 @@ class StatusContradiction:
                 n.c.occurred_at,
                 n.c.created_at,
                 *TRANSFER_FIELDS.values(),
+                t.c.is_terminal,
+                t.c.is_successful,
             )
             .select_from(n.join(t, t.c.transfer_ref == n.c.transfer_ref))
             .where(n.c.event_type.in_(MONEY_EVENTS), disagreeing(n, t))
@@ -127,10 +136,10 @@ class StatusContradiction:
             for row in ctx.session.execute(base.where(scope)):
                 note = as_evidence(NOTIFICATION_FIELDS, row[:width])
                 note["_occurred"], note["_created"] = row[width], row[width + 1]
-                pairs[note["notificationId"]] = (
-                    note,
-                    as_evidence(TRANSFER_FIELDS, row[width + 2 :]),
-                )
+                rest = row[width + 2 :]
+                transfer = as_evidence(TRANSFER_FIELDS, rest[: len(TRANSFER_FIELDS)])
+                transfer["_terminal"], transfer["_successful"] = rest[len(TRANSFER_FIELDS) :]
+                pairs[note["notificationId"]] = (note, transfer)
         return list(pairs.values())
 
     def _named_by_open_alerts(self, ctx: DriftContext) -> list[int]:

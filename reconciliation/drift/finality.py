@@ -12,6 +12,7 @@ from typing import Final
 
 from sqlalchemy import Table, false, select
 
+from foundation.readable import moment, words
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.base import DriftContext
@@ -47,8 +48,9 @@ class FinalityOverdue:
                     kind=KIND,
                     severity=SEVERITY,
                     subject=(
-                        f"transfer {evidence['transferRef']} is still {evidence['status']} "
-                        f"past its finality deadline ({evidence['deadline']})"
+                        f"transfer {evidence['transferRef']} is still "
+                        f"{words(evidence['status'])} past its finality deadline "
+                        f"({moment(deadline)})"
                     ),
                     fingerprint=fingerprint(KIND, evidence["transferRef"]),
                     evidence={"transfer": evidence},

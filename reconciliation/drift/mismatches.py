@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from sqlalchemy import Table, or_, select
 
+from foundation.money import format_money
 from reconciliation.alerts.changes import Assessment, chunks
 from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, Finding, fingerprint
 from reconciliation.drift.base import DriftContext
@@ -36,6 +37,13 @@ transfers: Table = Transfer.__table__  # type: ignore[assignment]
 
 #: Which side of a row is compared with the posting, and under which evidence key.
 COUNTERPARTS: Final = (("notification", notifications), ("transfer", transfers))
+
+
+def _claimed(kind: str, item: dict[str, Any]) -> str:
+    """What one side says, for the subject: its amount with its own currency, or its currency."""
+    if kind == UNIT:
+        return str(item["currency"])
+    return format_money(int(item["amountMinor"]), item["currency"])
 
 
 class MatchedMoneyMismatch:
@@ -66,14 +74,13 @@ class MatchedMoneyMismatch:
             legs = [evidence[("posting", p)] for p in sorted(posting_ids)]
             key = other["eventId"] if name == "notification" else other["transferRef"]
             what = "amount" if kind == AMOUNT else "currency"
-            field = "amountMinor" if kind == AMOUNT else "currency"
             found.append(
                 Finding(
                     kind=kind,
                     severity=SEVERITY,
                     subject=(
-                        f"{name} {key} says {what} {other[field]}, its posting says "
-                        f"{', '.join(str(leg[field]) for leg in legs)}"
+                        f"{name} {key} says {what} {_claimed(kind, other)}, its posting says "
+                        f"{', '.join(_claimed(kind, leg) for leg in legs)}"
                     ),
                     fingerprint=fingerprint(kind, name, key),
                     evidence={name: other, "postings": legs},

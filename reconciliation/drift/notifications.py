@@ -11,17 +11,19 @@ Clears when the posting arrives and matches.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from sqlalchemy import Table, or_, select
 from sqlalchemy.orm import Session
 
+from foundation.money import format_money
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.base import DriftContext
 from reconciliation.drift.evidence import describe_notifications
 from reconciliation.matching.backlog import in_backlog
-from reconciliation.matching.vocabulary import POSTED_EVENTS, STATUS_COMPLETED
+from reconciliation.matching.transfer_states import settled
+from reconciliation.matching.vocabulary import POSTED_EVENTS
 from reconciliation.store.models import Notification, Transfer
 
 KIND: Final = "notification_without_posting"
@@ -45,11 +47,18 @@ class NotificationWithoutPosting:
                 n.c.event_type.in_(POSTED_EVENTS),
                 n.c.occurred_at <= cutoff,
                 n.c.created_at <= cutoff,
-                or_(t.c.id.is_(None), t.c.status == STATUS_COMPLETED),
+                or_(t.c.id.is_(None), settled(t)),
             )
         )
         ids = [int(i) for i in ctx.session.scalars(query)]
         return Assessment(kinds=self.kinds, findings=findings(ctx.session, ids))
+
+
+def _amount(ev: dict[str, Any]) -> str:
+    """The claimed amount as a person reads it; a notification may carry none."""
+    if ev["amountMinor"] is None:
+        return "an unstated amount"
+    return format_money(int(ev["amountMinor"]), ev["currency"])
 
 
 def findings(session: Session, ids: list[int]) -> list[Finding]:
@@ -60,8 +69,8 @@ def findings(session: Session, ids: list[int]) -> list[Finding]:
                 kind=KIND,
                 severity=SEVERITY,
                 subject=(
-                    f"{ev['eventType']} {ev['eventId']} claims {ev['amountMinor']} "
-                    f"{ev['currency']} moved, but no posting matches it"
+                    f"{ev['eventType']} {ev['eventId']} claims {_amount(ev)} moved, "
+                    "but no posting matches it"
                 ),
                 fingerprint=fingerprint(KIND, ev["eventId"]),
                 evidence={"notification": ev},

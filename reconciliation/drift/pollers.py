@@ -12,6 +12,7 @@ from typing import Final
 from sqlalchemy import select
 
 from foundation.logs import redact_text
+from foundation.readable import moment
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.base import DriftContext
@@ -39,7 +40,8 @@ class PollerStuck:
                     severity=SEVERITY,
                     subject=(
                         f"activity poller of holding {holding_ref} has failed "
-                        f"{cursor.consecutive_errors} times in a row; cursor last moved {since or 'never'}"
+                        f"{cursor.consecutive_errors} times in a row; its cursor last moved "
+                        f"{moment(cursor.last_advanced_at)}"
                     ),
                     fingerprint=fingerprint(KIND, holding_ref),
                     evidence={

@@ -15,6 +15,7 @@ from typing import Final
 from sqlalchemy import Table, exists, select
 from sqlalchemy.orm import Session
 
+from foundation.money import format_money
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.base import DriftContext
@@ -57,7 +58,7 @@ def findings(session: Session, ids: list[int]) -> list[Finding]:
                 kind=KIND,
                 severity=SEVERITY,
                 subject=(
-                    f"{ev['side']} of {ev['amountMinor']} {ev['currency']} on holding "
+                    f"{ev['side']} of {format_money(ev['amountMinor'], ev['currency'])} on holding "
                     f"{ev['holdingRef']} (receipt {ev['receiptRef']}) was never notified"
                 ),
                 fingerprint=fingerprint(KIND, ev["journalRef"], ev["lineRef"]),

@@ -35,12 +35,12 @@ from sqlalchemy.orm import Session
 from reconciliation.matching.outcome import MONEY_SUSPECT, STATUS_SUSPECT, MatchTally
 from reconciliation.matching.scratch import candidate_table
 from reconciliation.matching.status import count_chosen, group_ambiguities
+from reconciliation.matching.transfer_states import settled
 from reconciliation.matching.vocabulary import (
     MATCHER,
     POSTED_EVENTS,
     RULE_RECEIPT_REF,
     RULE_TRANSFER_REF,
-    STATUS_COMPLETED,
 )
 from reconciliation.store.models import EXCEPTION, Holding, Match, Notification, Posting, Transfer
 from reconciliation.store.types import UTCDateTime
@@ -91,7 +91,10 @@ def best_candidates(anchor: ColumnElement[bool]) -> Select[tuple[int, int, int, 
 
 def disagreement(p: Table, n: Table, t: Table) -> ColumnElement[int]:
     """SQL flags of a candidate pair whose references agree but whose stories may not."""
-    status = case((t.c.id.is_not(None) & (t.c.status != STATUS_COMPLETED), STATUS_SUSPECT), else_=0)
+    # A transfer the gateway has answered for and not called settled (by isTerminal and
+    # isSuccessful, whatever the status is named) may contradict the posting's story.
+    answered = t.c.id.is_not(None) & t.c.status.is_not(None)
+    status = case((answered & ~settled(t), STATUS_SUSPECT), else_=0)
     money = case(
         (
             or_(

@@ -44,8 +44,7 @@ MONEY_EVENTS: Final = POSTED_EVENTS + FAILED_EVENTS
 #: the receiving account; a completed transfer is reported on the source account, its debit.
 EVENT_SIDE: Final = {PAYMENT_RECEIVED: "credit", TRANSACTION_COMPLETED: "debit"}
 
-#: Gateway transfer statuses (docs/decisions.md, "Transfer life cycle after reservation").
-STATUS_COMPLETED: Final = "completed"
-STATUS_FAILED: Final = "failed"
+#: The one terminal transfer status the gateway spec names: a denial at reservation. Other
+#: statuses are the provider's words, never compared with: reconciliation.matching.transfer_states
+#: decides from `is_terminal` and `is_successful`.
 STATUS_DENIED: Final = "reservation_denied"
-STATUS_AWAITING: Final = "awaiting_finality"

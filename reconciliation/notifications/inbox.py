@@ -313,6 +313,60 @@ def reset_for_replay(session: Session, row_id: int) -> Delivery:
     return delivery
 
 
+#: States a bulk replay takes: quarantined rows (after recon learned their shape, or a fix),
+#: and pending ones (to re-send those a lost message left behind, without waiting for the sweep).
+REPLAYABLE_STATES: Final = (QUARANTINED, PENDING)
+#: Most rows one bulk replay takes; a larger backlog takes several calls (each says what is left),
+#: so one request never holds a huge transaction or enqueues without bound.
+MAX_REPLAY: Final = 5000
+
+
+@dataclass(frozen=True, slots=True)
+class BulkReplay:
+    """What `replay_deliveries` reset: the row ids to enqueue, and how many still wait."""
+
+    state: str
+    row_ids: list[int]
+    remaining: int
+
+
+def replay_deliveries(session: Session, *, state: str, limit: int = MAX_REPLAY) -> BulkReplay:
+    """Put every delivery in `state` back to pending, oldest first, for the processor to read
+    again; the caller enqueues the row ids after the commit (the sweep catches any it loses).
+
+    This is how a shape recon has just learned (RECON_PAYLOAD_SHAPES, RECON_PAYLOAD_FIELD_MAP)
+    reaches the deliveries quarantined before: each one read is processed and its
+    `delivery_not_understood` alert resolves when no row carries it. A second body re-sent
+    under a known id (`original` false) is left quarantined: it is a conflict for a person, not
+    a shape to learn; replay it by row id if it must run. The processor is idempotent
+    (invariant 4, docs/architecture.md), so a row replayed twice changes nothing twice.
+    """
+    if state not in REPLAYABLE_STATES:
+        raise ValueError(
+            f"state {state!r} cannot be replayed in bulk: expected one of "
+            f"{', '.join(REPLAYABLE_STATES)}"
+        )
+    if not 0 < limit <= MAX_REPLAY:
+        raise ValueError(f"limit {limit} is not valid: expected 1 to {MAX_REPLAY}")
+    eligible = (Delivery.state == state, Delivery.original.is_not(False))
+    waiting = session.scalar(select(func.count()).select_from(Delivery).where(*eligible)) or 0
+    chosen = list(
+        session.scalars(select(Delivery.id).where(*eligible).order_by(Delivery.id).limit(limit))
+    )
+    row_ids = chosen
+    if chosen and state == QUARANTINED:
+        row_ids = sorted(
+            session.scalars(
+                update(Delivery)
+                .where(Delivery.id.in_(chosen), Delivery.state == QUARANTINED)
+                .values(state=PENDING, attempts=0, error=None, processed_at=None)
+                .returning(Delivery.id)
+            )
+        )
+    remaining = max(int(waiting) - len(chosen), 0)
+    return BulkReplay(state, row_ids, remaining)
+
+
 def inbox_depth(session: Session) -> dict[str, int]:
     """Rows waiting (pending) or set aside (quarantined), for the metrics gauge.
 

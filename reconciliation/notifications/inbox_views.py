@@ -11,6 +11,7 @@ from datetime import datetime
 
 import msgspec
 
+from reconciliation.notifications.inbox import BulkReplay
 from reconciliation.store.models import Delivery
 
 
@@ -77,4 +78,24 @@ def detail(row: Delivery) -> DeliveryDetail:
         body_sha256=row.body_sha256,
         body=text,
         body_base64=base64.b64encode(row.body).decode(),
+    )
+
+
+class BulkReplayOut(msgspec.Struct, rename="camel"):
+    """What a bulk replay did: the rows put back to pending and enqueued, and how many of that
+    state are still waiting (call again until `remaining` is 0)."""
+
+    state: str
+    replayed: int
+    row_ids: list[int]
+    remaining: int
+
+
+def replay_summary(replay: BulkReplay) -> BulkReplayOut:
+    """The API and CLI view of a bulk replay."""
+    return BulkReplayOut(
+        state=replay.state,
+        replayed=len(replay.row_ids),
+        row_ids=replay.row_ids,
+        remaining=replay.remaining,
     )

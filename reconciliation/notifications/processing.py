@@ -1,69 +1,63 @@
 """From inbox delivery to notification: what the provider claims, normalised and exact.
 
-The receiver stored each delivery's exact bytes before answering 2xx (invariant 1, docs/architecture.md); this module
-turns those bytes into a `Notification` row: refs as UUIDs, the major-unit decimal amount as
-exact integer minor units (foundation.money, never a float), the account number, and the
-claim's time. The transfer a notification names is recorded so the transfer poller asks the
-gateway for its truth. Claiming the delivery, writing the notification, recording the transfer
-and marking the delivery processed happen in one transaction, so a crash leaves either all of
-it or none.
+The receiver stored each delivery's exact bytes before answering 2xx (invariant 1,
+docs/architecture.md); this module turns those bytes into a `Notification` row. Reading the
+bytes is `upstream.webhooks.payloads`' job: the provider's payload shape is "not shown" in its
+spec, so a `PayloadReader` tries every configured shape and hands back one normalised value
+(refs as UUIDs, money as exact integer minor units, the account number, the claim's time, the
+body's own id) or says precisely what no shape could find. The transfer a notification names is
+recorded so the transfer poller asks the gateway for its truth. Claiming the delivery, writing
+the notification, recording the transfer and marking the delivery processed happen in one
+transaction, so a crash leaves either all of it or none.
 
-A body that cannot be read is quarantined with a message saying what was wrong; its bytes stay
-in the inbox untouched, so nothing is lost and it can be replayed once the cause is fixed.
-Processing is idempotent: only `pending` deliveries are claimed, and the claim is a write
+Identity is the delivery id (the `webhook-id` header, or the body id under schemes that sign
+only the body), as Standard Webhooks has it; a body id that differs is kept on the
+notification as evidence, never a reason to refuse. A delivery no shape reads is quarantined
+with its bytes untouched and a `delivery_not_understood` alert naming what is missing
+(reconciliation.notifications.shape_alerts); it is read again by a replay once recon learns the
+shape. Processing is idempotent: only `pending` deliveries are claimed, and the claim is a write
 (UPDATE .. RETURNING), so two workers handed the same delivery never both process it.
-
-Payload shape: docs/decisions.md, "Webhook deliveries".
 """
 
 from __future__ import annotations
 
-import json
-import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any, Final
+from datetime import datetime
+from typing import Final
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
-from foundation.money import AmountError, major_to_minor
 from reconciliation.notifications.inbox import PENDING, PROCESSED, QUARANTINED, stored_delivery_id
+from reconciliation.notifications.shape_alerts import (
+    ShapeProblem,
+    raise_shape_alerts,
+    resolve_cleared,
+    shape_problem_fingerprint,
+)
 from reconciliation.store.models import Delivery, Notification, Transfer
 from reconciliation.store.write_statements import insert_ignoring_conflicts
+from upstream.webhooks.payloads import (
+    MONEY_EVENTS,
+    DeliveryNotification,
+    DeliveryNotUnderstood,
+    PayloadReader,
+    configured_reader,
+)
 
-#: Event types whose data carries money (amount, currency, status are required).
-MONEY_EVENTS: Final = frozenset({"PAYMENT_RECEIVED", "TRANSACTION_COMPLETED", "TRANSACTION_FAILED"})
+__all__ = ["MONEY_EVENTS", "ORIGIN_NOTIFIED", "ProcessOutcome", "process_deliveries"]
 
 #: How a transfer row first learned of a transfer named by a notification.
 ORIGIN_NOTIFIED: Final = "notified"
 
-_ACCOUNT_NUMBER: Final = re.compile(r"[0-9]{6,20}")
+#: Every built-in shape in the default order: what a caller without settings reads with.
+DEFAULT_READER: Final = configured_reader()
 
 
 class UnreadableDeliveryError(ValueError):
     """A delivery body that does not say what a notification must; the message says why."""
-
-
-@dataclass(frozen=True, slots=True)
-class NotificationDraft:
-    """What one delivery claims, ready to store."""
-
-    event_id: str
-    event_type: str
-    occurred_at: datetime
-    transfer_ref: uuid.UUID | None
-    receipt_ref: uuid.UUID | None
-    account_ref: uuid.UUID | None
-    endpoint_ref: uuid.UUID | None
-    holding_ref: uuid.UUID | None
-    account_number: str | None
-    amount_minor: int | None
-    currency: str | None
-    claimed_status: str | None
-    narration: str | None
 
 
 @dataclass(slots=True)
@@ -73,76 +67,28 @@ class ProcessOutcome:
     processed: list[int] = field(default_factory=list)
     quarantined: list[int] = field(default_factory=list)
     transfers_named: list[uuid.UUID] = field(default_factory=list)
+    #: Alerts opened or refreshed for deliveries no shape reads, and alerts that cleared.
+    shape_alerts: list[int] = field(default_factory=list)
+    resolved_alerts: list[int] = field(default_factory=list)
 
 
-def read_notification(body: bytes, delivery_id: str | None = None) -> NotificationDraft:
-    """Parse and check a delivery body; raise UnreadableDeliveryError naming the first problem."""
-    try:
-        doc = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UnreadableDeliveryError(f"body is not valid JSON ({exc})") from None
-    if not isinstance(doc, dict):
-        raise UnreadableDeliveryError("body is not a JSON object")
-    event_id = _text(doc, "id", required=True)
-    assert event_id is not None
-    # Ids longer than the column are kept by their hash, as the inbox stores them.
-    event_id = stored_delivery_id(event_id)
-    if delivery_id is not None and event_id != delivery_id:
-        raise UnreadableDeliveryError(
-            f"body id {event_id!r} differs from the webhook-id header {delivery_id!r}"
-        )
-    event_type = _text(doc, "event", required=True)
-    assert event_type is not None
-    occurred_at = _timestamp(doc, "createdAt")
-    data = doc.get("data")
-    if not isinstance(data, dict):
-        raise UnreadableDeliveryError("data: expected an object")
-    amount_text = data.get("amount")
-    currency = _text(data, "currency", where="data")
-    status = _text(data, "status", where="data")
-    money = event_type in MONEY_EVENTS
-    if money and (amount_text is None or currency is None or status is None):
-        raise UnreadableDeliveryError(
-            f"data: {event_type} must carry amount, currency and status (got amount="
-            f"{amount_text!r}, currency={currency!r}, status={status!r})"
-        )
-    amount_minor: int | None = None
-    if amount_text is not None:
-        if currency is None:
-            raise UnreadableDeliveryError("data.amount is given without data.currency")
-        if not isinstance(amount_text, str):
-            raise UnreadableDeliveryError(
-                f"data.amount must be a decimal string, got {type(amount_text).__name__} "
-                f"{amount_text!r} (a JSON number may already be inexact)"
-            )
-        try:
-            amount_minor = major_to_minor(amount_text, currency)
-        except AmountError as exc:
-            raise UnreadableDeliveryError(f"data.amount: {exc}") from None
-    account_number = _text(data, "accountNumber", where="data")
-    if account_number is not None and not _ACCOUNT_NUMBER.fullmatch(account_number):
-        raise UnreadableDeliveryError(
-            f"data.accountNumber {account_number!r} is not an account number"
-        )
-    return NotificationDraft(
-        event_id=event_id,
-        event_type=event_type,
-        occurred_at=occurred_at,
-        transfer_ref=_ref(data, "transferRef"),
-        receipt_ref=_ref(data, "receiptRef"),
-        account_ref=_ref(data, "accountRef"),
-        endpoint_ref=_ref(data, "endpointRef"),
-        holding_ref=_ref(data, "holdingRef"),
-        account_number=account_number,
-        amount_minor=amount_minor,
-        currency=currency,
-        claimed_status=status,
-        narration=_text(data, "narration", where="data"),
-    )
+def read_notification(
+    body: bytes,
+    headers: Mapping[str, str] | None = None,
+    reader: PayloadReader = DEFAULT_READER,
+) -> DeliveryNotification:
+    """Read one body; raise UnreadableDeliveryError saying what no shape could find."""
+    result = reader.read(body, headers or {})
+    if isinstance(result, DeliveryNotUnderstood):
+        raise UnreadableDeliveryError(result.describe())
+    return result
 
 
 def process_deliveries(
-    session: Session, delivery_pks: Sequence[int], now: datetime
+    session: Session,
+    delivery_pks: Sequence[int],
+    now: datetime,
+    reader: PayloadReader = DEFAULT_READER,
 ) -> ProcessOutcome:
     """Turn pending deliveries into notifications, inside the caller's transaction.
 
@@ -157,35 +103,57 @@ def process_deliveries(
         update(Delivery)
         .where(Delivery.id.in_(sorted(set(delivery_pks))), Delivery.state == PENDING)
         .values(attempts=Delivery.attempts + 1)
-        .returning(Delivery.id, Delivery.delivery_id, Delivery.body)
+        .returning(
+            Delivery.id,
+            Delivery.delivery_id,
+            Delivery.body,
+            Delivery.headers,
+            Delivery.shape_problem,
+        )
     ).all()
+    earlier_problems = {row.shape_problem for row in claimed if row.shape_problem}
+    problems: dict[str, ShapeProblem] = {}
     notified = _notified_by(session, [row.delivery_id for row in claimed])
     for row in sorted(claimed, key=lambda r: r.id):
-        try:
-            draft = read_notification(row.body, row.delivery_id)
-            earlier = notified.setdefault(draft.event_id, set())
-            if earlier - {row.id}:
-                raise UnreadableDeliveryError(
-                    f"delivery id {draft.event_id!r} was already processed with a different "
-                    "body; kept for review (see the other delivery with this id)"
-                )
-        except UnreadableDeliveryError as exc:
-            _quarantine(session, row.id, str(exc))
+        result = reader.read(row.body, row.headers or {})
+        if isinstance(result, DeliveryNotUnderstood):
+            fp = shape_problem_fingerprint(result)
+            problems.setdefault(fp, ShapeProblem(result)).row_ids.append(row.id)
+            _quarantine(session, row.id, result.describe(), shape_problem=fp)
+            outcome.quarantined.append(row.id)
+            continue
+        earlier = notified.setdefault(row.delivery_id, set())
+        if earlier - {row.id}:
+            _quarantine(
+                session,
+                row.id,
+                f"delivery id {row.delivery_id!r} was already processed with a different body; "
+                "kept for review (see the other delivery with this id)",
+            )
             outcome.quarantined.append(row.id)
             continue
         if row.id not in earlier:
             # A replayed delivery keeps the notification it already produced.
-            session.add(_notification(row.id, draft, now))
+            session.add(_notification(row.id, row.delivery_id, result, now))
             earlier.add(row.id)
         session.execute(
             update(Delivery)
             .where(Delivery.id == row.id)
-            .values(state=PROCESSED, processed_at=now, error=None, event_type=draft.event_type)
+            .values(
+                state=PROCESSED,
+                processed_at=now,
+                error=None,
+                event_type=result.event_type,
+                shape_problem=None,
+            )
         )
         outcome.processed.append(row.id)
-        if draft.transfer_ref is not None:
-            outcome.transfers_named.append(draft.transfer_ref)
+        if result.transfer_ref is not None:
+            outcome.transfers_named.append(result.transfer_ref)
     record_named_transfers(session, outcome.transfers_named, now)
+    session.flush()
+    outcome.shape_alerts = raise_shape_alerts(session, problems, reader.shapes, now)
+    outcome.resolved_alerts = resolve_cleared(session, earlier_problems - set(problems))
     session.flush()
     return outcome
 
@@ -252,21 +220,26 @@ def _notified_by(session: Session, delivery_ids: Sequence[str]) -> dict[str, set
     return found
 
 
-def _quarantine(session: Session, pk: int, reason: str) -> None:
+def _quarantine(session: Session, pk: int, reason: str, shape_problem: str | None = None) -> None:
     session.execute(
         update(Delivery)
         .where(Delivery.id == pk)
         .values(
             state=QUARANTINED,
+            shape_problem=shape_problem,
             error=f"{reason}. The body is kept unchanged; fix the cause and replay the delivery.",
         )
     )
 
 
-def _notification(delivery_pk: int, d: NotificationDraft, now: datetime) -> Notification:
+def _notification(
+    delivery_pk: int, delivery_id: str, d: DeliveryNotification, now: datetime
+) -> Notification:
     return Notification(
         delivery_pk=delivery_pk,
-        event_id=d.event_id,
+        event_id=delivery_id,
+        body_id=stored_delivery_id(d.body_id) if d.body_id is not None else None,
+        payload_shape=d.shape,
         event_type=d.event_type,
         transfer_ref=d.transfer_ref,
         receipt_ref=d.receipt_ref,
@@ -281,39 +254,3 @@ def _notification(delivery_pk: int, d: NotificationDraft, now: datetime) -> Noti
         occurred_at=d.occurred_at,
         created_at=now,
     )
-
-
-def _text(
-    doc: Mapping[str, Any], name: str, *, where: str = "", required: bool = False
-) -> str | None:
-    value = doc.get(name)
-    path = f"{where}.{name}" if where else name
-    if value is None:
-        if required:
-            raise UnreadableDeliveryError(f"{path} is missing")
-        return None
-    if not isinstance(value, str) or (required and not value.strip()):
-        raise UnreadableDeliveryError(f"{path} must be a non-empty string, got {value!r}")
-    return value
-
-
-def _ref(data: Mapping[str, Any], name: str) -> uuid.UUID | None:
-    value = _text(data, name, where="data")
-    if value is None:
-        return None
-    try:
-        return uuid.UUID(value)
-    except ValueError:
-        raise UnreadableDeliveryError(f"data.{name} {value!r} is not a UUID") from None
-
-
-def _timestamp(doc: Mapping[str, Any], name: str) -> datetime:
-    value = _text(doc, name, required=True)
-    assert value is not None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise UnreadableDeliveryError(f"{name} {value!r} is not an ISO 8601 timestamp") from None
-    if parsed.tzinfo is None:
-        raise UnreadableDeliveryError(f"{name} {value!r} has no time zone")
-    return parsed.astimezone(UTC)

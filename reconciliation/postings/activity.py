@@ -1,10 +1,15 @@
-"""Balance activity in the store: the per-holding cursor, its lease, and pages of postings.
+"""Balance activity in the store: the per-holding position, its lease, and pages of postings.
 
-Invariant 3 (docs/architecture.md) lives here. A page's postings and the cursor that follows them are written in one
-transaction, so after any crash the stored cursor names exactly the last posting stored: the
-next reader resumes from it, re-reads nothing it has and skips nothing it lacks. Postings are
-inserted with ON CONFLICT (journal_ref, line_ref) DO NOTHING, so even a page read twice (a
-lease that expired under a stalled worker) lands once.
+Invariant 3 (docs/architecture.md) lives here. A page's postings and the position that follows
+them (the cursor, or a newest-first walk's state: `upstream.activity_walk.ReadPosition`) are
+written in one transaction, so after any crash the stored position is exactly where the last
+stored page left off: the next reader resumes from it and skips nothing it lacks. Postings are
+inserted with ON CONFLICT (journal_ref, line_ref) DO NOTHING, so a page read twice (a lease that
+expired under a stalled worker, the ties a walk re-reads at its high-water) lands once.
+
+What reads find out about the provider's paging (the largest page served, a page size it
+accepted after refusing a larger one, whether it serves oldest_first) is written on the cursor
+row with the page that showed it, and a lease hands the reader the findings of every row.
 
 The lease makes "one reader per holding" hold across processes and machines with nothing but
 the store: taking it is one conditional UPDATE (free, expired, or already ours), and every page
@@ -30,6 +35,7 @@ from reconciliation.postings.activity_copy import compile_move, copy_page
 from reconciliation.postings.activity_statements import (
     MOVE_CURSOR,
     READ_LEASED,
+    READ_TERMS,
     RELEASE_LEASE,
     TAKE_LEASE,
     TAKE_LEASE_AFTER_READS,
@@ -37,7 +43,9 @@ from reconciliation.postings.activity_statements import (
 from reconciliation.store.db import transaction
 from reconciliation.store.models import UNMATCHED, ActivityCursor, Holding, Posting
 from reconciliation.store.write_statements import insert_ignoring_conflicts, rows_touched
+from upstream.activity import FROM_ENTRY, FROM_GATEWAY, CursorSource
 from upstream.activity import ActivityCursor as WireCursor
+from upstream.activity_walk import ReadPosition
 from upstream.wire.balances import Posting as WirePosting
 from upstream.wire.common import HoldingAddress
 
@@ -60,13 +68,28 @@ class LeaseLostError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class StoredTerms:
+    """What reads of all holdings found out about the provider's paging (None: nothing yet)."""
+
+    largest_page: int | None = None
+    page_size: int | None = None
+    oldest_first: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class LeasedHolding:
     """What a lease holder needs to read on: where the holding is and where to resume."""
 
     holding_id: int
     address: HoldingAddress
-    cursor: WireCursor | None
+    position: ReadPosition
     owner: str
+    terms: StoredTerms = StoredTerms()
+
+    @property
+    def cursor(self) -> WireCursor | None:
+        """The stored cursor (an oldest-first read's, or a walk's in progress)."""
+        return self.position.cursor
 
 
 def lease_until(now: datetime, seconds: float = LEASE_SECONDS) -> datetime:
@@ -123,16 +146,38 @@ def acquire_lease(
         if taken != 1:
             return None
         row = connection.execute(READ_LEASED, {"holding": holding_id}).one()
+        found = connection.execute(READ_TERMS).one()
+    # A refusal anywhere outweighs a success elsewhere: the provider may have dropped it since.
+    oldest_first = False if found.refused else (True if found.served else None)
     return LeasedHolding(
         holding_id=holding_id,
         address=HoldingAddress(
             account_ref=row.account_ref, endpoint_ref=row.endpoint_ref, holding_ref=row.holding_ref
         ),
-        cursor=cursor_from_parts(
-            row.after_posted_at, row.after_receipt_ref, row.after_line_ref, row.sort_direction
+        position=ReadPosition(
+            cursor=cursor_from_parts(
+                row.after_posted_at, row.after_receipt_ref, row.after_line_ref, row.sort_direction
+            ),
+            cursor_source=_source(row.cursor_source),
+            walk_top=row.walk_top_posted_at,
+            high_water=row.high_water_posted_at,
         ),
         owner=owner,
+        terms=StoredTerms(
+            largest_page=found.largest_page, page_size=found.page_size, oldest_first=oldest_first
+        ),
     )
+
+
+def _source(stored: str | None) -> CursorSource | None:
+    """The stored cursor's source; a value this version does not know is refused, not guessed."""
+    if stored is None:
+        return None
+    if stored == FROM_GATEWAY:
+        return FROM_GATEWAY
+    if stored == FROM_ENTRY:
+        return FROM_ENTRY
+    raise ValueError(f"stored activity cursor_source {stored!r} is neither gateway nor entry")
 
 
 def cursor_from_parts(
@@ -205,25 +250,41 @@ def store_page(
     session: Session,
     lease: LeasedHolding,
     entries: Sequence[WirePosting],
-    next_cursor: WireCursor | None,
+    position: ReadPosition | WireCursor,
     now: datetime,
     seconds: float = LEASE_SECONDS,
+    *,
+    page_size: int | None = None,
+    oldest_first: bool | None = None,
 ) -> None:
-    """Insert a page's postings and move the cursor past them, in one transaction.
+    """Insert a page's postings and store the position after them, in one transaction.
+
+    `position` is written whole (a bare cursor is one the gateway gave); `page_size` (a size
+    the provider accepted after refusing a larger one) and `oldest_first` (served or refused)
+    are findings to keep, None to keep what the row has.
 
     `session` must have no transaction open: this one begins and commits (or rolls back) its
     own. A reader keeps one session for all its pages, so each page costs no pool checkout.
     Raises LeaseLostError (after rolling back) when the lease is no longer ours. The lease is
-    renewed by the same statement that moves the cursor.
+    renewed by the same statement that moves the position.
     """
+    if isinstance(position, WireCursor):
+        position = ReadPosition(cursor=position, cursor_source=FROM_GATEWAY)
+    cursor = position.cursor
     params = {
         "holding": lease.holding_id,
         "owner": lease.owner,
         "expires": lease_until(now, seconds),
-        "posted_at": next_cursor.after_posted_at if next_cursor else None,
-        "receipt_ref": next_cursor.after_receipt_ref if next_cursor else None,
-        "line_ref": next_cursor.after_line_ref if next_cursor else None,
-        "direction": next_cursor.sort_direction if next_cursor else None,
+        "posted_at": cursor.after_posted_at if cursor else None,
+        "receipt_ref": cursor.after_receipt_ref if cursor else None,
+        "line_ref": cursor.after_line_ref if cursor else None,
+        "direction": cursor.sort_direction if cursor else None,
+        "source": position.cursor_source if cursor else None,
+        "walk_top": position.walk_top,
+        "high_water": position.high_water,
+        "served": len(entries),
+        "page_size": page_size,
+        "oldest_first": oldest_first,
         "advanced_at": now if entries else None,
         "read": len(entries),
     }

@@ -1,4 +1,4 @@
-"""The fixed statements of an activity read: take the lease, read it, move the cursor, release.
+"""The fixed statements of an activity read: take the lease, read it, move the position, release.
 
 Each runs once or more per holding read (the cursor move once per page), so each is built once
 here with bind parameters and compiled once by SQLAlchemy's cache, rather than rebuilt from
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from sqlalchemy import bindparam, func, or_, select, update
+from sqlalchemy import Boolean, Integer, bindparam, case, func, or_, select, update
 
 from reconciliation.store.models import ActivityCursor, Holding
 
@@ -48,13 +48,32 @@ READ_LEASED: Final = (
         ActivityCursor.after_receipt_ref,
         ActivityCursor.after_line_ref,
         ActivityCursor.sort_direction,
+        ActivityCursor.cursor_source,
+        ActivityCursor.walk_top_posted_at,
+        ActivityCursor.high_water_posted_at,
     )
     .join(ActivityCursor, ActivityCursor.holding_id == Holding.id)
     .where(Holding.id == bindparam("holding"))
 )
 
-#: Move the cursor past a page and renew the lease, only if the lease is still ours. A part
-#: passed as NULL keeps its stored value (an empty page).
+#: What reads of every holding found out about the provider's paging (no params): the largest
+#: page served, the smallest page size accepted after a refusal, and whether any read saw
+#: oldest_first refused or served. One provider serves every holding, so one finding counts
+#: for all; a few thousand rows make this one quick scan per lease.
+READ_TERMS: Final = select(
+    func.max(ActivityCursor.largest_page).label("largest_page"),
+    func.min(ActivityCursor.page_size).label("page_size"),
+    func.max(case((ActivityCursor.oldest_first.is_(False), 1), else_=0)).label("refused"),
+    func.max(case((ActivityCursor.oldest_first.is_(True), 1), else_=0)).label("served"),
+)
+
+_SERVED: Final = bindparam("served", type_=Integer)
+
+#: Move the position past a page and renew the lease, only if the lease is still ours. The
+#: position (cursor parts, their source, a walk's top and high-water) is written whole, as the
+#: reader computed it from the page: an empty page passes the position it was asked with.
+#: `served` (the page's entry count) raises `largest_page`; `page_size` and `oldest_first`
+#: passed as NULL keep what the row found out before.
 MOVE_CURSOR: Final = (
     update(ActivityCursor)
     .where(
@@ -66,10 +85,24 @@ MOVE_CURSOR: Final = (
         next_poll_at=bindparam("expires"),
         consecutive_errors=0,
         last_error=None,
-        after_posted_at=func.coalesce(bindparam("posted_at"), ActivityCursor.after_posted_at),
-        after_receipt_ref=func.coalesce(bindparam("receipt_ref"), ActivityCursor.after_receipt_ref),
-        after_line_ref=func.coalesce(bindparam("line_ref"), ActivityCursor.after_line_ref),
-        sort_direction=func.coalesce(bindparam("direction"), ActivityCursor.sort_direction),
+        after_posted_at=bindparam("posted_at"),
+        after_receipt_ref=bindparam("receipt_ref"),
+        after_line_ref=bindparam("line_ref"),
+        sort_direction=bindparam("direction"),
+        cursor_source=bindparam("source"),
+        walk_top_posted_at=bindparam("walk_top"),
+        high_water_posted_at=bindparam("high_water"),
+        largest_page=case(
+            (
+                func.coalesce(ActivityCursor.largest_page, 0) < _SERVED,
+                _SERVED,
+            ),
+            else_=ActivityCursor.largest_page,
+        ),
+        page_size=func.coalesce(bindparam("page_size", type_=Integer), ActivityCursor.page_size),
+        oldest_first=func.coalesce(
+            bindparam("oldest_first", type_=Boolean), ActivityCursor.oldest_first
+        ),
         last_advanced_at=func.coalesce(bindparam("advanced_at"), ActivityCursor.last_advanced_at),
         postings_read=ActivityCursor.postings_read + bindparam("read"),
     )

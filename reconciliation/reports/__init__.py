@@ -28,11 +28,14 @@ FORMATS: Final[dict[str, tuple[Callable[[Report], str], str]]] = {
 }
 
 
-def render(report: Report, fmt: str) -> str:
+def render(report: Report, fmt: str, *, width: int | None = None) -> str:
+    """The report in `fmt`; `width` lays text out for a terminal that wide (else unlimited)."""
     try:
         renderer, _ = FORMATS[fmt]
     except KeyError:
         raise ReportError(f"format {fmt!r} is not one of {', '.join(FORMATS)}") from None
+    if fmt == "text":
+        return render_text(report, width)
     return renderer(report)
 
 

@@ -7,10 +7,12 @@ escaped; sizes are fixed so the file renders the same in any browser, offline.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from html import escape
 from typing import Final
+
+from foundation.readable import moment
 
 #: Colours per stream and for lines: distinguishable, and readable when printed in grey.
 STREAM_COLOURS: Final = {"posting": "#1f77b4", "notification": "#ff7f0e", "transfer": "#2ca02c"}
@@ -25,9 +27,12 @@ LINE_COLOURS: Final = (
     "#1f77b4",
 )
 
+#: Chart size in pixels: fits a printed A4 page and a laptop window beside the tables.
 WIDTH: Final = 640
 HEIGHT: Final = 280
-MARGIN: Final = {"left": 70, "right": 150, "top": 30, "bottom": 40}
+#: Room around the plot: the left for axis labels as long as '-1,000,000.00 NGN', the right for
+#: the legend of series names.
+MARGIN: Final = {"left": 110, "right": 150, "top": 44, "bottom": 40}
 
 
 def _frame(title: str, body: list[str]) -> str:
@@ -108,9 +113,15 @@ def stacked_bars(
 
 
 def lines_over_time(
-    title: str, series: Sequence[tuple[str, Sequence[tuple[datetime, int]]]]
+    title: str,
+    series: Sequence[tuple[str, Sequence[tuple[datetime, int]]]],
+    value_label: Callable[[int], str] = str,
 ) -> str:
-    """One line per named series of (time, value); a dashed line marks zero."""
+    """One line per named series of (time, value); a dashed line marks zero.
+
+    `value_label` writes a value for the axis and the tooltips (an amount in major units, when
+    every line is in one currency).
+    """
     points = [p for _, s in series for p in s]
     if not points:
         return _frame(title, [f'<text x="{MARGIN["left"]}" y="60">No drift in this window.</text>'])
@@ -134,8 +145,10 @@ def lines_over_time(
         f'<line x1="{MARGIN["left"]}" y1="{zero:.1f}" x2="{MARGIN["left"] + plot_w}" y2="{zero:.1f}" '
         'stroke="#333" stroke-dasharray="4 3"/>',
         f'<text x="{MARGIN["left"] - 6}" y="{zero + 4:.1f}" text-anchor="end">0</text>',
-        f'<text x="{MARGIN["left"] - 6}" y="{MARGIN["top"] + 4}" text-anchor="end">{high}</text>',
-        f'<text x="{MARGIN["left"] - 6}" y="{MARGIN["top"] + plot_h + 4}" text-anchor="end">{low}</text>',
+        f'<text x="{MARGIN["left"] - 6}" y="{MARGIN["top"] + 4}" text-anchor="end">'
+        f"{escape(value_label(high))}</text>",
+        f'<text x="{MARGIN["left"] - 6}" y="{MARGIN["top"] + plot_h + 4}" text-anchor="end">'
+        f"{escape(value_label(low))}</text>",
         f'<text x="{MARGIN["left"]}" y="{HEIGHT - 10}">{escape(_short(start))}</text>',
         f'<text x="{MARGIN["left"] + plot_w}" y="{HEIGHT - 10}" text-anchor="end">{escape(_short(end))}</text>',
     ]
@@ -146,7 +159,8 @@ def lines_over_time(
         for t, v in values:
             body.append(
                 f'<circle cx="{x_of(t):.1f}" cy="{y_of(v):.1f}" r="3" fill="{colour}">'
-                f"<title>{escape(name)} {escape(t.isoformat())}: {v}</title></circle>"
+                f"<title>{escape(name)} {escape(moment(t))}: {escape(value_label(v))}</title>"
+                "</circle>"
             )
         y = MARGIN["top"] + 20 * index
         x = WIDTH - MARGIN["right"] + 20
@@ -158,6 +172,4 @@ def lines_over_time(
 
 
 def _short(epoch: float) -> str:
-    from datetime import UTC
-
-    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%d %H:%M")
+    return moment(datetime.fromtimestamp(epoch, tz=UTC))

@@ -32,7 +32,12 @@ DRIFT_POINTS: Final = 200
 
 def alert_counts(
     session: Session, window: ReportWindow
-) -> tuple[list[AlertCount], list[OpenAlert]]:
+) -> tuple[list[AlertCount], list[OpenAlert], int]:
+    """Alerts opened and resolved in the window by kind; the open ones (listed, and counted).
+
+    Open means open or acknowledged now, among alerts opened before the window's end. Alerts
+    are about conditions, not only items, so they are not narrowed to one holding.
+    """
     opened: dict[tuple[str, str], int] = defaultdict(int)
     resolved: dict[tuple[str, str], int] = defaultdict(int)
     group = (Alert.kind, Alert.severity)
@@ -53,6 +58,10 @@ def alert_counts(
         for k, s in sorted(set(opened) | set(resolved), key=lambda ks: (_rank(ks[1]), ks[0]))
     ]
     urgency = case({s: i for i, s in enumerate(SEVERITIES)}, value=Alert.severity, else_=9)
+    is_open = (Alert.state.in_((OPEN, ACKNOWLEDGED)), Alert.opened_at < window.until)
+    open_count = int(
+        session.execute(select(func.count()).select_from(Alert).where(*is_open)).scalar_one()
+    )
     still_open = [
         OpenAlert(
             alert_id=a.id,
@@ -64,12 +73,12 @@ def alert_counts(
         )
         for a in session.scalars(
             select(Alert)
-            .where(Alert.state.in_((OPEN, ACKNOWLEDGED)), Alert.opened_at < window.until)
-            .order_by(urgency, Alert.opened_at)
+            .where(*is_open)
+            .order_by(urgency, Alert.opened_at, Alert.id)
             .limit(OPEN_ALERTS_LISTED)
         )
     ]
-    return counts, still_open
+    return counts, still_open, open_count
 
 
 def _rank(severity: str) -> int:

@@ -1,20 +1,37 @@
 """The reconciliation report as typed values: built once by the query, drawn by each renderer.
 
 Money is integer minor units throughout, with its currency beside it; renderers format it for
-people (text, HTML) or keep it exact (JSON, CSV).
+people (text, HTML, through `foundation.money.format_money`) or keep it exact (JSON, CSV).
+What each figure means is defined once, in `reconciliation.reports.legend` and
+`reconciliation.reports.items`; `Report.figures` is the only place the headline numbers are
+added up, so every format shows the same ones.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final
+from typing import Final
 
-#: Ageing buckets of open exceptions, in days (docs/architecture.md): label -> (first day, last day).
+#: Ageing buckets of open exceptions, in days: label -> (first day, last day).
 AGEING_BUCKETS: Final = (("0-1", 0, 1), ("2-7", 2, 7), ("8-30", 8, 30), ("over 30", 31, None))
 
 #: The three streams, in the order a report lists them.
 STREAMS: Final = ("posting", "notification", "transfer")
+
+#: Where an item stands (reconciliation.reports.items decides): every item in the window is in
+#: exactly one of these.
+MATCHED: Final = "matched"
+WAITING: Final = "waiting"
+EXCEPTION: Final = "exception"
+ITEM_STATES: Final = (MATCHED, WAITING, EXCEPTION)
+
+#: How a transfer we asked for ended, read from the provider's isTerminal and isSuccessful.
+SETTLED: Final = "settled"
+IN_FLIGHT: Final = "in_flight"
+REFUSED: Final = "refused"
+FAILED: Final = "failed"
+TRANSFER_OUTCOMES: Final = (SETTLED, IN_FLIGHT, REFUSED, FAILED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,9 +43,29 @@ class ReportWindow:
     holding_ref: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class HoldingName:
+    """How people know a holding: the bank account its locator gives it, when it has one."""
+
+    account_number: str | None
+    account_name: str | None
+
+    @property
+    def label(self) -> str:
+        return " ".join(part for part in (self.account_number, self.account_name) if part)
+
+
+@dataclass(slots=True)
+class Tally:
+    """A count and the sum of its amounts, in minor units of one currency."""
+
+    count: int = 0
+    amount_minor: int = 0
+
+
 @dataclass(slots=True)
 class HoldingTotals:
-    """One holding and unit: what was posted, notified, transferred, and how much matched."""
+    """One holding and unit: what was posted, notified and transferred, and where items stand."""
 
     holding_ref: str
     currency: str
@@ -37,20 +74,45 @@ class HoldingTotals:
     debits_minor: int = 0
     notified_count: int = 0
     notified_minor: int = 0
-    transferred_count: int = 0
-    transferred_minor: int = 0
-    matched_count: int = 0
-    unmatched_count: int = 0
+    transfers: dict[str, Tally] = field(
+        default_factory=lambda: {outcome: Tally() for outcome in TRANSFER_OUTCOMES}
+    )
+    states: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ITEM_STATES, 0))
 
     @property
     def posted_minor(self) -> int:
         """Net movement: credits minus debits."""
         return self.credits_minor - self.debits_minor
 
+    @property
+    def transferred_count(self) -> int:
+        return sum(t.count for t in self.transfers.values())
+
+    @property
+    def items(self) -> int:
+        return sum(self.states.values())
+
+    @property
+    def matched_count(self) -> int:
+        return self.states[MATCHED]
+
+    @property
+    def waiting_count(self) -> int:
+        return self.states[WAITING]
+
+    @property
+    def exception_count(self) -> int:
+        return self.states[EXCEPTION]
+
+    @property
+    def unmatched_count(self) -> int:
+        """Unmatched is waiting plus exception, by definition (docs/reports.md)."""
+        return self.states[WAITING] + self.states[EXCEPTION]
+
 
 @dataclass(frozen=True, slots=True)
-class ExceptionItem:
-    """One open exception, for the detail table."""
+class OpenItem:
+    """One unmatched item (waiting or exception), for the list under the figures."""
 
     stream: str
     item_id: int
@@ -60,16 +122,16 @@ class ExceptionItem:
     amount_minor: int
     since: datetime
     age_days: int
-    status: str
+    state: str
+    why: str
 
 
 @dataclass(slots=True)
 class Ageing:
-    """Open exceptions by ageing bucket and stream: counts and amounts (by currency)."""
+    """Exceptions by ageing bucket and stream: counts and amounts (by currency)."""
 
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
     amounts: dict[str, dict[str, int]] = field(default_factory=dict)
-    oldest: list[ExceptionItem] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -119,23 +181,44 @@ class HoldingDrift:
 class Report:
     window: ReportWindow
     generated_at: datetime
+    grace_seconds: int = 900
     totals: list[HoldingTotals] = field(default_factory=list)
     ageing: Ageing = field(default_factory=Ageing)
+    open_items: list[OpenItem] = field(default_factory=list)
     alerts: list[AlertCount] = field(default_factory=list)
     open_alerts: list[OpenAlert] = field(default_factory=list)
+    open_alert_count: int = 0
     drift: list[HoldingDrift] = field(default_factory=list)
+    names: dict[str, HoldingName] = field(default_factory=dict)
 
-    def summary(self) -> dict[str, Any]:
-        """Headline numbers, for the top of every format."""
+    def figures(self) -> dict[str, int]:
+        """The headline numbers, for the top of every format; each is defined in the legend."""
+        states = {s: sum(t.states[s] for t in self.totals) for s in ITEM_STATES}
+        transfers = {o: sum(t.transfers[o].count for t in self.totals) for o in TRANSFER_OUTCOMES}
         return {
-            "holdings": len(self.totals),
-            "matched": sum(t.matched_count for t in self.totals),
-            "unmatched": sum(t.unmatched_count for t in self.totals),
-            "openExceptions": self.ageing.total,
+            "holdings": len({t.holding_ref for t in self.totals}),
+            "items": sum(states.values()),
+            "matched": states[MATCHED],
+            "unmatched": states[WAITING] + states[EXCEPTION],
+            "waiting": states[WAITING],
+            "exceptions": states[EXCEPTION],
+            "transfersSettled": transfers[SETTLED],
+            "transfersInFlight": transfers[IN_FLIGHT],
+            "transfersRefused": transfers[REFUSED],
+            "transfersFailed": transfers[FAILED],
+            "openAlerts": self.open_alert_count,
             "alertsOpened": sum(a.opened for a in self.alerts),
             "alertsResolved": sum(a.resolved for a in self.alerts),
-            "openAlerts": len(self.open_alerts),
             "holdingsDrifting": sum(
                 1 for d in self.drift if d.drift_minor and not d.explained_by_lag
             ),
         }
+
+    def summary(self) -> dict[str, int]:
+        """The headline numbers (kept under the name the JSON has always used)."""
+        return self.figures()
+
+    def holding_label(self, holding_ref: str) -> str:
+        """How a person knows the holding: its account number and name, else its reference."""
+        name = self.names.get(holding_ref)
+        return name.label if name is not None and name.label else holding_ref

@@ -1,15 +1,12 @@
 """The report query: every number of the reconciliation report, read set-wise from the store.
 
-Definitions (docs/decisions.md, "Reconciler"):
-- totals by holding and unit, for items whose time falls in [since, until): postings by their
-  holding (credits and debits), money notifications by the holding they name, transfers by
-  their source holding; matched counts items an active match row names (and denied transfers,
-  which need no counterpart), unmatched the rest, across all three streams.
-- open exceptions at `until`: items a person must look at: 'exception' items, and items still
-  waiting in the match backlog after the notification grace (transfers only once terminal: one
-  in flight is not late). Aged from the item's own time, in the buckets 0-1, 2-7, 8-30 and
-  over 30 days.
-- alerts opened and resolved in the window, by kind and severity; alerts open now.
+What each number means is defined once: item states and transfer outcomes in
+`reconciliation.reports.items`, their wording in `reconciliation.reports.legend`, and the
+headline figures in `Report.figures` (docs/reports.md explains them for people). This module
+only asks each part for its share, in one session:
+- items in [since, until) by holding and unit, by state and (transfers) by outcome;
+- exceptions by age, and the unmatched items one by one (oldest first);
+- alerts opened and resolved in the window, by kind and severity; alerts open now;
 - balance drift per holding: the latest balance check up to `until`, and the checks over the
   window for the holdings that drifted.
 """
@@ -22,10 +19,9 @@ from datetime import datetime
 from sqlalchemy import Table, select
 from sqlalchemy.orm import Session
 
-from reconciliation.reports.exceptions import open_exceptions
+from reconciliation.reports.figures import holding_names, item_figures, open_items
 from reconciliation.reports.history import alert_counts, balance_drift
 from reconciliation.reports.model import Report, ReportWindow
-from reconciliation.reports.totals import holding_totals
 from reconciliation.store.models import Holding
 from reconciliation.store.types import utcnow
 
@@ -43,17 +39,25 @@ def build_report(
     grace_seconds: int = 900,
     now: datetime | None = None,
 ) -> Report:
-    """Read the whole report for `window` in one session."""
+    """Read the whole report for `window` in one session.
+
+    `grace_seconds` is the notification grace the reconciliation passes use
+    (RECON_NOTIFICATION_GRACE_SECONDS): an unmatched item younger than it is waiting, an older
+    one is an exception. Pass the same value the passes run with, or the report and the
+    alerts will disagree about when an item became late.
+    """
     if window.since is not None and window.since >= window.until:
         raise ReportError(
             f"--since ({window.since.isoformat()}) must be before --until ({window.until.isoformat()})"
         )
     holding_id = _holding_id(session, window.holding_ref)
-    report = Report(window=window, generated_at=now or utcnow())
-    report.totals = holding_totals(session, window, holding_id)
-    report.ageing = open_exceptions(session, window, holding_id, grace_seconds)
-    report.alerts, report.open_alerts = alert_counts(session, window)
+    report = Report(window=window, generated_at=now or utcnow(), grace_seconds=grace_seconds)
+    report.totals, report.ageing = item_figures(session, window, holding_id, grace_seconds)
+    report.open_items = open_items(session, window, holding_id, grace_seconds)
+    report.alerts, report.open_alerts, report.open_alert_count = alert_counts(session, window)
     report.drift = balance_drift(session, window, holding_id)
+    refs = {t.holding_ref for t in report.totals} | {d.holding_ref for d in report.drift}
+    report.names = holding_names(session, refs)
     return report
 
 

@@ -1,122 +1,231 @@
-"""Plain text for a terminal or an e-mail: Rich tables, rendered without colour to a string."""
+"""Plain text for a terminal or an e-mail: Rich tables, rendered without colour to a string.
+
+Every amount goes through `foundation.money.format_money`, every time through
+`foundation.readable.moment`, every state through `words`; holdings show their account number
+and name when the store has them. `width` is the terminal's width when there is one (Rich then
+wraps long cells inside their column); without it the text takes its natural width, so a pipe
+or a file gets every value whole.
+"""
 
 from __future__ import annotations
 
 import io
+from typing import Final
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from foundation.money import AmountError, format_minor
-from reconciliation.reports.model import AGEING_BUCKETS, STREAMS, Report
+from foundation.money import format_money
+from foundation.readable import moment, words
+from reconciliation.reports.legend import grace_words, legend
+from reconciliation.reports.model import (
+    AGEING_BUCKETS,
+    STREAMS,
+    TRANSFER_OUTCOMES,
+    Report,
+)
 
-#: Width of the rendered text; wide enough for a holdingRef and five numbers.
-WIDTH = 140
+#: Width used when none is given: wider than any row the report draws, so nothing is cut.
+NATURAL_WIDTH: Final = 1_000
+
+#: Figure name -> how it reads in the text and HTML summary.
+FIGURE_LABELS: Final = {
+    "holdings": "holdings",
+    "items": "items in the window",
+    "matched": "matched",
+    "unmatched": "unmatched (waiting + exceptions)",
+    "waiting": "  waiting",
+    "exceptions": "  exceptions",
+    "transfersSettled": "transfers settled",
+    "transfersInFlight": "transfers in flight",
+    "transfersRefused": "transfers refused",
+    "transfersFailed": "transfers failed",
+    "openAlerts": "alerts open now",
+    "alertsOpened": "alerts opened in the window",
+    "alertsResolved": "alerts resolved in the window",
+    "holdingsDrifting": "holdings whose balance drifts",
+}
 
 
-def money(amount: int, currency: str) -> str:
-    """Major units for people; raw minor units when the currency's exponent is unknown."""
-    try:
-        return f"{format_minor(amount, currency)} {currency}"
-    except AmountError:
-        return f"{amount} minor {currency}"
+def drift_note(drift_minor: int, explained_by_lag: bool) -> str:
+    if explained_by_lag:
+        return "projection lag"
+    return "" if drift_minor == 0 else "DRIFT"
 
 
-def render_text(report: Report) -> str:
-    out = io.StringIO()
-    console = Console(file=out, width=WIDTH, color_system=None, force_terminal=False)
+def window_line(report: Report) -> str:
     window = report.window
-    since = window.since.isoformat() if window.since else "the beginning"
-    console.print(f"Reconciliation report, {since} to {window.until.isoformat()}")
-    if window.holding_ref:
-        console.print(f"Holding {window.holding_ref}")
-    console.print(f"Generated {report.generated_at.isoformat()}")
-    summary = Table(title="Summary", show_header=False)
-    for name, value in report.summary().items():
-        summary.add_row(name, str(value))
+    since = moment(window.since) if window.since else "the beginning"
+    scope = f"holding {report.holding_label(window.holding_ref)}" if window.holding_ref else ""
+    return f"{since} to {moment(window.until)}" + (f", {scope}" if scope else ", all holdings")
+
+
+def _table(title: str, headers: tuple[str, ...], numeric: set[int]) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for index, header in enumerate(headers):
+        table.add_column(header, justify="right" if index in numeric else "left")
+    return table
+
+
+def render_text(report: Report, width: int | None = None) -> str:
+    out = io.StringIO()
+    console = Console(
+        file=out, width=width or NATURAL_WIDTH, color_system=None, force_terminal=False
+    )
+    console.print("Reconciliation report")
+    console.print(window_line(report))
+    console.print(
+        f"Generated {moment(report.generated_at)}; "
+        f"notification grace {grace_words(report.grace_seconds)}"
+    )
+    console.print()
+    summary = _table("Figures", ("figure", "count"), {1})
+    for name, value in report.figures().items():
+        summary.add_row(FIGURE_LABELS.get(name, name), f"{value:,}")
     console.print(summary)
+    console.print("What the figures count:")
+    for term, definition in legend(report.grace_seconds):
+        console.print(f"  {term}: {definition}")
+    console.print()
+    _items_by_holding(console, report)
+    _open_items(console, report)
+    _ageing(console, report)
+    _alerts(console, report)
+    _drift(console, report)
+    return "\n".join(line.rstrip() for line in out.getvalue().splitlines()) + "\n"
 
-    totals = Table(title="Totals by holding and unit")
-    for header in (
-        "holding",
-        "unit",
-        "posted",
-        "net posted",
-        "notified",
-        "transferred",
-        "matched",
-        "unmatched",
-    ):
-        totals.add_column(header, justify="left" if header in ("holding", "unit") else "right")
+
+def _items_by_holding(console: Console, report: Report) -> None:
+    if not report.totals:
+        console.print("Items by holding: none in the window.")
+        console.print()
+        return
+    items = _table(
+        "Items by holding and unit",
+        ("holding", "unit", "items", "matched", "waiting", "exceptions", "posted", "net posted"),
+        {2, 3, 4, 5, 6, 7},
+    )
     for t in report.totals:
-        totals.add_row(
-            t.holding_ref,
+        items.add_row(
+            report.holding_label(t.holding_ref),
             t.currency,
-            str(t.posted_count),
-            money(t.posted_minor, t.currency),
-            f"{t.notified_count} / {money(t.notified_minor, t.currency)}",
-            f"{t.transferred_count} / {money(t.transferred_minor, t.currency)}",
-            str(t.matched_count),
-            str(t.unmatched_count),
+            f"{t.items:,}",
+            f"{t.matched_count:,}",
+            f"{t.waiting_count:,}",
+            f"{t.exception_count:,}",
+            f"{t.posted_count:,}",
+            format_money(t.posted_minor, t.currency),
         )
-    console.print(totals)
+    console.print(items)
+    money_table = _table(
+        "Notified and transferred, by outcome",
+        ("holding", "unit", "notified", *(words(o) for o in TRANSFER_OUTCOMES)),
+        {2, 3, 4, 5, 6},
+    )
+    for t in report.totals:
+        money_table.add_row(
+            report.holding_label(t.holding_ref),
+            t.currency,
+            f"{t.notified_count} / {format_money(t.notified_minor, t.currency)}",
+            *(
+                f"{t.transfers[o].count} / {format_money(t.transfers[o].amount_minor, t.currency)}"
+                for o in TRANSFER_OUTCOMES
+            ),
+        )
+    console.print(money_table)
 
-    ageing = Table(title=f"Open exceptions by age ({report.ageing.total})")
-    ageing.add_column("days")
-    for stream in STREAMS:
-        ageing.add_column(f"{stream}s", justify="right")
-    ageing.add_column("amount", justify="right")
+
+def _open_items(console: Console, report: Report) -> None:
+    total = report.figures()["unmatched"]
+    if not total:
+        console.print("Unmatched items: none.")
+        console.print()
+        return
+    listed = len(report.open_items)
+    shown = f"{total}" if listed == total else f"{total}, the oldest {listed} listed"
+    table = _table(
+        f"Unmatched items ({shown})",
+        ("state", "stream", "id", "holding", "amount", "since", "why", "reference"),
+        {2, 4},
+    )
+    for e in report.open_items:
+        table.add_row(
+            words(e.state),
+            e.stream,
+            str(e.item_id),
+            report.holding_label(e.holding_ref),
+            format_money(e.amount_minor, e.currency),
+            moment(e.since),
+            e.why,
+            e.reference,
+        )
+    console.print(table)
+
+
+def _ageing(console: Console, report: Report) -> None:
+    if not report.ageing.total:
+        console.print("Exceptions by age: none.")
+        console.print()
+        return
+    ageing = _table(
+        f"Exceptions by age ({report.ageing.total})",
+        ("days", *(f"{s}s" for s in STREAMS), "amount"),
+        {1, 2, 3, 4},
+    )
     for label, _, _ in AGEING_BUCKETS:
         counts = report.ageing.counts.get(label, {})
         amounts = report.ageing.amounts.get(label, {})
         ageing.add_row(
             label,
             *(str(counts.get(s, 0)) for s in STREAMS),
-            ", ".join(money(a, c) for c, a in sorted(amounts.items())) or "-",
+            ", ".join(format_money(a, c) for c, a in sorted(amounts.items())) or "-",
         )
     console.print(ageing)
-    if report.ageing.oldest:
-        oldest = Table(title="Oldest open exceptions")
-        for header in ("stream", "id", "reference", "holding", "amount", "age (days)", "status"):
-            oldest.add_column(header)
-        for e in report.ageing.oldest:
-            oldest.add_row(
-                e.stream,
-                str(e.item_id),
-                e.reference,
-                e.holding_ref,
-                money(e.amount_minor, e.currency),
-                str(e.age_days),
-                e.status,
-            )
-        console.print(oldest)
 
-    alerts = Table(title="Alerts in the window")
-    for header in ("kind", "severity", "opened", "resolved"):
-        alerts.add_column(header)
-    for a in report.alerts:
-        alerts.add_row(a.kind, a.severity, str(a.opened), str(a.resolved))
-    console.print(alerts)
-    if report.open_alerts:
-        still = Table(title="Open alerts")
-        for header in ("id", "severity", "state", "kind", "subject"):
-            still.add_column(header)
-        for o in report.open_alerts:
-            still.add_row(str(o.alert_id), o.severity, o.state, o.kind, o.subject)
-        console.print(still)
 
-    drift = Table(title="Balance drift per holding (latest check)")
-    for header in ("holding", "observed", "balance", "posted", "drift", "note"):
-        drift.add_column(header)
+def _alerts(console: Console, report: Report) -> None:
+    if report.alerts:
+        table = _table("Alerts in the window", ("kind", "severity", "opened", "resolved"), {2, 3})
+        for a in report.alerts:
+            table.add_row(a.kind, a.severity, str(a.opened), str(a.resolved))
+        console.print(table)
+    else:
+        console.print("Alerts in the window: none.")
+        console.print()
+    if not report.open_alert_count:
+        console.print("Alerts open now: none.")
+        console.print()
+        return
+    listed = len(report.open_alerts)
+    count = report.open_alert_count
+    shown = f"{count}" if listed == count else f"{count}, the {listed} most urgent listed"
+    still = _table(
+        f"Alerts open now ({shown})", ("id", "severity", "state", "kind", "opened", "subject"), {0}
+    )
+    for o in report.open_alerts:
+        still.add_row(
+            str(o.alert_id), o.severity, words(o.state), o.kind, moment(o.opened_at), o.subject
+        )
+    console.print(still)
+
+
+def _drift(console: Console, report: Report) -> None:
+    if not report.drift:
+        console.print("Balance drift: no balance checked yet.")
+        return
+    drift = _table(
+        "Balance against postings, per holding (latest check)",
+        ("holding", "checked", "balance", "postings sum", "drift", "note"),
+        {2, 3, 4},
+    )
     for d in report.drift:
-        note = "projection lag" if d.explained_by_lag else ("" if d.drift_minor == 0 else "DRIFT")
         drift.add_row(
-            d.holding_ref,
-            d.observed_at.isoformat(),
-            money(d.settled_minor, d.currency),
-            money(d.posted_minor, d.currency),
-            money(d.drift_minor, d.currency),
-            note,
+            report.holding_label(d.holding_ref),
+            moment(d.observed_at),
+            format_money(d.settled_minor, d.currency),
+            format_money(d.posted_minor, d.currency),
+            format_money(d.drift_minor, d.currency, signed=True),
+            drift_note(d.drift_minor, d.explained_by_lag),
         )
     console.print(drift)
-    return out.getvalue()

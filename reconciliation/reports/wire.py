@@ -1,19 +1,33 @@
-"""The report as plain data (JSON and CSV share it): exact integers, ISO times, camelCase."""
+"""The report as plain data for JSON: exact integers with their currency and its exponent.
+
+Money stays integer minor units (a float would lose a cent somewhere past 2**53), each amount
+next to its `currency` and that currency's ISO 4217 `exponent` (null when recon does not know
+it), so a reader can show major units without a table of its own. Times are ISO 8601 in UTC.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from reconciliation.reports.model import Report
+from foundation.money import currency_exponent
+from reconciliation.reports.legend import legend
+from reconciliation.reports.model import TRANSFER_OUTCOMES, Report
 
 
 def _when(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
+def camel(name: str) -> str:
+    """'in_flight' -> 'inFlight': the JSON spelling of a snake_case name."""
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
 def report_as_dict(report: Report) -> dict[str, Any]:
     window = report.window
+    figures = report.figures()
     return {
         "generatedAt": _when(report.generated_at),
         "window": {
@@ -21,48 +35,68 @@ def report_as_dict(report: Report) -> dict[str, Any]:
             "until": _when(window.until),
             "holdingRef": window.holding_ref,
         },
-        "summary": report.summary(),
+        "graceSeconds": report.grace_seconds,
+        "legend": dict(legend(report.grace_seconds)),
+        "summary": figures,
         "totals": [
             {
                 "holdingRef": t.holding_ref,
+                "accountNumber": _name(report, t.holding_ref, "account_number"),
+                "accountName": _name(report, t.holding_ref, "account_name"),
                 "currency": t.currency,
+                "exponent": currency_exponent(t.currency),
                 "postedCount": t.posted_count,
                 "creditsMinor": t.credits_minor,
                 "debitsMinor": t.debits_minor,
                 "postedMinor": t.posted_minor,
                 "notifiedCount": t.notified_count,
                 "notifiedMinor": t.notified_minor,
-                "transferredCount": t.transferred_count,
-                "transferredMinor": t.transferred_minor,
+                "transfers": {
+                    camel(outcome): {
+                        "count": t.transfers[outcome].count,
+                        "amountMinor": t.transfers[outcome].amount_minor,
+                    }
+                    for outcome in TRANSFER_OUTCOMES
+                },
+                "items": t.items,
                 "matchedCount": t.matched_count,
                 "unmatchedCount": t.unmatched_count,
+                "waitingCount": t.waiting_count,
+                "exceptionCount": t.exception_count,
             }
             for t in report.totals
         ],
-        "openExceptions": {
-            "total": report.ageing.total,
-            "byBucket": report.ageing.counts,
-            "amountsByBucket": report.ageing.amounts,
-            "oldest": [
+        "openItems": {
+            "total": figures["unmatched"],
+            "listed": len(report.open_items),
+            "items": [
                 {
                     "stream": e.stream,
                     "id": e.item_id,
                     "reference": e.reference,
                     "holdingRef": e.holding_ref,
                     "currency": e.currency,
+                    "exponent": currency_exponent(e.currency),
                     "amountMinor": e.amount_minor,
                     "since": _when(e.since),
                     "ageDays": e.age_days,
-                    "status": e.status,
+                    "state": e.state,
+                    "why": e.why,
                 }
-                for e in report.ageing.oldest
+                for e in report.open_items
             ],
+        },
+        "openExceptions": {
+            "total": report.ageing.total,
+            "byBucket": report.ageing.counts,
+            "amountsByBucket": report.ageing.amounts,
         },
         "alerts": {
             "byKind": [
                 {"kind": a.kind, "severity": a.severity, "opened": a.opened, "resolved": a.resolved}
                 for a in report.alerts
             ],
+            "openTotal": report.open_alert_count,
             "open": [
                 {
                     "id": a.alert_id,
@@ -78,7 +112,10 @@ def report_as_dict(report: Report) -> dict[str, Any]:
         "balanceDrift": [
             {
                 "holdingRef": d.holding_ref,
+                "accountNumber": _name(report, d.holding_ref, "account_number"),
+                "accountName": _name(report, d.holding_ref, "account_name"),
                 "currency": d.currency,
+                "exponent": currency_exponent(d.currency),
                 "observedAt": _when(d.observed_at),
                 "settledMinor": d.settled_minor,
                 "postedMinor": d.posted_minor,
@@ -96,3 +133,9 @@ def report_as_dict(report: Report) -> dict[str, Any]:
             for d in report.drift
         ],
     }
+
+
+def _name(report: Report, holding_ref: str, part: str) -> str | None:
+    name = report.names.get(holding_ref)
+    value: str | None = getattr(name, part) if name is not None else None
+    return value

@@ -99,8 +99,15 @@ class Locator(Base):
 class ActivityCursor(Base):
     """Where the activity poller of one holding resumes, and who may poll it now.
 
-    The four cursor parts are kept as the exact text the gateway returned in `nextCursor`: they
-    are resumed verbatim, never rebuilt from max(posted_at) nor re-formatted.
+    The four cursor parts are kept as the exact text the gateway returned in `nextCursor` (or,
+    when its last page gave none, the last entry's own `postedAt`, `receiptRef`, `lineRef`:
+    `cursor_source` says which): resumed verbatim, never rebuilt from max(posted_at) nor
+    re-formatted. A holding read by a newest-first walk (upstream.activity_walk) keeps the
+    walk's state here too, written with each page: the cursor continues the walk, and
+    `walk_top_posted_at` / `high_water_posted_at` are listed `postedAt` texts.
+
+    `largest_page`, `page_size` and `oldest_first` are what reads of this holding found out
+    about the provider's paging; readers take them across all rows (the provider is one).
     """
 
     __tablename__ = "activity_cursors"
@@ -121,6 +128,17 @@ class ActivityCursor(Base):
     # Reads that reached the last page. A poll message carries the count it was sent at and is
     # skipped once a later read completed, so a duplicate message costs no gateway request.
     reads_completed: Mapped[int] = mapped_column(BigInteger, default=0)
+    # "gateway" (nextCursor as returned) or "entry" (the last entry's position, no nextCursor).
+    cursor_source: Mapped[str | None] = mapped_column(String(16))
+    # Newest-first walk: the postedAt of the walk's first entry, and the one it stops below.
+    walk_top_posted_at: Mapped[str | None] = mapped_column(Text)
+    high_water_posted_at: Mapped[str | None] = mapped_column(Text)
+    # Most entries one page of this holding carried (tells a capped page from the last one).
+    largest_page: Mapped[int | None] = mapped_column(Integer)
+    # The page size the provider accepted after refusing a larger one (None: never refused).
+    page_size: Mapped[int | None] = mapped_column(Integer)
+    # Whether the provider served (True) or refused (False) an oldest_first read; None: unasked.
+    oldest_first: Mapped[bool | None] = mapped_column(Boolean)
 
 
 class Posting(Base):
@@ -221,6 +239,40 @@ class TransferChange(Base):
     revision: Mapped[int | None] = mapped_column(Integer)
 
 
+class TransferIntent(Base):
+    """A transfer we are about to ask the gateway for, recorded before the request goes out.
+
+    The gateway names a transfer only in its answer, so until then the intent is all the store
+    can hold: the material, the Idempotency-Key it goes out under (invariant 6) and who asked.
+    The answer fills in `outcome` and `transfer_ref` (and a `transfers` row, polled to
+    terminal). An intent still `pending` is a request whose answer was lost: sending the same
+    material again reuses its key, and the gateway's replay names the transfer.
+    """
+
+    __tablename__ = "transfer_intents"
+    __table_args__ = (Index("ix_transfer_intents_outcome_id", "outcome", "id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    idempotency_key: Mapped[uuid.UUID] = mapped_column(unique=True)
+    #: The caller's own Idempotency-Key (`POST /transfers`), so its retries find this intent.
+    client_key: Mapped[uuid.UUID | None] = mapped_column(unique=True)
+    requested_via: Mapped[str] = mapped_column(String(16))
+    source_account_ref: Mapped[uuid.UUID]
+    source_endpoint_ref: Mapped[uuid.UUID]
+    source_holding_ref: Mapped[uuid.UUID]
+    dest_account_ref: Mapped[uuid.UUID]
+    dest_endpoint_ref: Mapped[uuid.UUID]
+    dest_holding_ref: Mapped[uuid.UUID]
+    currency: Mapped[str] = mapped_column(String(8))
+    amount_minor: Mapped[int] = mapped_column(BigInteger)
+    material_fingerprint: Mapped[str] = mapped_column(String(64))
+    outcome: Mapped[str] = mapped_column(String(16), default="pending")
+    transfer_ref: Mapped[uuid.UUID | None] = mapped_column(index=True)
+    detail: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    answered_at: Mapped[datetime | None]
+
+
 class OutboundRequest(Base):
     """Every write we send to the gateway, recorded before it goes out (invariant 6, docs/architecture.md)."""
 
@@ -277,6 +329,9 @@ class Delivery(Base):
     # True for the first body the receiver stored under a delivery id, False for another body
     # re-sent under it (quarantined); NULL for rows written by other means.
     original: Mapped[bool | None] = mapped_column(Boolean)
+    # Fingerprint of the delivery_not_understood alert while no payload shape reads this row;
+    # cleared when a replay reads it, so the alert resolves once no row carries it.
+    shape_problem: Mapped[str | None] = mapped_column(String(128), index=True)
 
 
 class Notification(Base):
@@ -302,6 +357,11 @@ class Notification(Base):
     occurred_at: Mapped[datetime]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     match_status: Mapped[str] = mapped_column(String(16), default=UNMATCHED)
+    # The body's own id, as evidence only: `event_id` is the delivery id (the webhook-id
+    # header), and a provider may send a message id there that differs from its event id.
+    body_id: Mapped[str | None] = mapped_column(String(255))
+    # Which payload shape read the body (upstream.webhooks.payloads), for whoever checks it.
+    payload_shape: Mapped[str | None] = mapped_column(String(32))
 
 
 class Match(Base):
@@ -447,3 +507,50 @@ class MatchBacklog(Base):
     kind: Mapped[str] = mapped_column(String(16), primary_key=True)
     item_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     queued_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AuditEvent(Base):
+    """One thing a person did through the operator console (or the CLI): who, what, why, when.
+
+    Append-only: rows are never updated or deleted, so the table is the record an auditor reads.
+    `subject` names what was acted on in words a person can search ("alert 12", "delivery 40").
+    """
+
+    __tablename__ = "audit_events"
+    __table_args__ = (Index("ix_audit_events_subject", "subject", "id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    actor: Mapped[str] = mapped_column(String(128))
+    action: Mapped[str] = mapped_column(String(64))
+    subject: Mapped[str] = mapped_column(String(255))
+    reason: Mapped[str | None] = mapped_column(Text)
+    occurred_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AuditRun(Base):
+    """One audit of the store's postings against the gateway's own activity (`recon audit`).
+
+    Kept so a report can say when the books were last proven and how: which holdings, how many
+    postings the gateway showed, how many disagreed. `digest` is the audit's checksum of every
+    posting it compared (equal digests: the same postings, whichever deployment ran it).
+    `status` is 'running' until the audit ends, then 'clean', 'diverged' or 'failed'.
+    """
+
+    __tablename__ = "audit_runs"
+    __table_args__ = (Index("ix_audit_runs_finished", "finished_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None]
+    status: Mapped[str] = mapped_column(String(16))
+    #: What was asked for: one holding ref, a since date, or NULL for everything.
+    holding_ref: Mapped[uuid.UUID | None]
+    since: Mapped[datetime | None]
+    holdings: Mapped[int] = mapped_column(Integer, default=0)
+    postings: Mapped[int] = mapped_column(BigInteger, default=0)
+    divergences: Mapped[int] = mapped_column(BigInteger, default=0)
+    missing: Mapped[int] = mapped_column(BigInteger, default=0)
+    unknown: Mapped[int] = mapped_column(BigInteger, default=0)
+    differing: Mapped[int] = mapped_column(BigInteger, default=0)
+    digest: Mapped[str | None] = mapped_column(String(64))
+    error: Mapped[str | None] = mapped_column(Text)

@@ -10,8 +10,12 @@ LOCKED, so concurrent claimers pass over each other's rows instead of queueing b
 SQLite (one writer at a time) the same statement is already exclusive. The HTTP calls happen
 after the claim has committed, outside any transaction.
 
-The status read carries no stage; the stage is derived from the status with the table in
-docs/decisions.md ("Transfer life cycle after reservation"), kept in `STAGE_OF_STATUS` only.
+Whether a transfer is done, and whether it succeeded, is the status read's `isTerminal` and
+`isSuccessful` and nothing else: status, reason and stage names beyond those the spec shows are
+the provider's to choose, so they are stored verbatim and never interpreted. The status read
+carries no stage; a stage is stored only as the gateway named it (on create, or in a status read
+that has one) or as the spec pairs it with a status (`TransferStatus.implied_stage`). A status
+whose stage is not known leaves the stage empty rather than guessed.
 """
 
 from __future__ import annotations
@@ -27,17 +31,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Transfer, TransferChange
 from reconciliation.store.write_statements import insert_ignoring_conflicts, rows_touched
-from upstream.wire.transfers import Stage, TransferStatus
+from upstream.wire.transfers import Stage, Status, TransferStatus
 from upstream.wire.transfers import Transfer as WireTransfer
-
-#: Stage implied by each status of the status read (docs/decisions.md). An unknown status keeps
-#: the stage we had: better an old true stage than a made-up one.
-STAGE_OF_STATUS: Final[dict[str, str]] = {
-    "awaiting_finality": Stage.PRINCIPAL_RESERVED,
-    "reservation_denied": Stage.RESERVATION_DENIED,
-    "completed": Stage.SETTLED,
-    "failed": Stage.FAILED,
-}
 
 #: First wait after a non-terminal poll, and the cap the doubling stops at (seconds).
 BACKOFF_FIRST_SECONDS: Final = 2.0
@@ -48,6 +43,9 @@ CLAIM_SECONDS: Final = 60.0
 
 #: How the transfers table learned of a transfer we asked the gateway for ourselves.
 ORIGIN_CREATED: Final = "created"
+#: ... of a transfer created elsewhere that an operator asked us to follow (`recon transfer
+#: track`, `POST /transfers/{ref}/track`).
+ORIGIN_IMPORTED: Final = "imported"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +89,7 @@ def record_created_transfer(session: Session, created: WireTransfer, now: dateti
         "material_fingerprint": created.material_fingerprint,
         "requested_by": created.requested_by,
         "stage": created.stage,
-        "status": "reservation_denied" if denied else None,
+        "status": Status.RESERVATION_DENIED if denied else None,
         "reason": created.denial_reason,
         "revision": created.revision,
         "is_terminal": denied,
@@ -175,7 +173,7 @@ def record_status(
         transfer = _still_claimed(session, claimed, owner)
         if transfer is None:
             return False
-        stage = STAGE_OF_STATUS.get(status.status, transfer.stage)
+        stage = _stage_after(transfer, status)
         before = (transfer.stage, transfer.status, transfer.reason, transfer.revision)
         after = (stage, status.status, status.reason, status.revision)
         changed = before != after
@@ -204,6 +202,56 @@ def record_status(
             transfer.next_poll_at = now + backoff.delay(transfer.poll_attempts)
         transfer.updated_at = now
     return changed
+
+
+def _stage_after(transfer: Transfer, status: TransferStatus) -> str | None:
+    """The stage to store with this read: named or implied by it, else kept only if unchanged."""
+    implied = status.implied_stage
+    if implied is not None:
+        return implied
+    return transfer.stage if status.status == transfer.status else None
+
+
+def record_imported_transfer(session: Session, status: TransferStatus, now: datetime) -> bool:
+    """Follow a transfer created elsewhere from its first status read; False if known already.
+
+    Its material (holdings, amount) is unknown: the status read carries none. Matching links it
+    to postings through the notification that names its transferRef. A non-terminal one is due
+    for its next poll at once.
+    """
+    inserted = session.scalar(
+        insert_ignoring_conflicts(session, Transfer, ["transfer_ref"])
+        .values(
+            transfer_ref=status.transfer_ref,
+            stage=status.implied_stage,
+            status=status.status,
+            reason=status.reason,
+            revision=status.revision,
+            is_terminal=status.is_terminal,
+            is_successful=status.is_successful if status.is_terminal else None,
+            origin=ORIGIN_IMPORTED,
+            next_poll_at=None if status.is_terminal else now,
+            poll_attempts=0,
+            last_polled_at=now,
+            terminal_at=now if status.is_terminal else None,
+            created_at=now,
+            updated_at=now,
+        )
+        .returning(Transfer.id)
+    )
+    if inserted is None:
+        return False
+    session.add(
+        TransferChange(
+            transfer_id=inserted,
+            observed_at=now,
+            stage=status.implied_stage,
+            status=status.status,
+            reason=status.reason,
+            revision=status.revision,
+        )
+    )
+    return True
 
 
 def record_poll_failure(

@@ -1,31 +1,200 @@
-"""Ask the gateway for a transfer and remember that we asked.
+"""Ask the gateway for a transfer, or start following one: the one service every caller uses.
 
-The gateway write takes its Idempotency-Key from the outbound-requests table (the client does
-that), and the answer is recorded as a transfer of origin 'created' in the same store, so the
-poller follows it to its terminal status and the reconciler knows we asked for it.
+`recon transfer create`, `POST /transfers` and the demo all call `request_transfer`, so a
+transfer recon asks for is always recorded the same way: the intent before the request goes out
+(reconciliation.transfers.intents), then the gateway's answer, and a transfer row the poller
+follows to terminal. `track_transfer` (`recon transfer track`, `POST /transfers/{ref}/track`)
+follows a transfer created elsewhere.
 """
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from reconciliation.store.db import transaction
+from reconciliation.store.models import Transfer, TransferIntent
 from reconciliation.store.types import utcnow
-from reconciliation.transfers.polling import record_created_transfer
+from reconciliation.transfers.intents import (
+    PENDING,
+    REJECTED,
+    intent_fingerprint,
+    intent_of_client_key,
+    record_answer,
+    record_intent,
+    record_refusal,
+)
+from reconciliation.transfers.polling import record_imported_transfer
+from upstream.errors import Conflict, InvalidInput, NotFound
 from upstream.gateway import GatewayClient
 from upstream.wire.transfers import (
-    TransferAccepted,
     TransferCreation,
     TransferDenied,
     TransferRequest,
 )
 
 
+class ClientKeyReusedError(ValueError):
+    """A caller's Idempotency-Key already names a different transfer request."""
+
+
+class PreviouslyRefusedError(ValueError):
+    """A caller's Idempotency-Key names a request the gateway refused for good (say why)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestedTransfer:
+    """What became of a transfer request: `reserved`, `denied` or `replayed`.
+
+    `creation` is the gateway's answer to this call; it is None when the answer came from the
+    store (the caller's Idempotency-Key named a request already answered).
+    """
+
+    outcome: str
+    transfer_ref: uuid.UUID
+    idempotency_key: uuid.UUID
+    creation: TransferCreation | None
+
+    @property
+    def denial_reason(self) -> str | None:
+        """The gateway's `denialReason` when it denied this call's request."""
+        return self.creation.reason if isinstance(self.creation, TransferDenied) else None
+
+
 def request_transfer(
-    gateway: GatewayClient, session_factory: sessionmaker[Session], request: TransferRequest
-) -> TransferCreation:
-    """Create the transfer at the gateway and track it; a replay finds the row already there."""
-    creation = gateway.create_transfer(request)
-    if isinstance(creation, (TransferAccepted, TransferDenied)):
-        with session_factory.begin() as session:
-            record_created_transfer(session, creation.transfer, utcnow())
-    return creation
+    gateway: GatewayClient,
+    session_factory: sessionmaker[Session],
+    request: TransferRequest,
+    *,
+    via: str = "demo",
+    client_key: uuid.UUID | None = None,
+    accepted_quote: Mapping[str, Any] | None = None,
+) -> RequestedTransfer:
+    """Record the intent, send the create, record the answer; the transfer is then followed.
+
+    `via` names who asked (`cli`, `api`, `demo`). With `client_key` (the caller's own
+    Idempotency-Key) a request already answered is answered again from the store, without a
+    second transfer; one still pending is sent again under its recorded key, so the gateway
+    replays it. A final refusal (400, 404, 409) is recorded on the intent and raised.
+    """
+    fingerprint = intent_fingerprint(request, accepted_quote)
+    if client_key is not None:
+        earlier = intent_of_client_key(session_factory, client_key)
+        if earlier is not None:
+            if earlier.material_fingerprint != fingerprint:
+                raise ClientKeyReusedError(
+                    f"Idempotency-Key {client_key} was already used for a different transfer "
+                    "request; send the original request under it, or this one under a new key"
+                )
+            if earlier.outcome != PENDING:
+                return _from_store(earlier)
+    sent_under: list[uuid.UUID] = []
+
+    def record(key: uuid.UUID) -> None:
+        sent_under.append(key)
+        record_intent(
+            session_factory,
+            key,
+            request,
+            via=via,
+            fingerprint=fingerprint,
+            client_key=client_key,
+            now=utcnow(),
+        )
+
+    try:
+        creation = gateway.create_transfer(
+            request, accepted_quote=accepted_quote, before_send=record
+        )
+    except (InvalidInput, NotFound, Conflict) as exc:
+        if sent_under:
+            record_refusal(session_factory, sent_under[0], str(exc), utcnow())
+        raise
+    outcome = record_answer(session_factory, creation, utcnow())
+    return RequestedTransfer(
+        outcome=outcome,
+        transfer_ref=creation.transfer_ref,
+        idempotency_key=creation.idempotency_key,
+        creation=creation,
+    )
+
+
+def _from_store(intent: TransferIntent) -> RequestedTransfer:
+    if intent.outcome == REJECTED or intent.transfer_ref is None:
+        raise PreviouslyRefusedError(
+            f"this request was refused by the gateway earlier: {intent.detail or 'no detail'}; "
+            "correct it and send it under a new Idempotency-Key"
+        )
+    return RequestedTransfer(
+        outcome=intent.outcome,
+        transfer_ref=intent.transfer_ref,
+        idempotency_key=intent.idempotency_key,
+        creation=None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TrackedTransfer:
+    """A transfer now followed: how we knew it, and where it stood when asked."""
+
+    transfer_ref: uuid.UUID
+    origin: str
+    newly_tracked: bool
+    status: str | None
+    is_terminal: bool
+    is_successful: bool | None
+
+
+def track_transfer(
+    gateway: GatewayClient, session_factory: sessionmaker[Session], transfer_ref: uuid.UUID
+) -> TrackedTransfer:
+    """Follow `transfer_ref` until terminal: read its status once, then leave it to the poller.
+
+    A transfer already followed (whatever its origin) is only brought forward to be polled
+    now. An unknown reference raises NotFound from the status read, and nothing is stored.
+    """
+    with session_factory() as session:
+        known = session.scalars(
+            select(Transfer).where(Transfer.transfer_ref == transfer_ref)
+        ).first()
+    if known is not None:
+        if not known.is_terminal:
+            with transaction(session_factory) as session:
+                session.execute(
+                    update(Transfer)
+                    .where(Transfer.id == known.id, Transfer.is_terminal.is_(False))
+                    .values(next_poll_at=utcnow())
+                )
+        return _tracked(known, newly=False)
+    status = gateway.transfer_status(transfer_ref).value
+    with transaction(session_factory) as session:
+        newly = record_imported_transfer(session, status, utcnow())
+    with session_factory() as session:
+        row = session.scalars(select(Transfer).where(Transfer.transfer_ref == transfer_ref)).one()
+    return _tracked(row, newly=newly)
+
+
+def _tracked(row: Transfer, *, newly: bool) -> TrackedTransfer:
+    return TrackedTransfer(
+        transfer_ref=row.transfer_ref,
+        origin=row.origin,
+        newly_tracked=newly,
+        status=row.status,
+        is_terminal=row.is_terminal,
+        is_successful=row.is_successful,
+    )
+
+
+__all__ = [
+    "ClientKeyReusedError",
+    "PreviouslyRefusedError",
+    "RequestedTransfer",
+    "TrackedTransfer",
+    "request_transfer",
+    "track_transfer",
+]

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from sandbox.variants import PRESETS
 from tests.sandbox.sandbox_helpers import (
     AUTH,
     NGN,
@@ -20,6 +21,8 @@ from tests.sandbox.sandbox_helpers import (
     success_body,
     write_headers,
 )
+from tests.sandbox.test_sandbox_endpoints import _replay_record
+from tests.sandbox.test_sandbox_transfers import playing
 
 
 def activate(world: World, owner: str, key: str | None = None, currency: str = "NGN") -> Any:
@@ -119,8 +122,9 @@ def test_second_activation_reuses_the_endpoint(world: World) -> None:
 
 def test_activation_replay(world: World) -> None:
     owner, key = new_key(), new_key()
-    first = activate(world, owner, key).json()
-    assert activate(world, owner, key).json() == first
+    with playing(world, PRESETS["recon"]):
+        first = activate(world, owner, key).json()
+        assert activate(world, owner, key).json() == first
     problem(activate(world, new_key(), key), 400, "InvalidInput", "invalid-Input")
 
 
@@ -229,21 +233,56 @@ def test_inbound_credit_is_202_and_posts_asynchronously(world: World) -> None:
     assert (posting["postingSide"], posting["journalKind"]) == ("credit", "transfer_settlement")
 
 
-def test_inbound_credit_replay_posts_once(world: World) -> None:
-    ep = world.endpoint()
-    body = {
+def credit_body(ep: dict[str, str]) -> dict[str, Any]:
+    return {
         "accountRef": ep["accountRef"],
         "endpointRef": ep["endpointRef"],
         "holdingRef": ep["holdingRef"],
         "valueUnit": NGN,
         "amountMinorUnits": "10",
     }
-    key = new_key()
-    first = world.client.post("/v1/sandbox/inbound-credits", json=body, headers=write_headers(key))
-    again = world.client.post("/v1/sandbox/inbound-credits", json=body, headers=write_headers(key))
+
+
+def test_inbound_credit_replay_posts_once(world: World) -> None:
+    ep = world.endpoint()
+    body, key = credit_body(ep), new_key()
+    with playing(world, PRESETS["recon"]):
+        first = world.client.post(
+            "/v1/sandbox/inbound-credits", json=body, headers=write_headers(key)
+        )
+        again = world.client.post(
+            "/v1/sandbox/inbound-credits", json=body, headers=write_headers(key)
+        )
     assert again.status_code == 202 and again.json() == first.json()
     world.advance(1)
     assert len(world.state.postings(ep["holdingRef"])) == 1
+
+
+def test_every_write_replays_an_inbound_credit_as_a_replay_record(world: World) -> None:
+    ep = world.endpoint()
+    body, key = credit_body(ep), new_key()
+    with playing(world, PRESETS["standard"]):
+        first = world.client.post(
+            "/v1/sandbox/inbound-credits", json=body, headers=write_headers(key)
+        )
+        again = world.client.post(
+            "/v1/sandbox/inbound-credits", json=body, headers=write_headers(key)
+        )
+    assert again.status_code == 202
+    made = first.json()["body"]["simulation"]["value"]["simulationRef"]
+    assert _replay_record(again, "simulationRef") == made
+    world.advance(1)
+    assert len(world.state.postings(ep["holdingRef"])) == 1
+
+
+def test_every_write_replays_an_activation_as_a_replay_record(world: World) -> None:
+    owner, key = new_key(), new_key()
+    with playing(world, PRESETS["standard"]):
+        first = activate(world, owner, key)
+        again = activate(world, owner, key)
+    assert again.status_code == 200
+    made = first.json()["body"]["activation"]["value"]["endpointRef"]
+    assert _replay_record(again, "endpointRef") == made
 
 
 @pytest.mark.parametrize(

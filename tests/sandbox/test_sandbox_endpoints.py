@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from sandbox.bulk import build_bulk
+from sandbox.variants import PRESETS
 from tests.sandbox.sandbox_helpers import (
     AUTH,
     NGN,
@@ -21,6 +22,7 @@ from tests.sandbox.sandbox_helpers import (
     success_body,
     write_headers,
 )
+from tests.sandbox.test_sandbox_transfers import playing
 
 ENDPOINT_FIELDS = {
     "template",
@@ -156,6 +158,11 @@ def test_bad_create_is_400(world: World, body: dict[str, Any]) -> None:
 
 
 def test_create_replay_returns_the_first_answer(world: World) -> None:
+    with playing(world, PRESETS["recon"]):
+        _create_replay_returns_the_first_answer(world)
+
+
+def _create_replay_returns_the_first_answer(world: World) -> None:
     key, body = new_key(), create_body()
     first = world.client.post("/v1/programmable-endpoints", json=body, headers=write_headers(key))
     again = world.client.post("/v1/programmable-endpoints", json=body, headers=write_headers(key))
@@ -491,6 +498,11 @@ def test_lifecycle_unknown_endpoint_is_404(world: World) -> None:
 
 
 def test_lifecycle_replay_says_replayed_and_applies_once(world: World) -> None:
+    with playing(world, PRESETS["recon"]):
+        _lifecycle_replay_says_replayed_and_applies_once(world)
+
+
+def _lifecycle_replay_says_replayed_and_applies_once(world: World) -> None:
     ref = world.endpoint()["endpointRef"]
     guard = read(world, ref)["endpoint"]["lifecycleGuard"]
     body = {"operation": "suspend", "reason": "operator_hold", "lifecycleGuard": guard}
@@ -502,3 +514,49 @@ def test_lifecycle_replay_says_replayed_and_applies_once(world: World) -> None:
     assert j["body"]["command"]["replayed"] is True
     assert j["body"]["endpoint"] == first["body"]["endpoint"]
     assert world.state.directory.endpoints[ref].state_version == 2
+
+
+# -- a provider that answers every replayed write with `body.replay` (write_replay) ---------
+
+
+def _replay_record(response: Any, subject_member: str) -> str:
+    """The replay record's shape (the spec's, as for transfers); returns its subject ref."""
+    j = response.json()
+    assert j == {
+        "status": response.status_code,
+        "body": {"replay": j["body"]["replay"]},
+        "evidence": [],
+    }
+    replay = j["body"]["replay"]
+    assert set(replay) == {"intakeRef", "envelopeRef", "occurrence", subject_member}
+    assert re.fullmatch(r"operation-ingress-intake:[0-9a-f-]{36}", replay["intakeRef"])
+    assert replay["occurrence"] == "ReplayAccepted"
+    ref: str = replay[subject_member]
+    return ref
+
+
+def test_every_write_replays_an_endpoint_create_as_a_replay_record(world: World) -> None:
+    with playing(world, PRESETS["standard"]):
+        key, body = new_key(), create_body()
+        first = world.client.post(
+            "/v1/programmable-endpoints", json=body, headers=write_headers(key)
+        )
+        again = world.client.post(
+            "/v1/programmable-endpoints", json=body, headers=write_headers(key)
+        )
+        assert again.status_code == 200
+        made = first.json()["body"]["endpoint"]["value"]["endpointRef"]
+        assert _replay_record(again, "endpointRef") == made
+        assert len(world.state.directory.endpoints) == 1
+
+
+def test_every_write_replays_a_lifecycle_command_as_a_replay_record(world: World) -> None:
+    with playing(world, PRESETS["standard"]):
+        ref = world.endpoint()["endpointRef"]
+        guard = read(world, ref)["endpoint"]["lifecycleGuard"]
+        body = {"operation": "suspend", "reason": "operator_hold", "lifecycleGuard": guard}
+        key = new_key()
+        assert lifecycle(world, ref, body, key).status_code == 200
+        again = lifecycle(world, ref, body, key)
+        assert again.status_code == 200 and _replay_record(again, "endpointRef") == ref
+        assert world.state.directory.endpoints[ref].state_version == 2

@@ -123,8 +123,10 @@ def test_end_to_end_in_real_time(receiver: Receiver) -> None:
         ref = r.json()["body"]["transfer"]["value"]["transferRef"]
         wait_until(
             lambda: (
-                c.get(f"/v1/transfers/{ref}/status", headers=AUTH).json()["body"]["value"]["status"]
-                == "completed"
+                c.get(f"/v1/transfers/{ref}/status", headers=AUTH).json()["body"]["value"][
+                    "isSuccessful"
+                ]
+                is True
             )
         )
         got = receiver.wait_for(2)

@@ -3,11 +3,15 @@ the transfer states of section 3, and the life cycle after reservation in docs/d
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
 from sandbox import config as c
+from sandbox.variants import PRESETS, ProviderVariant
 from tests.sandbox.sandbox_helpers import (
     AUTH,
     World,
@@ -45,6 +49,31 @@ STATUS_FIELDS = {
     "fees",
 }
 NO_FEES = {"status": "not_required", "reason": "no_configured_fee", "totals": [], "lines": []}
+
+
+@contextmanager
+def playing(world: World, variant: ProviderVariant) -> Iterator[World]:
+    """The shared world playing `variant` for one test (transfers read it when created)."""
+    original = world.state.config
+    world.state.config = dataclasses.replace(original, variant=variant)
+    try:
+        yield world
+    finally:
+        world.state.config = original
+
+
+@pytest.fixture
+def recon_world(world: World) -> Iterator[World]:
+    """Our first guesses (`recon`): for assertions on the names only that preset uses."""
+    with playing(world, PRESETS["recon"]) as pinned:
+        yield pinned
+
+
+@pytest.fixture
+def alternate_world(world: World) -> Iterator[World]:
+    """Other plausible names after reservation, and every write replayed with `body.replay`."""
+    with playing(world, PRESETS["standard"]) as pinned:
+        yield pinned
 
 
 def status_of(world: World, ref: str) -> dict[str, object]:
@@ -131,7 +160,8 @@ def test_reservations_count_against_available(world: World) -> None:
     assert second.json()["body"]["transfer"]["value"]["stage"] == "ReservationDenied"
 
 
-def test_settlement_posts_two_legs_and_releases_the_reservation(world: World) -> None:
+def test_settlement_posts_two_legs_and_releases_the_reservation(recon_world: World) -> None:
+    world = recon_world
     src, dst = world.funded(10_000), world.endpoint("customer_balance_internal")
     r = world.client.post(
         "/v1/transfers", json=world.transfer_body(src, dst, 2_500), headers=write_headers()
@@ -165,7 +195,8 @@ def test_settlement_posts_two_legs_and_releases_the_reservation(world: World) ->
 
 
 @pytest.mark.parametrize("how", ["queued", "fixed", "now"])
-def test_failure_releases_the_reservation_and_posts_nothing(world: World, how: str) -> None:
+def test_failure_releases_the_reservation_and_posts_nothing(recon_world: World, how: str) -> None:
+    world = recon_world
     src, dst = world.funded(10_000), world.endpoint()
     if how == "queued":
         world.client.post("/_sandbox/transfers/outcomes", json={"outcome": "fail"})
@@ -194,7 +225,8 @@ def test_failure_releases_the_reservation_and_posts_nothing(world: World, how: s
     assert bal["activeReservedMinorUnits"] == "0" and bal["availableMinorUnits"] == "10000"
 
 
-def test_failure_probability_is_seeded(world: World) -> None:
+def test_failure_probability_is_seeded(recon_world: World) -> None:
+    world = recon_world
     world.state.outcomes.failure_probability = 0.5
     src, dst = world.funded(1_000_000), world.endpoint()
     refs = []
@@ -461,7 +493,8 @@ def test_transfer_with_accepted_quote(world: World) -> None:
     assert world.client.post("/v1/transfers", json=body, headers=write_headers()).status_code == 202
 
 
-def test_held_transfer_stays_awaiting_finality_until_told(world: World) -> None:
+def test_held_transfer_stays_awaiting_finality_until_told(recon_world: World) -> None:
+    world = recon_world
     src, dst = world.funded(10_000), world.endpoint()
     world.client.post("/_sandbox/transfers/outcomes", json={"outcome": "hold"})
     r = world.client.post(
@@ -476,3 +509,70 @@ def test_held_transfer_stays_awaiting_finality_until_told(world: World) -> None:
     )
     assert ctl.status_code == 200
     assert status_of(world, ref)["status"] == "completed"
+
+
+# -- another provider's names after reservation (status_vocabulary = alternate) --------------
+
+
+def _reserved(world: World, outcome: str | None = None) -> tuple[str, dict[str, str]]:
+    src, dst = world.funded(10_000), world.endpoint()
+    if outcome is not None:
+        world.client.post("/_sandbox/transfers/outcomes", json={"outcome": outcome})
+    r = world.client.post(
+        "/v1/transfers", json=world.transfer_body(src, dst, 2_500), headers=write_headers()
+    )
+    assert r.status_code == 202
+    value = r.json()["body"]["transfer"]["value"]
+    # Reservation keeps the spec's own names under every vocabulary.
+    assert (value["stage"], value["revision"]) == ("PrincipalReserved", 2)
+    assert status_of(world, value["transferRef"])["status"] == "awaiting_finality"
+    return value["transferRef"], src
+
+
+def _shown(world: World, ref: str) -> tuple[object, ...]:
+    s = status_of(world, ref)
+    return (s["status"], s["isTerminal"], s["isSuccessful"], s["revision"])
+
+
+def test_alternate_names_a_settlement_settled(alternate_world: World) -> None:
+    world = alternate_world
+    ref, src = _reserved(world, "settle")
+    world.advance(2.0)
+    assert _shown(world, ref) == ("settled", True, True, 3)
+    assert world.state.transfers[ref].stage == "SettlementCompleted"
+    assert world.state.postings(src["holdingRef"])[-1]["postingSide"] == "debit"
+
+
+def test_alternate_names_a_rail_failure_rejected(alternate_world: World) -> None:
+    world = alternate_world
+    ref, src = _reserved(world, "fail")
+    world.advance(2.0)
+    assert _shown(world, ref) == ("rejected", True, False, 3)
+    assert world.state.transfers[ref].stage == "RailRejected"
+    assert world.balance(src)["activeReservedMinorUnits"] == "0"
+
+
+def test_alternate_shows_a_held_transfer_as_a_waiting_status_of_its_own(
+    alternate_world: World,
+) -> None:
+    world = alternate_world
+    ref, src = _reserved(world, "hold")
+    world.advance(60.0)
+    assert _shown(world, ref) == ("held", False, False, 3)
+    assert world.balance(src)["activeReservedMinorUnits"] == "2500"
+    ctl = world.client.post(
+        "/_sandbox/transfers/outcomes", json={"outcome": "settle", "transferRef": ref, "now": True}
+    )
+    assert ctl.status_code == 200
+    assert _shown(world, ref) == ("settled", True, True, 4)
+
+
+def test_transfer_replay_is_the_spec_replay_under_every_write_too(alternate_world: World) -> None:
+    world = alternate_world
+    src, dst = world.funded(10_000), world.endpoint()
+    key, body = new_key(), world.transfer_body(src, dst, 100)
+    first = world.client.post("/v1/transfers", json=body, headers=write_headers(key))
+    again = world.client.post("/v1/transfers", json=body, headers=write_headers(key))
+    assert again.status_code == 202 and again.json()["evidence"] == []
+    ref = first.json()["body"]["transfer"]["value"]["transferRef"]
+    assert again.json()["body"]["replay"]["transferRef"] == ref

@@ -1,6 +1,7 @@
 """Webhook delivery: events raised by the ledger, payload shape (docs/decisions.md), signing
 (verified with the official ``standardwebhooks`` package and the other schemes), retries with
-backoff, counters, suspension."""
+backoff, counters, suspension; and every payload shape and delivery id style a provider variant
+plays (sandbox/variants.py). Tests that assert recon's own shape pin ``PRESETS["recon"]``."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
+from sandbox.variants import PRESETS, ProviderVariant
 from tests.sandbox.conftest import make_world
 from tests.sandbox.sandbox_helpers import (
     AUTH,
@@ -44,6 +46,21 @@ DATA_FIELDS = {
 }
 
 
+@pytest.fixture(scope="module")
+def _recon_world() -> Iterator[World]:
+    yield from make_world(sandbox_config(variant=PRESETS["recon"]))
+
+
+@pytest.fixture
+def recon_world(_recon_world: World) -> World:
+    """A fresh world that plays recon's own payload shape, whatever RECON_SANDBOX_VARIANT says."""
+    state = _recon_world.state
+    state.reset()
+    state.keys.clear()
+    state.keys.update(state.config.gateway_keys)
+    return _recon_world
+
+
 def verified(received: Any) -> dict[str, Any]:
     """Verify with the official package exactly as a receiver would; return the payload."""
     payload: dict[str, Any] = Webhook(SECRET).verify(received.body, received.headers)
@@ -55,7 +72,8 @@ def verified(received: Any) -> dict[str, Any]:
     return payload
 
 
-def test_payment_received_on_inbound_credit(world: World, receiver: Receiver) -> None:
+def test_payment_received_on_inbound_credit(recon_world: World, receiver: Receiver) -> None:
+    world = recon_world
     world.register(receiver.url, ["PAYMENT_RECEIVED"])
     ep = world.endpoint()
     sim = world.credit(ep, 150_050)
@@ -80,7 +98,8 @@ def test_payment_received_on_inbound_credit(world: World, receiver: Receiver) ->
     assert isinstance(d["narration"], str)
 
 
-def test_transaction_completed_and_failed(world: World, receiver: Receiver) -> None:
+def test_transaction_completed_and_failed(recon_world: World, receiver: Receiver) -> None:
+    world = recon_world
     world.register(receiver.url, ["TRANSACTION_COMPLETED", "TRANSACTION_FAILED"])
     src, dst = world.funded(10_000), world.endpoint()
     ok = world.client.post(
@@ -101,7 +120,8 @@ def test_transaction_completed_and_failed(world: World, receiver: Receiver) -> N
     assert failed["receiptRef"] is None and failed["amount"] == "0.07"
 
 
-def test_account_created_and_kyc_verified_on_demand(world: World, receiver: Receiver) -> None:
+def test_account_created_and_kyc_verified_on_demand(recon_world: World, receiver: Receiver) -> None:
+    world = recon_world
     world.register(receiver.url, ["ACCOUNT_CREATED", "KYC_VERIFIED"])
     ep = world.endpoint()
     r = world.client.post("/_sandbox/events/kyc-verified", json={"endpointRef": ep["endpointRef"]})
@@ -144,7 +164,8 @@ def counters(world: World, webhook_id: str) -> dict[str, Any]:
     return hook
 
 
-def test_retries_with_backoff_and_counters(world: World, receiver: Receiver) -> None:
+def test_retries_with_backoff_and_counters(recon_world: World, receiver: Receiver) -> None:
+    world = recon_world
     hook = world.register(receiver.url, ["PAYMENT_RECEIVED"])
     receiver.statuses = [500, 503]
     world.credit(world.endpoint(), 5)  # first attempt fails
@@ -262,7 +283,11 @@ def test_wrong_secret_fails_verification(world: World, receiver: Receiver) -> No
     ]
 )
 def scheme_world(request: pytest.FixtureRequest) -> Iterator[tuple[str, World]]:
-    config = sandbox_config(signature_scheme=request.param, signature_header="X-Provider-Signature")
+    config = sandbox_config(
+        signature_scheme=request.param,
+        signature_header="X-Provider-Signature",
+        variant=PRESETS["recon"],
+    )
     for w in make_world(config):
         yield request.param, w
 
@@ -313,3 +338,115 @@ def test_logs_keep_only_the_latest_entries(receiver: Receiver) -> None:
         events = world.client.get("/_sandbox/events").json()["events"]
         assert len(logged) == 3 and len(events) == 3
         assert [e["data"]["amount"] for e in events] == ["0.03", "0.04", "0.05"]
+
+
+# --- provider variants: payload shapes and what `webhook-id` carries ------------------------
+
+
+def variant_world(**choices: Any) -> Iterator[World]:
+    return make_world(sandbox_config(variant=ProviderVariant(name="test", **choices)))
+
+
+def credited(world: World, receiver: Receiver, amount: int = 150_050) -> tuple[Any, dict[str, Any]]:
+    """Register, credit an endpoint, and return the one PAYMENT_RECEIVED delivery and the sim."""
+    world.register(receiver.url, ["PAYMENT_RECEIVED"])
+    ep = world.endpoint()
+    sim = world.credit(ep, amount)
+    (got,) = receiver.wait_for(1)
+    sim["endpoint"] = ep
+    return got, sim
+
+
+def test_standard_webhooks_shape(receiver: Receiver) -> None:
+    for world in variant_world(payload_shape="standard-webhooks"):
+        got, sim = credited(world, receiver)
+        body = Webhook(SECRET).verify(got.body, got.headers)
+        assert set(body) == {"id", "type", "timestamp", "data"}
+        assert body["id"].startswith("evt_") and got.headers["webhook-id"] == body["id"]
+        assert body["type"] == "PAYMENT_RECEIVED" and is_ts(body["timestamp"])
+        data, ep = body["data"], sim["endpoint"]
+        assert data["amountMinorUnits"] == "150050" and "amount" not in data
+        assert data["currency"] == "NGN" and data["status"] == "SUCCESSFUL"
+        assert data["receiptRef"] == sim["accountsPostingReceiptRef"]
+        assert data["holdingRef"] == ep["holdingRef"] and data["transferRef"] is None
+        # The event log keeps the canonical event under the same id.
+        (logged,) = [e for e in world.state.events if e["event"] == "PAYMENT_RECEIVED"]
+        assert logged["id"] == body["id"] and logged["data"]["amount"] == "1500.50"
+
+
+def test_flat_shape_sends_an_exact_json_number(receiver: Receiver) -> None:
+    for world in variant_world(payload_shape="flat"):
+        got, sim = credited(world, receiver)
+        # The amount is a JSON number written with the currency's decimals, not a float's.
+        assert b'"amount":1500.50,' in got.body
+        body = json.loads(got.body, parse_float=str)
+        assert set(body) == {
+            "id",
+            "eventType",
+            "createdAt",
+            "reference",
+            "receiptReference",
+            "accountRef",
+            "endpointRef",
+            "holdingRef",
+            "accountNumber",
+            "bankCode",
+            "amount",
+            "currency",
+            "status",
+            "narration",
+        }
+        assert is_uuid(body["id"]) and body["eventType"] == "PAYMENT_RECEIVED"
+        assert isinstance(body["createdAt"], int) and body["createdAt"] > 1_600_000_000_000
+        assert body["reference"] is None
+        assert body["receiptReference"] == sim["accountsPostingReceiptRef"]
+        assert body["accountNumber"] == sim["endpoint"]["locators"][0]["display"].split(":")[1]
+        Webhook(SECRET).verify(got.body, got.headers)
+
+
+def test_flat_account_event_carries_null_money(receiver: Receiver) -> None:
+    for world in variant_world(payload_shape="flat"):
+        world.register(receiver.url, ["ACCOUNT_CREATED"])
+        world.endpoint()
+        world.advance()
+        (got,) = receiver.wait_for(1)
+        body = json.loads(got.body)
+        assert body["eventType"] == "ACCOUNT_CREATED"
+        assert body["amount"] is body["currency"] is body["status"] is None
+
+
+def test_message_ids_differ_from_body_ids_and_hold_across_retries(receiver: Receiver) -> None:
+    for world in variant_world(payload_shape="standard-webhooks", delivery_id="message-id"):
+        world.register(receiver.url, ["PAYMENT_RECEIVED"])
+        world.register(receiver.url + "/second", ["PAYMENT_RECEIVED"])
+        receiver.statuses = [500]
+        ep = world.endpoint()
+        world.credit(ep, 5)
+        world.advance(1)  # the failed first attempt is retried
+        first = receiver.wait_for(3)
+        world.credit(ep, 7)
+        second = receiver.wait_for(5)[3:]
+        for got in [*first, *second]:
+            Webhook(SECRET).verify(got.body, got.headers)  # signed over the message id
+        ids = {r.headers["webhook-id"] for r in first}
+        assert len(ids) == 1, "one message id on every webhook and every retry"
+        (message_id,) = ids
+        body_ids = {json.loads(r.body)["id"] for r in [*first, *second]}
+        assert message_id.startswith("msg_") and message_id not in body_ids
+        assert {r.headers["webhook-id"] for r in second} != ids, "a fresh id per message"
+        log = world.client.get("/_sandbox/deliveries").json()["deliveries"]
+        assert {a["deliveryId"] for a in log if a["eventId"] in body_ids} >= ids
+
+
+def test_same_id_other_body_keeps_the_message_id(receiver: Receiver) -> None:
+    for world in variant_world(payload_shape="flat", delivery_id="message-id"):
+        added = world.client.post(
+            "/_sandbox/faults/deliveries",
+            json={"eventType": "PAYMENT_RECEIVED", "kind": "same_id_other_body"},
+        )
+        assert added.status_code == 201, added.text
+        world.register(receiver.url, ["PAYMENT_RECEIVED"])
+        world.credit(world.endpoint(), 5)
+        a, b = receiver.wait_for(2)
+        assert a.headers["webhook-id"] == b.headers["webhook-id"]
+        assert a.headers["webhook-id"].startswith("msg_") and a.body != b.body

@@ -10,7 +10,7 @@ from upstream.signatures.keys import (
     KeyFormatError,
     ed25519_public_key,
     raw_hmac_key,
-    standard_hmac_key,
+    standard_hmac_keys,
 )
 from upstream.signatures.raw_hmac import RAW_HMAC_SCHEMES, RawHmacVerifier
 from upstream.signatures.standard import StandardVerifier
@@ -35,7 +35,8 @@ def make_verifier(
     fit the scheme; filter with `key_problem` first when some may not.
     """
     if scheme == "standard":
-        return StandardVerifier([standard_hmac_key(s.reveal()) for s in secrets], tolerance_seconds)
+        keys = [key for s in secrets for key in standard_hmac_keys(s.reveal())]
+        return StandardVerifier(keys, tolerance_seconds, secret_count=len(secrets))
     if scheme == "ed25519":
         return Ed25519Verifier([ed25519_public_key(s.reveal()) for s in secrets], tolerance_seconds)
     if scheme in RAW_HMAC_SCHEMES:
@@ -45,7 +46,7 @@ def make_verifier(
 
 def _prepare(scheme: str, text: str) -> object:
     if scheme == "standard":
-        return standard_hmac_key(text)
+        return standard_hmac_keys(text)
     if scheme == "ed25519":
         return ed25519_public_key(text)
     return raw_hmac_key(text)

@@ -2,6 +2,11 @@
 
 Forms (see docs/decisions.md, "Webhook receiver"):
 - `whsec_<base64>`: a Standard Webhooks v1 secret; the HMAC key is the decoded bytes.
+- any other text (the company spec says only "string"; a dashboard may hand out a plain
+  password-like secret): under Standard Webhooks the HMAC key is its UTF-8 bytes, as a provider
+  signing with a plain secret does. When the text is also valid base64 the decoded bytes are
+  accepted as well, because the official Standard Webhooks library reads a bare secret that way;
+  both keys come from the one secret, so accepting both admits no other sender.
 - `whsk_<base64 32-byte seed>`: an Ed25519 signing key; recon registers it when the scheme is
   `ed25519` and verifies with the public key derived from it.
 - `whpk_<base64 32-byte public key>`: an Ed25519 public key, for a webhook registered outside
@@ -47,8 +52,26 @@ def _b64(text: str, what: str) -> bytes:
 
 
 def standard_hmac_key(secret: str) -> bytes:
-    """The HMAC key of a `whsec_` secret (a bare base64 secret is accepted as well)."""
-    return _b64(secret.removeprefix(STANDARD_SECRET_PREFIX), "the whsec_ secret")
+    """The key a sender signs `v1` with: a `whsec_` secret's decoded bytes, else the UTF-8 text.
+
+    A `whsec_` secret whose body is not base64 is refused rather than used as text: the prefix
+    promises base64, so a failure to decode it is a copy error worth stopping for.
+    """
+    if secret.startswith(STANDARD_SECRET_PREFIX):
+        return _b64(secret.removeprefix(STANDARD_SECRET_PREFIX), "the whsec_ secret")
+    return raw_hmac_key(secret)
+
+
+def standard_hmac_keys(secret: str) -> tuple[bytes, ...]:
+    """Every key a `v1` signature made with `secret` may use (see the module's forms)."""
+    first = standard_hmac_key(secret)
+    if secret.startswith(STANDARD_SECRET_PREFIX):
+        return (first,)
+    try:
+        decoded = _b64(secret, "the secret")
+    except KeyFormatError:
+        return (first,)
+    return (first, decoded)
 
 
 def raw_hmac_key(secret: str) -> bytes:

@@ -1,4 +1,8 @@
-"""Standard Webhooks `v1`: base64 HMAC-SHA256 over `id.timestamp.body` with a `whsec_` secret."""
+"""Standard Webhooks `v1`: base64 HMAC-SHA256 over `id.timestamp.body`.
+
+The key is a `whsec_` secret's decoded bytes or a plain secret's text (`upstream.signatures.keys`);
+one secret may yield two candidate keys, so the verifier counts secrets and keys apart.
+"""
 
 from __future__ import annotations
 
@@ -19,13 +23,16 @@ class StandardVerifier:
 
     scheme = "standard"
 
-    def __init__(self, keys: Sequence[bytes], tolerance_seconds: int) -> None:
+    def __init__(
+        self, keys: Sequence[bytes], tolerance_seconds: int, *, secret_count: int | None = None
+    ) -> None:
         self._keys = tuple(keys)
         self._tolerance = tolerance_seconds
+        self._secret_count = len(self._keys) if secret_count is None else secret_count
 
     @property
     def key_count(self) -> int:
-        return len(self._keys)
+        return self._secret_count
 
     def verify(self, headers: Mapping[str, str], body: bytes, now: float) -> VerifiedSignature:
         message = read_signed_message(headers, body, "v1", self.scheme)
@@ -37,6 +44,6 @@ class StandardVerifier:
                     return VerifiedSignature(message.delivery_id, message.signed_at)
         raise SignatureError(
             BAD_SIGNATURE,
-            f"no v1 signature matches any of the {len(self._keys)} accepted secret(s): check the "
+            f"no v1 signature matches any of the {self._secret_count} accepted secret(s): check the "
             "webhook's secret (`recon webhooks list`, RECON_WEBHOOK_SECRETS)",
         )

@@ -1,4 +1,10 @@
-"""Company API shapes: the `{success, message, data, timestamp}` envelope, webhooks, name enquiry."""
+"""Company API shapes: its two success bodies, webhooks, name enquiry.
+
+A webhook operation answers `{data}` (what the spec shows) or the full envelope
+`{success, message, data, timestamp}` (what its errors and name enquiry use); either way the
+payload is `data`, which is all `success_data` reads. Statuses are compared in upper case, the
+spec's spelling, whatever case a provider sends.
+"""
 
 from __future__ import annotations
 
@@ -19,8 +25,17 @@ EVENT_TYPES = (
 WEBHOOK_STATUSES = ("ACTIVE", "INACTIVE", "SUSPENDED")
 
 
+def success_data(top: Fields) -> Fields:
+    """`data` of a success body, bare `{data}` or inside the full envelope alike."""
+    return top.obj("data")
+
+
 class WebhookRetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
-    """Delivery retry policy (field set per docs/decisions.md; the spec does not show it)."""
+    """Delivery retry policy (field set per docs/decisions.md; the spec does not show it).
+
+    A provider with other field names may ignore ours or refuse them; the client then registers
+    without a policy (the provider's own schedule applies) rather than not at all.
+    """
 
     max_attempts: int = 5
     initial_delay_seconds: float = 30.0
@@ -87,7 +102,7 @@ def parse_webhook(f: Fields) -> Webhook:
         webhook_id=f.text("webhookId"),
         url=f.text("url"),
         event_types=f.opt_texts("eventTypes"),
-        status=f.text("status"),
+        status=f.text("status").upper(),
         created_at=f.opt_timestamp("createdAt"),
         last_triggered=f.opt_timestamp("lastTriggered"),
         total_deliveries=f.opt_integer("totalDeliveries"),

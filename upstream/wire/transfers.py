@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 from uuid import UUID
 
 import msgspec
@@ -24,14 +24,36 @@ from upstream.wire.common import (
 from upstream.wire.evidence import Evidence
 from upstream.wire.reader import Fields, format_minor_units
 
+#: The operation name a transfer create's Idempotency-Key is recorded under.
+TRANSFER_CREATE: Final = "transfer.create"
+
 
 class Stage:
-    """Transfer stages: the spec's two and the two docs/decisions.md adds after reservation."""
+    """The two transfer stages the spec shows, both answers to create.
+
+    Stages after reservation are not shown, and the status read carries none: recon never
+    guesses their names. Whether a transfer is done, and whether it succeeded, comes only from
+    the status read's `isTerminal` and `isSuccessful`; every name is stored as the gateway
+    sent it.
+    """
 
     PRINCIPAL_RESERVED = "PrincipalReserved"
     RESERVATION_DENIED = "ReservationDenied"
-    SETTLED = "Settled"
-    FAILED = "Failed"
+
+
+class Status:
+    """The status-read values the spec shows, each paired with the stage that shows it."""
+
+    AWAITING_FINALITY = "awaiting_finality"
+    RESERVATION_DENIED = "reservation_denied"
+
+
+#: Stage implied by a status, for the pairs the spec itself shows (the status read has no
+#: stage member). Any other status implies nothing: its stage is not known.
+SHOWN_STAGE_OF_STATUS: Final[dict[str, str]] = {
+    Status.AWAITING_FINALITY: Stage.PRINCIPAL_RESERVED,
+    Status.RESERVATION_DENIED: Stage.RESERVATION_DENIED,
+}
 
 
 class TransferRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -185,7 +207,12 @@ class Fees(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class TransferStatus(msgspec.Struct, frozen=True, kw_only=True):
-    """The status read: where a transfer is and whether it is done."""
+    """The status read: where a transfer is and whether it is done.
+
+    `status` and `reason` are the gateway's words, kept verbatim; only `is_terminal` and
+    `is_successful` carry meaning. `stage` is read when a provider adds one (the spec's status
+    read has none).
+    """
 
     transfer_ref: UUID
     status: str
@@ -194,6 +221,12 @@ class TransferStatus(msgspec.Struct, frozen=True, kw_only=True):
     is_successful: bool
     revision: int
     fees: Fees | None
+    stage: str | None = None
+
+    @property
+    def implied_stage(self) -> str | None:
+        """The stage as the gateway named it, or as the spec pairs it with this status."""
+        return self.stage or SHOWN_STAGE_OF_STATUS.get(self.status)
 
 
 def parse_transfer_status(f: Fields) -> TransferStatus:
@@ -217,6 +250,7 @@ def parse_transfer_status(f: Fields) -> TransferStatus:
         is_successful=f.flag("isSuccessful"),
         revision=f.integer("revision"),
         fees=fees,
+        stage=f.opt_text("stage"),
     )
 
 

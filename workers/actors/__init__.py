@@ -10,6 +10,7 @@ from workers.actors.balances import snapshot_balances
 from workers.actors.holdings import discover_holdings
 from workers.actors.inbox import process_delivery
 from workers.actors.reconcile import reconcile
+from workers.actors.retention import prune
 from workers.actors.subscription import check_subscription
 from workers.actors.sweep import enqueue_activity_polls, sweep
 from workers.actors.transfers import poll_transfers
@@ -21,6 +22,7 @@ __all__ = [
     "poll_activity",
     "poll_transfers",
     "process_delivery",
+    "prune",
     "reconcile",
     "snapshot_balances",
     "sweep",

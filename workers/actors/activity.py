@@ -1,14 +1,18 @@
 """poll_activity: read one holding's committed postings into the store, page by page.
 
-The reader takes the holding's lease (reconciliation.postings.activity), resumes from the stored cursor
-exactly as the gateway issued it, and commits each page with the cursor that follows it. It
-reads `oldest_first` for catch-up and steady state alike (docs/decisions.md): one direction and
-one cursor for the life of a holding, new postings always after it.
+The reader takes the holding's lease (reconciliation.postings.activity), resumes from the stored
+position exactly as it was left, and commits each page with the position that follows it
+(invariant 3). How pages are asked for and what they mean is `upstream.activity_walk`: the
+provider's sort directions, page cap and last-page cursor are not shown in its spec, so the
+reader reads `oldest_first` where the provider has served it (one cursor for the life of a
+holding, new postings always after it) and otherwise walks `newest_first` from the top down to
+the holding's high-water, and a capped page is told from the last one without waiting for the
+next poll. What a read finds out about the provider is stored with its pages, for every worker.
 
 A long catch-up is cut into messages of at most `PAGE_BUDGET` pages or `TIME_BUDGET_SECONDS`:
 each message ends by sending the next, so a thousand holdings share the workers fairly, no
 message nears its time limit, and a stopped worker loses at most one page of work (which the
-next reader re-reads from the stored cursor and the unique key makes harmless).
+next reader re-reads from the stored position and the unique key makes harmless).
 
 Gateway faults that waiting may fix (5xx, 429, timeouts, unreadable answers) are recorded on
 the cursor row (`consecutive_errors`, `last_error`, which the reconciler watches) and the holding
@@ -31,19 +35,18 @@ from reconciliation.postings.activity import (
     LEASE_SECONDS,
     LeasedHolding,
     LeaseLostError,
+    StoredTerms,
     acquire_lease,
     release_lease,
     store_page,
 )
-from upstream.activity import OLDEST_FIRST
+from upstream.activity import ActivityCursor, ActivityPage
+from upstream.activity_walk import ActivityReader, PagingTerms
 from upstream.errors import ProviderError
 from workers.middleware.metrics import PAGE_WRITE_SECONDS, POSTINGS_STORED
 from workers.queues import POLLING, PRIORITY_BULK
 from workers.retry_policy import MINUTE_MS, NOT_RETRYABLE, SECOND_MS
 from workers.runtime import Runtime, current_runtime, worker_identity
-
-#: Direction of every activity read (docs/decisions.md, "Balance activity paging").
-READ_DIRECTION: Final = OLDEST_FIRST
 
 #: Pages and seconds one message reads before handing the rest of a catch-up to the next.
 PAGE_BUDGET: Final = 100
@@ -88,7 +91,7 @@ def read_activity(
     page_budget: int = PAGE_BUDGET,
     time_budget: float = TIME_BUDGET_SECONDS,
 ) -> ActivityRead:
-    """Read the holding from its stored cursor: to the last page, or until the budget is spent."""
+    """Read the holding from its stored position: to the end, or until the budget is spent."""
     settings = rt.settings
     lease_seconds = rt.lease_seconds or LEASE_SECONDS
     owner = worker_identity("activity")
@@ -99,28 +102,39 @@ def read_activity(
     if lease is None:
         result.skipped = True
         return result
-    cursor = lease.cursor
+    configured = settings.provider.activity_page_size
+    terms = paging_terms(lease.terms, configured)
+    gateway = rt.gateway
+
+    def fetch(cursor: ActivityCursor | None, size: int, direction: str) -> ActivityPage:
+        return gateway.activity_page(
+            lease.address, cursor, page_size=size, sort_direction=direction
+        )
+
+    reader = ActivityReader(fetch, lease.position, terms)
     deadline = time.monotonic() + time_budget
     try:
         # One connection for the whole read: each page's transaction then costs no pool
         # checkout and no liveness ping (a dead connection fails the page, as it would anyway).
         with rt.engine.connect() as connection, rt.sessions(bind=connection) as session:
             while True:
-                page = rt.gateway.activity_page(
-                    lease.address,
-                    cursor,
-                    page_size=settings.provider.activity_page_size,
-                    sort_direction=READ_DIRECTION,
-                )
+                step = reader.read_page()
+                learned = reader.terms
                 with PAGE_WRITE_SECONDS.time():
                     store_page(
-                        session, lease, page.entries, page.next_cursor, rt.clock(), lease_seconds
+                        session,
+                        lease,
+                        step.page.entries,
+                        step.position,
+                        rt.clock(),
+                        lease_seconds,
+                        page_size=learned.page_size if learned.page_size < configured else None,
+                        oldest_first=learned.oldest_first,
                     )
-                POSTINGS_STORED.inc(len(page.entries))
+                POSTINGS_STORED.inc(len(step.page.entries))
                 result.pages += 1
-                result.postings += len(page.entries)
-                cursor = page.next_cursor
-                if page.is_last:
+                result.postings += len(step.page.entries)
+                if step.done:
                     result.caught_up = True
                     break
                 if result.pages >= page_budget or time.monotonic() >= deadline:
@@ -151,6 +165,18 @@ def read_activity(
         release_lease(rt.sessions, lease, now + redo_after(settings))
         result.continues = True
     return result
+
+
+def paging_terms(found: StoredTerms, configured_page_size: int) -> PagingTerms:
+    """What the reader starts from: the configured page size unless the provider refused it."""
+    size = configured_page_size
+    if found.page_size is not None:
+        size = min(size, found.page_size)
+    return PagingTerms(
+        page_size=size,
+        largest_served=found.largest_page or 0,
+        oldest_first=found.oldest_first,
+    )
 
 
 def _release_after_crash(rt: Runtime, lease: LeasedHolding, exc: BaseException) -> None:

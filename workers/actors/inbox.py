@@ -16,6 +16,7 @@ import structlog
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
 from reconciliation.notifications.processing import ProcessOutcome, process_deliveries
 from reconciliation.store.db import transaction
+from upstream.webhooks.payloads import reader_for
 from workers.queues import INBOX, PRIORITY_URGENT
 from workers.retry_policy import MINUTE_MS, SECOND_MS
 from workers.runtime import Runtime, current_runtime
@@ -26,7 +27,9 @@ log = structlog.get_logger(__name__)
 def handle_deliveries(rt: Runtime, delivery_pks: Sequence[int]) -> ProcessOutcome:
     """Process the batch in one transaction and log what it did."""
     with transaction(rt.sessions) as session:
-        outcome = process_deliveries(session, delivery_pks, rt.clock())
+        outcome = process_deliveries(
+            session, delivery_pks, rt.clock(), reader_for(rt.settings.webhooks)
+        )
     if outcome.processed or outcome.quarantined:
         log.info(
             "inbox.processed",

@@ -121,7 +121,7 @@ def test_every_event_arrives_verified_in_the_inbox(
     assert all(200 <= a["statusCode"] < 300 for a in delivered)
     assert not [a for a in log if a["outcome"] == "failed"], "a delivery was refused"
     # The inbox holds exactly the bytes the provider sent.
-    sent = {a["eventId"]: a["body"].encode() for a in delivered}
+    sent = {a["deliveryId"]: a["body"].encode() for a in delivered}
     for row in rows:
         event_id = row.headers.get("webhook-id") or row.delivery_id
         assert sent[event_id] == row.body

@@ -89,6 +89,14 @@ def test_alert_changes_are_posted_signed_and_verifiable(
     messages = [verifier.verify(body, headers) for headers, body in receiver.received]
     assert [m["type"] for m in messages] == ["alert.opened", "alert.opened", "alert.resolved"]
     assert {m["data"]["kind"] for m in messages} == {"finality_overdue"}
+    # The text for people reads as the report and the CLI do: words and a UTC time, no stamps.
+    assert messages[0]["text"].startswith("[medium] alert ")
+    assert "opened (finality overdue): transfer " in messages[0]["text"]
+    assert (
+        "still awaiting finality past its finality deadline (2026-11-22 12:10:00 UTC)"
+        in (messages[0]["text"])
+    )
+    assert "resolved (finality overdue)" in messages[2]["text"]
     # The retry of the refused message carries the same id, so a receiver can deduplicate.
     ids = [headers["webhook-id"] for headers, _ in receiver.received]
     assert ids[0] == ids[1] != ids[2]

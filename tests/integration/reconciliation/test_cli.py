@@ -103,6 +103,6 @@ def test_report_to_a_file_in_every_format(
         assert target.stat().st_size > 200
     assert json.loads((tmp_path / "report.json").read_text())["openExceptions"]["total"] == 1
     assert not re.search(r"https?://", (tmp_path / "report.html").read_text())
-    assert "Totals by holding" in invoke(run, "report")
+    assert "Items by holding and unit" in invoke(run, "report")
     bad = run.invoke(cli, ["report", "--until", "2026-01-01T00:00:00"])
     assert bad.exit_code == 2 and "no time zone" in bad.output

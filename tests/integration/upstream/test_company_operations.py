@@ -31,12 +31,13 @@ def test_register_then_list_webhooks(company: CompanyClient) -> None:
     assert len(company.list_webhooks(event_type="PAYMENT_RECEIVED").webhooks) == 1
 
 
-def test_a_refused_registration_says_why(company: CompanyClient) -> None:
+def test_a_refused_registration_says_why(company: CompanyClient, sandbox: SandboxServer) -> None:
     with pytest.raises(InvalidInput) as caught:
         company.register_webhook(
             WebhookRequest(url="not a url", event_types=["PAYMENT_RECEIVED"], secret=SECRET)
         )
-    assert "url" in str(caught.value) and caught.value.http_status == 400
+    refusal = sandbox.config.variant.company_refusal_status
+    assert "url" in str(caught.value) and caught.value.http_status == refusal
 
 
 def test_name_enquiry_confirms_credentials(company: CompanyClient) -> None:

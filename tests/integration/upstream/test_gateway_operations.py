@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 
 import pytest
 
+from sandbox.config import SandboxConfig
+from sandbox.server import SandboxServer
+from sandbox.variants import PRESETS
 from tests.integration.upstream.conftest import (
+    FAST,
+    GATEWAY_KEY,
     NGN,
     Control,
     available,
@@ -60,11 +66,46 @@ def test_transfer_quote_create_status_and_settlement(
 
     control.outcome(outcome.transfer_ref, "settle")
     status = gateway.transfer_status(outcome.transfer_ref)
-    assert (status.value.status, status.value.is_terminal, status.value.is_successful) == (
-        "completed",
-        True,
-        True,
-    )
+    # Whatever this provider calls a settlement, only isTerminal/isSuccessful say what it is.
+    assert (status.value.is_terminal, status.value.is_successful) == (True, True)
+    assert status.value.status != "awaiting_finality" and status.value.revision == 3
+
+
+@pytest.mark.parametrize("vocabulary", ["recon", "alternate"])
+def test_terminal_statuses_are_read_verbatim_under_either_vocabulary(vocabulary: str) -> None:
+    variant = dataclasses.replace(PRESETS["recon"], status_vocabulary=vocabulary)
+    config = SandboxConfig(variant=variant, transfer_finality_delay_seconds=3600)
+    with (
+        SandboxServer(config) as server,
+        GatewayClient(server.base_url, GATEWAY_KEY, retry=FAST) as gateway,
+    ):
+        control = Control(server.base_url)
+        source = funded(gateway, control, 10_000)
+        dest = new_endpoint(gateway, "customer_balance_internal")
+        refs = {}
+        for outcome in ("settle", "fail", "hold"):
+            created = gateway.create_transfer(
+                TransferRequest(
+                    source=source,
+                    destination=Destination.internal(dest),
+                    value_unit=NGN,
+                    amount_minor_units=100,
+                )
+            )
+            assert isinstance(created, TransferAccepted)
+            control.outcome(created.transfer_ref, outcome)
+            refs[outcome] = created.transfer_ref
+        read = {k: gateway.transfer_status(ref).value for k, ref in refs.items()}
+    meaning = {k: (s.is_terminal, s.is_successful) for k, s in read.items()}
+    assert meaning == {"settle": (True, True), "fail": (True, False), "hold": (False, False)}
+    names = {k: s.status for k, s in read.items()}
+    expected = {
+        "recon": {"settle": "completed", "fail": "failed", "hold": "awaiting_finality"},
+        "alternate": {"settle": "settled", "fail": "rejected", "hold": "held"},
+    }[vocabulary]
+    assert names == expected
+    # The spec's only stage pair is implied; other names imply no stage at all.
+    assert read["settle"].implied_stage is None
 
 
 def test_reservation_denied_is_returned_not_raised(
@@ -165,19 +206,29 @@ def test_inbound_credit_posts_and_the_activity_reader_pages_exactly(
     ]
     control.settle_now()
     assert all(s.value.stage == "EvidencePublished" for s in sims)
+    # newest_first: the direction the spec shows, served by every provider variant.
     pages = list(
         gateway.iter_activity(
-            holding.account_ref, holding.endpoint_ref, holding.holding_ref, page_size=2
+            holding.account_ref,
+            holding.endpoint_ref,
+            holding.holding_ref,
+            page_size=2,
+            sort_direction="newest_first",
         )
     )
     assert [len(p.entries) for p in pages] == [2, 2, 1]
     receipts = [e.receipt_ref for p in pages for e in p.entries]
-    assert receipts == [s.value.accounts_posting_receipt_ref for s in sims]
-    # Resuming later from the last cursor finds nothing new, and hands the cursor back.
+    assert receipts == [s.value.accounts_posting_receipt_ref for s in reversed(sims)]
+    # Resuming later from the last position (the gateway's cursor, or the last entry's own
+    # when the provider gives none on its last page) finds nothing new and keeps it.
     last = pages[-1].next_cursor
-    assert last is not None
+    assert last is not None and last.after_line_ref == str(pages[-1].entries[-1].line_ref)
     (empty,) = gateway.iter_activity(
-        holding.account_ref, holding.endpoint_ref, holding.holding_ref, cursor=last
+        holding.account_ref,
+        holding.endpoint_ref,
+        holding.holding_ref,
+        cursor=last,
+        sort_direction="newest_first",
     )
     assert empty.entries == () and empty.next_cursor == last
     snap = gateway.balance(holding.account_ref, holding.endpoint_ref)
@@ -193,8 +244,12 @@ def test_activity_over_ties_neither_skips_nor_repeats(
     )
     seen: list[tuple[uuid.UUID, uuid.UUID]] = []
     cursor: ActivityCursor | None = None
-    for page in gateway.iter_activity(account, endpoint, holding, page_size=200):
+    # Asked 200 a page; a provider with a lower cap serves fewer, and the reader reads on.
+    pages = gateway.iter_activity(
+        account, endpoint, holding, page_size=200, sort_direction="newest_first"
+    )
+    for page in pages:
         seen.extend((e.journal_ref, e.line_ref) for e in page.entries)
         cursor = page.next_cursor
     assert len(seen) == 450 and len(set(seen)) == 450
-    assert cursor is not None and cursor.sort_direction == "oldest_first"
+    assert cursor is not None and cursor.sort_direction == "newest_first"

@@ -34,11 +34,6 @@ from upstream.wire.transfers import TransferAccepted, TransferDenied, TransferRe
 
 SECRET = "whsec_" + base64.b64encode(b"workers-end-to-end-secret-bytes!").decode()
 MONEY_EVENTS = ("PAYMENT_RECEIVED", "TRANSACTION_COMPLETED", "TRANSACTION_FAILED")
-STATUS_OF_STAGE = {
-    "Settled": "completed",
-    "Failed": "failed",
-    "ReservationDenied": "reservation_denied",
-}
 
 
 @dataclass
@@ -104,9 +99,13 @@ def differences(
     problems: list[str] = []
     with sandbox.state.lock:
         events = [e for e in sandbox.state.events if e.get("event") in MONEY_EVENTS]
-        stages = {ref: sandbox.state.transfers[str(ref)].stage for ref in scenario.transfers}
+        # What the gateway's status read says now, in this provider's own words.
+        said = {
+            ref: sandbox.state.transfers[str(ref)].render_status() for ref in scenario.transfers
+        }
     with sessions() as session:
-        notified = set(session.scalars(select(Notification.event_id)))
+        # The body's own id: event_id is the webhook-id header, a message id for some providers.
+        notified = set(session.scalars(select(Notification.body_id)))
         transfers = {
             t.transfer_ref: (t.status, t.is_terminal) for t in session.scalars(select(Transfer))
         }
@@ -115,8 +114,8 @@ def differences(
     missing = [e["id"] for e in events if e["id"] not in notified]
     if missing or len(events) < 5:
         problems.append(f"{len(missing)} of {len(events)} money events not yet notifications")
-    for ref, stage in stages.items():
-        want = (STATUS_OF_STAGE.get(stage, "awaiting_finality"), stage in STATUS_OF_STAGE)
+    for ref, status in said.items():
+        want = (status["status"], status["isTerminal"])
         if transfers.get(ref) != want:
             problems.append(f"transfer {ref}: store {transfers.get(ref)}, gateway {want}")
     if stored_ledger(sessions) != sandbox_ledger(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import uuid
@@ -9,6 +10,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -18,6 +20,8 @@ from reconciliation.store.models import Transfer, TransferChange
 from reconciliation.transfers.polling import Backoff
 from sandbox.bulk import build_bulk
 from sandbox.server import SandboxServer
+from sandbox.variants import PRESETS
+from tests.integration.workers.conftest import fast_sandbox_config
 from tests.integration.workers.sandbox_probe import RequestProbe
 from upstream.gateway import GatewayClient
 from upstream.wire.common import Destination, HoldingAddress, ValueUnit
@@ -26,6 +30,10 @@ from workers.actors.transfers import poll_due_transfers
 from workers.runtime import Runtime, build_runtime, release_runtime
 
 QUICK = Backoff(first_seconds=0.05, cap_seconds=0.1)
+#: A provider with other names after reservation (sandbox/variants.py, status_vocabulary).
+ALTERNATE = fast_sandbox_config(
+    variant=dataclasses.replace(PRESETS["recon"], status_vocabulary="alternate")
+)
 
 
 def address(ref: dict[str, str]) -> HoldingAddress:
@@ -73,11 +81,14 @@ def all_terminal(factory: sessionmaker[Session]) -> bool:
         return all(session.scalars(select(Transfer.is_terminal)))
 
 
-def awaiting_finality(factory: sessionmaker[Session]) -> set[uuid.UUID]:
+def waiting(factory: sessionmaker[Session]) -> set[uuid.UUID]:
+    """Transfers the poller has read and the gateway says are not done (whatever the name)."""
     with factory() as session:
         return set(
             session.scalars(
-                select(Transfer.transfer_ref).where(Transfer.status == "awaiting_finality")
+                select(Transfer.transfer_ref).where(
+                    Transfer.status.is_not(None), Transfer.is_terminal.is_(False)
+                )
             )
         )
 
@@ -91,7 +102,7 @@ def test_transfers_are_polled_until_their_terminal_status(
     sandbox.state.outcomes.queue_next("hold")
     settle, fail, denied = create_transfers(sandbox, [100, 200, 10**15])
     track(runtime.sessions, [settle, fail, denied], runtime.clock())
-    poll_until(runtime, lambda: awaiting_finality(runtime.sessions) == {settle, fail})
+    poll_until(runtime, lambda: waiting(runtime.sessions) == {settle, fail})
     sandbox.state.finalize(str(settle), "settle")
     sandbox.state.finalize(str(fail), "fail")
     poll_until(runtime, lambda: all_terminal(runtime.sessions))
@@ -109,16 +120,52 @@ def test_transfers_are_polled_until_their_terminal_status(
             .order_by(TransferChange.id)
         ):
             changes.setdefault(ref, []).append((stage, status, revision))
-    assert (rows[settle].status, rows[settle].is_successful) == ("completed", True)
-    assert (rows[fail].status, rows[fail].is_successful) == ("failed", False)
+    # The gateway's own words, stored verbatim; meaning only from isTerminal/isSuccessful.
+    with GatewayClient(sandbox.base_url, "ak_test_recon") as gateway:
+        said = {ref: gateway.transfer_status(ref).value for ref in (settle, fail)}
+    assert (rows[settle].status, rows[settle].is_successful) == (said[settle].status, True)
+    assert (rows[fail].status, rows[fail].is_successful) == (said[fail].status, False)
     assert (rows[denied].status, rows[denied].stage) == ("reservation_denied", "ReservationDenied")
     assert all(t.next_poll_at is None and t.terminal_at is not None for t in rows.values())
-    assert changes[settle] == [
-        ("PrincipalReserved", "awaiting_finality", 2),
-        ("Settled", "completed", 3),
-    ]
-    assert changes[fail][-1] == ("Failed", "failed", 3)
+    # Never a guessed stage: a status the spec does not pair with one leaves the stage empty.
+    assert changes[settle][-1] == (None, said[settle].status, said[settle].revision)
+    assert changes[fail][-1] == (None, said[fail].status, said[fail].revision)
     assert changes[denied] == [("ReservationDenied", "reservation_denied", 1)]
+
+
+@pytest.mark.parametrize("sandbox_config", [ALTERNATE])
+def test_another_providers_names_are_polled_to_terminal_by_their_flags(
+    runtime: Runtime, sandbox: SandboxServer
+) -> None:
+    """`settled`, `rejected` and a waiting `held`: none of them a name recon was told."""
+    for outcome in ("hold", "hold", "hold"):
+        sandbox.state.outcomes.queue_next(outcome)
+    settle, fail, held = create_transfers(sandbox, [100, 200, 300])
+    track(runtime.sessions, [settle, fail, held], runtime.clock())
+
+    def status_of(ref: uuid.UUID) -> str | None:
+        with runtime.sessions() as session:
+            return session.scalar(select(Transfer.status).where(Transfer.transfer_ref == ref))
+
+    poll_until(runtime, lambda: {status_of(r) for r in (settle, fail, held)} == {"held"})
+    sandbox.state.finalize(str(settle), "settle")
+    sandbox.state.finalize(str(fail), "fail")
+    poll_until(runtime, lambda: waiting(runtime.sessions) == {held})
+    with runtime.sessions() as session:
+        rows = {t.transfer_ref: t for t in session.scalars(select(Transfer))}
+    assert (rows[settle].status, rows[settle].is_terminal, rows[settle].is_successful) == (
+        "settled",
+        True,
+        True,
+    )
+    assert (rows[fail].status, rows[fail].is_terminal, rows[fail].is_successful) == (
+        "rejected",
+        True,
+        False,
+    )
+    # Still held: not terminal, so it stays due and is polled again.
+    assert (rows[held].status, rows[held].is_terminal) == ("held", False)
+    assert rows[held].next_poll_at is not None and rows[held].stage is None
 
 
 class SteppedClock:

@@ -16,6 +16,7 @@ from reconciliation.alerts.sinks import sign
 from reconciliation.drift.balance import explained_by_lag
 from reconciliation.drift.contradictions import contradiction
 from reconciliation.matching.sql import ranges
+from reconciliation.matching.transfer_states import TransferState
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.reports import ReportError, parse_moment, parse_window
 
@@ -55,19 +56,47 @@ def test_projection_lag_explains_only_prefixes_of_the_grace(
     assert explained_by_lag(settled, posted, in_grace) is explained
 
 
-def test_contradictions() -> None:
+def _state(status: str, terminal: bool, successful: bool | None) -> TransferState:
+    return TransferState(status=status, is_terminal=terminal, is_successful=successful)
+
+
+#: The same four outcomes under our first names and under another provider's: only
+#: isTerminal/isSuccessful decide, and the gateway's own word is the one quoted.
+VOCABULARIES = {
+    "recon": {
+        "settled": _state("completed", True, True),
+        "failed": _state("failed", True, False),
+        "waiting": _state("awaiting_finality", False, False),
+    },
+    "alternate": {
+        "settled": _state("settled", True, True),
+        "failed": _state("rejected", True, False),
+        "waiting": _state("held", False, False),
+    },
+}
+
+
+@pytest.mark.parametrize("names", sorted(VOCABULARIES))
+def test_contradictions(names: str) -> None:
     old, fresh = NOW - timedelta(hours=1), NOW + timedelta(seconds=1)
     cutoff = NOW
-    assert contradiction("TRANSACTION_COMPLETED", "completed", old, cutoff) is None
+    said = VOCABULARIES[names]
+    denied = _state("reservation_denied", True, False)
+    assert contradiction("TRANSACTION_COMPLETED", said["settled"], old, cutoff) is None
     assert "reservation_denied" in str(
-        contradiction("TRANSACTION_COMPLETED", "reservation_denied", fresh, cutoff)
+        contradiction("TRANSACTION_COMPLETED", denied, fresh, cutoff)
     )
-    assert "failed" in str(contradiction("PAYMENT_RECEIVED", "failed", fresh, cutoff))
-    # Awaiting finality is only a contradiction once the grace has passed.
-    assert contradiction("TRANSACTION_COMPLETED", "awaiting_finality", fresh, cutoff) is None
-    assert contradiction("TRANSACTION_COMPLETED", "awaiting_finality", old, cutoff) is not None
-    assert contradiction("TRANSACTION_FAILED", "completed", fresh, cutoff) is not None
-    assert contradiction("TRANSACTION_FAILED", "failed", old, cutoff) is None
+    failed = said["failed"].status
+    assert failed is not None
+    assert failed in str(contradiction("PAYMENT_RECEIVED", said["failed"], fresh, cutoff))
+    # Still waiting (under any name) is only a contradiction once the grace has passed.
+    assert contradiction("TRANSACTION_COMPLETED", said["waiting"], fresh, cutoff) is None
+    assert contradiction("TRANSACTION_COMPLETED", said["waiting"], old, cutoff) is not None
+    assert contradiction("TRANSACTION_FAILED", said["settled"], fresh, cutoff) is not None
+    assert contradiction("TRANSACTION_FAILED", said["failed"], old, cutoff) is None
+    # Not read yet: the gateway has said nothing, so nothing contradicts it.
+    unread = TransferState(status=None, is_terminal=False, is_successful=None)
+    assert contradiction("TRANSACTION_COMPLETED", unread, old, cutoff) is None
 
 
 def test_policy_from_settings_and_its_checks(base_env: dict[str, str]) -> None:

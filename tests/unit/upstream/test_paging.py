@@ -11,8 +11,12 @@ import pytest
 from tests.unit.upstream.fakes import KEY, REF, Script, ok
 from tests.unit.upstream.test_activity_entries import entry
 from upstream import ActivityCursor, GatewayClient, ProtocolError
+from upstream.wire.common import HoldingAddress
 
 HOLDING = (uuid.UUID(REF), uuid.UUID(REF), uuid.UUID(REF))
+HOLDING_ADDRESS = HoldingAddress(
+    account_ref=uuid.UUID(REF), endpoint_ref=uuid.UUID(REF), holding_ref=uuid.UUID(REF)
+)
 
 
 def _posting(posted_at: str) -> dict[str, Any]:
@@ -62,7 +66,7 @@ def test_pages_resume_with_the_exact_strings_returned() -> None:
     assert params["sortDirection"] == "oldest_first" and params["pageSize"] == "2"
     assert "afterPostedAt" not in script.requests[0].url.params
     assert [e.amount_minor_units for p in pages for e in p.entries] == [500, 500, 500]
-    assert pages[1].is_last
+    assert pages[1].ends_read(largest_served=2)
 
 
 def test_an_empty_page_resumes_from_the_cursor_it_was_asked_with() -> None:
@@ -80,11 +84,95 @@ def test_an_empty_page_resumes_from_the_cursor_it_was_asked_with() -> None:
     assert page.next_cursor is None
 
 
-def test_a_page_with_entries_but_no_cursor_is_refused_not_guessed() -> None:
-    script = Script(_page([_posting("2026-11-22T00:48:01.120Z")], None))
+@pytest.mark.parametrize("style", ["null", "absent"])
+def test_a_last_page_without_a_cursor_resumes_after_its_last_entry_exactly(style: str) -> None:
+    entries = [_posting("2026-11-22T00:48:01.120Z"), _posting("2026-11-22T00:48:01.120Z")]
+    entries[-1]["receiptRef"] = entries[-1]["receiptRef"].upper()  # kept as listed
+    value = _page(entries, None)
+    if style == "absent":
+        body = value.json()
+        del body["body"]["value"]["nextCursor"]
+        value = ok(body["body"]["value"])
+    client = GatewayClient("http://gw.test", KEY, transport=Script(value).transport)
+    (page,) = client.iter_activity(*HOLDING, page_size=5)
+    assert page.ends_read(largest_served=0)
+    assert page.gateway_cursor is None and page.cursor_source == "entry"
+    assert page.next_cursor == ActivityCursor(
+        after_posted_at="2026-11-22T00:48:01.120Z",
+        after_receipt_ref=entries[-1]["receiptRef"],
+        after_line_ref=entries[-1]["lineRef"],
+        sort_direction="oldest_first",
+    )
+
+
+@pytest.mark.parametrize(
+    "echo",
+    [
+        lambda e: {
+            "afterPostedAt": e["postedAt"],
+            "afterReceiptRef": e["receiptRef"],
+            "afterLineRef": e["lineRef"],
+        },
+        lambda e: {
+            "postedAt": e["postedAt"],
+            "receiptRef": e["receiptRef"],
+            "lineRef": e["lineRef"],
+        },
+        lambda e: {
+            "postedAt": e["postedAt"],
+            "receiptRef": e["receiptRef"],
+            "lineRef": e["lineRef"],
+            "direction": "newest_first",
+        },
+    ],
+)
+def test_cursor_parts_are_read_however_the_gateway_names_them(echo: Any) -> None:
+    entries = [_posting("2026-11-22T00:48:01.120Z")]
+    body = {
+        "accountRef": REF,
+        "endpointRef": REF,
+        "holdingRef": REF,
+        "entries": entries,
+        "nextCursor": echo(entries[-1]),
+    }
+    script = Script(ok(body))
     client = GatewayClient("http://gw.test", KEY, transport=script.transport)
-    with pytest.raises(ProtocolError, match="refusing to make up a cursor"):
+    page = client.activity_page(HOLDING_ADDRESS, page_size=1, sort_direction="newest_first")
+    # No sortDirection in the page nor in the cursor: the one asked.
+    assert page.gateway_cursor == ActivityCursor(
+        after_posted_at=entries[0]["postedAt"],
+        after_receipt_ref=entries[0]["receiptRef"],
+        after_line_ref=entries[0]["lineRef"],
+        sort_direction="newest_first",
+    )
+    assert page.cursor_source == "gateway" and not page.ends_read(largest_served=0)
+
+
+def test_a_cursor_missing_a_positional_part_is_refused_naming_it() -> None:
+    entries = [_posting("2026-11-22T00:48:01.120Z")]
+    partial = {"afterPostedAt": entries[0]["postedAt"], "afterLineRef": entries[0]["lineRef"]}
+    client = GatewayClient(
+        "http://gw.test", KEY, transport=Script(_page(entries, partial)).transport
+    )
+    with pytest.raises(ProtocolError, match="afterReceiptRef"):
         list(client.iter_activity(*HOLDING))
+
+
+def test_a_short_page_is_last_only_once_a_larger_one_was_served() -> None:
+    first = [_posting("2026-11-22T00:48:01.120Z") for _ in range(3)]
+    second = [_posting("2026-11-22T00:48:02.000Z") for _ in range(3)]
+    third = [_posting("2026-11-22T00:48:03.000Z")]
+    # Asked 10, served 3 (a cap not shown): the reader cannot know 3 is not the end, so it
+    # asks once more; 3 again is as large as any page served, so it goes on; 1 is the end.
+    script = Script(
+        _page(first, _cursor(first[-1])),
+        _page(second, _cursor(second[-1])),
+        _page(third, _cursor(third[-1])),
+    )
+    client = GatewayClient("http://gw.test", KEY, transport=script.transport)
+    pages = list(client.iter_activity(*HOLDING, page_size=10))
+    assert [len(p.entries) for p in pages] == [3, 3, 1]
+    assert len(script.requests) == 3
 
 
 def test_a_cursor_is_never_turned_around() -> None:

@@ -54,13 +54,13 @@ def encode(doc: dict[str, Any]) -> bytes:
     ],
 )
 def test_amounts_become_exact_minor_units(amount: str, currency: str, minor: int) -> None:
-    draft = read_notification(encode(body(amount=amount, currency=currency)), "evt-1")
+    draft = read_notification(encode(body(amount=amount, currency=currency)))
     assert draft.amount_minor == minor
     assert draft.currency == currency
 
 
 def test_refs_account_number_and_time_are_read() -> None:
-    draft = read_notification(encode(body()), "evt-1")
+    draft = read_notification(encode(body()))
     assert draft.transfer_ref == uuid.UUID(TRANSFER)
     assert draft.receipt_ref == uuid.UUID(RECEIPT)
     assert draft.account_number == "0123456789"
@@ -72,7 +72,7 @@ def test_refs_account_number_and_time_are_read() -> None:
 def test_account_events_carry_no_money() -> None:
     doc = body(amount=None, currency=None, status=None, transferRef=None, receiptRef=None)
     doc["event"] = "ACCOUNT_CREATED"
-    draft = read_notification(encode(doc), "evt-1")
+    draft = read_notification(encode(doc))
     assert draft.amount_minor is None
     assert draft.transfer_ref is None
 
@@ -81,7 +81,7 @@ def test_account_events_carry_no_money() -> None:
     ("mutate", "complaint"),
     [
         (lambda d: d["data"].update(amount="1500.505"), "more decimal places"),
-        (lambda d: d["data"].update(amount=1500.5), "decimal string"),
+        (lambda d: d["data"].update(amount=True), "must be a number or a decimal string"),
         (lambda d: d["data"].update(amount="1,500.50"), "not a plain decimal"),
         (lambda d: d["data"].update(currency="XYZ"), "unknown currency"),
         (lambda d: d["data"].update(amount=None), "must carry amount"),
@@ -90,7 +90,6 @@ def test_account_events_carry_no_money() -> None:
         (lambda d: d.update(createdAt="yesterday"), "createdAt"),
         (lambda d: d.update(createdAt="2026-11-22T00:48:01"), "no time zone"),
         (lambda d: d.pop("id"), "id is missing"),
-        (lambda d: d.update(id="evt-2"), "differs from the webhook-id"),
         (lambda d: d.update(data=[1]), "data: expected an object"),
     ],
 )
@@ -98,9 +97,9 @@ def test_bad_bodies_are_refused_with_the_reason(mutate: Any, complaint: str) -> 
     doc = body()
     mutate(doc)
     with pytest.raises(UnreadableDeliveryError, match=complaint):
-        read_notification(encode(doc), "evt-1")
+        read_notification(encode(doc))
 
 
 def test_bytes_that_are_not_json_are_refused() -> None:
     with pytest.raises(UnreadableDeliveryError, match="not valid JSON"):
-        read_notification(b"\xff\xfe{", "evt-1")
+        read_notification(b"\xff\xfe{")

@@ -1,0 +1,101 @@
+"""Alerts: the filtered list, one alert with its evidence side by side, acknowledge, resolve."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Controller, Request, get, post
+from litestar.datastructures import FormMultiDict
+from litestar.exceptions import NotFoundException, ValidationException
+from litestar.params import QueryParameter
+from litestar.response import Redirect, Template
+from sqlalchemy.orm import Session
+
+from app.console import forms
+from app.console.rendering import Outcome, act, page, read
+from app.console.session import console_guard
+from reconciliation import operator_actions
+from reconciliation.alert_evidence import (
+    AGES,
+    AlertFilter,
+    AlertPage,
+    BrowseError,
+    Evidence,
+    alert_page,
+    evidence_of,
+)
+from reconciliation.alerts.lifecycle import SEVERITIES, STATES, AlertNotFoundError
+from reconciliation.store.types import utcnow
+
+AnyRequest = Request[Any, Any, Any]
+
+
+def _list(session: Session, chosen: AlertFilter, cursor: str | None) -> AlertPage:
+    try:
+        return alert_page(session, chosen, now=utcnow(), cursor=cursor)
+    except BrowseError as exc:
+        raise ValidationException(detail=str(exc)) from None
+
+
+def _evidence(session: Session, alert_id: int) -> Evidence:
+    try:
+        return evidence_of(session, alert_id)
+    except AlertNotFoundError as exc:
+        raise NotFoundException(detail=str(exc)) from None
+
+
+def _acknowledge(alert_id: int) -> Any:
+    def change(session: Session, who: str, form: FormMultiDict) -> Outcome:
+        operator_actions.acknowledge(session, who, alert_id, forms.text(form, "comment"))
+        return Outcome(f"/console/alerts/{alert_id}", f"Alert {alert_id} acknowledged.")
+
+    return change
+
+
+def _resolve(alert_id: int) -> Any:
+    def change(session: Session, who: str, form: FormMultiDict) -> Outcome:
+        operator_actions.resolve(session, who, alert_id, forms.text(form, "comment"))
+        return Outcome(f"/console/alerts/{alert_id}", f"Alert {alert_id} resolved.")
+
+    return change
+
+
+class AlertPages(Controller):
+    path = "/alerts"
+    guards = [console_guard]  # noqa: RUF012 - Litestar's declared class attribute
+
+    @get("/", sync_to_thread=True)
+    def alerts(
+        self,
+        request: AnyRequest,
+        alert_state: Annotated[str | None, QueryParameter(name="state")] = "active",
+        kind: str | None = None,
+        severity: str | None = None,
+        age: str | None = None,
+        cursor: str | None = None,
+    ) -> Template:
+        """Alerts newest first, filtered by kind, severity, state and age."""
+        chosen = AlertFilter(alert_state or None, kind or None, severity or None, age or None)
+        found = read(request, _list, chosen, cursor)
+        return page(
+            request,
+            "alerts.html",
+            found=found,
+            chosen=chosen,
+            severities=SEVERITIES,
+            states=STATES,
+            ages=AGES,
+        )
+
+    @get("/{alert_id:int}", sync_to_thread=True)
+    def alert(self, request: AnyRequest, alert_id: int) -> Template:
+        """One alert: what, since when, and the items its evidence names, side by side."""
+        return page(request, "alert.html", view=read(request, _evidence, alert_id))
+
+    @post("/{alert_id:int}/acknowledge")
+    async def acknowledge(self, request: AnyRequest, alert_id: int) -> Redirect:
+        return await act(request, _acknowledge(alert_id), f"/console/alerts/{alert_id}")
+
+    @post("/{alert_id:int}/resolve")
+    async def resolve(self, request: AnyRequest, alert_id: int) -> Redirect:
+        return await act(request, _resolve(alert_id), f"/console/alerts/{alert_id}")

@@ -1,0 +1,136 @@
+"""Deliveries: the inbox searched by id, event type and state; one delivery's bytes and
+headers; replay one, or every quarantined one (bounded per press)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from litestar import Controller, Request, get, post
+from litestar.datastructures import FormMultiDict
+from litestar.exceptions import NotFoundException, ValidationException
+from litestar.params import QueryParameter
+from litestar.response import Redirect, Template
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.console.rendering import Outcome, act, page, read
+from app.console.session import console_guard
+from reconciliation import operator_actions
+from reconciliation.notifications import inbox
+from reconciliation.notifications.inbox_views import (
+    DeliveryDetail,
+    DeliverySummary,
+    detail,
+    summarise,
+)
+from reconciliation.store.models import Delivery, Notification
+
+AnyRequest = Request[Any, Any, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class InboxPage:
+    items: list[DeliverySummary]
+    next_cursor: str | None
+
+
+def _search(
+    session: Session,
+    state: str | None,
+    event_type: str | None,
+    delivery_id: str | None,
+    cursor: str | None,
+) -> InboxPage:
+    if delivery_id:
+        return InboxPage(
+            [summarise(r) for r in inbox.find_by_delivery_id(session, delivery_id)[:50]], None
+        )
+    try:
+        found = inbox.list_deliveries(
+            session, state=state, event_type=event_type, cursor=cursor, limit=50
+        )
+    except ValueError as exc:
+        raise ValidationException(detail=str(exc)) from None
+    return InboxPage([summarise(r) for r in found.items], found.next_cursor)
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryView:
+    detail: DeliveryDetail
+    notification_id: int | None
+    siblings: list[DeliverySummary]
+
+
+def _show(session: Session, row_id: int) -> DeliveryView:
+    row = session.get(Delivery, row_id)
+    if row is None:
+        raise NotFoundException(detail=f"no delivery with row id {row_id}")
+    note = session.scalar(select(Notification.id).where(Notification.delivery_pk == row_id))
+    siblings = [
+        summarise(r)
+        for r in inbox.find_by_delivery_id(session, row.delivery_id)[:20]
+        if r.id != row_id
+    ]
+    return DeliveryView(detail(row), note, siblings)
+
+
+def _replay(row_id: int) -> Any:
+    def change(session: Session, who: str, _: FormMultiDict) -> Outcome:
+        operator_actions.replay(session, who, row_id)
+        return Outcome(
+            f"/console/deliveries/{row_id}", f"Delivery {row_id} is pending again.", (row_id,)
+        )
+
+    return change
+
+
+def _replay_all(session: Session, who: str, _: FormMultiDict) -> Outcome:
+    ids = operator_actions.replay_quarantined(session, who)
+    more = " (more remain: press again)" if len(ids) == operator_actions.REPLAY_ALL_MAX else ""
+    return Outcome(
+        "/console/deliveries",
+        f"{len(ids)} quarantined deliveries are pending again{more}.",
+        tuple(ids),
+    )
+
+
+class DeliveryPages(Controller):
+    path = "/deliveries"
+    guards = [console_guard]  # noqa: RUF012 - Litestar's declared class attribute
+
+    @get("/", sync_to_thread=True)
+    def deliveries(
+        self,
+        request: AnyRequest,
+        inbox_state: Annotated[str | None, QueryParameter(name="state")] = None,
+        event_type: str | None = None,
+        delivery_id: str | None = None,
+        cursor: str | None = None,
+    ) -> Template:
+        """The inbox, newest first."""
+        found = read(
+            request, _search, inbox_state or None, event_type or None, delivery_id or None, cursor
+        )
+        return page(
+            request,
+            "deliveries.html",
+            found=found,
+            state=inbox_state,
+            event_type=event_type,
+            delivery_id=delivery_id,
+            states=inbox.STATES,
+        )
+
+    @get("/{row_id:int}", sync_to_thread=True)
+    def delivery(self, request: AnyRequest, row_id: int) -> Template:
+        """The exact bytes (escaped), the headers kept, the outcome."""
+        return page(request, "delivery.html", view=read(request, _show, row_id))
+
+    @post("/{row_id:int}/replay")
+    async def replay(self, request: AnyRequest, row_id: int) -> Redirect:
+        return await act(request, _replay(row_id), f"/console/deliveries/{row_id}")
+
+    @post("/replay-quarantined")
+    async def replay_all(self, request: AnyRequest) -> Redirect:
+        return await act(request, _replay_all, "/console/deliveries?state=quarantined")

@@ -1,0 +1,113 @@
+"""Exceptions: the unmatched queue by age, one item with why each counterpart is apart, and
+manual match and unmatch through the same service as `recon match` / `recon unmatch`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Controller, Request, get, post
+from litestar.datastructures import FormMultiDict
+from litestar.exceptions import NotFoundException, ValidationException
+from litestar.response import Redirect, Template
+from sqlalchemy.orm import Session
+
+from app.console import forms
+from app.console.rendering import Outcome, act, back_field, page, policy, read
+from app.console.session import console_guard
+from reconciliation import operator_actions
+from reconciliation.matching.candidates import CandidateError, Explanation, explain
+from reconciliation.matching.exception_queue import (
+    AGE_BUCKETS,
+    STREAMS,
+    QueueError,
+    QueuePage,
+    queue_page,
+)
+from reconciliation.operator_actions import ActionRefusedError
+from reconciliation.store.types import utcnow
+
+AnyRequest = Request[Any, Any, Any]
+
+
+def _queue(
+    session: Session, grace: int, stream: str, bucket: str | None, cursor: str | None
+) -> QueuePage:
+    try:
+        return queue_page(
+            session, now=utcnow(), grace_seconds=grace, stream=stream, bucket=bucket, cursor=cursor
+        )
+    except QueueError as exc:
+        raise ValidationException(detail=str(exc)) from None
+
+
+def _explain(session: Session, kind: str, item_id: int, window: int) -> Explanation:
+    try:
+        return explain(session, kind, item_id, window_seconds=window)
+    except CandidateError as exc:
+        raise NotFoundException(detail=str(exc)) from None
+
+
+def _match(session: Session, who: str, form: FormMultiDict) -> Outcome:
+    """The anchor item and the counterparts ticked, matched together with the reason."""
+    picked: dict[str, list[int]] = {k: forms.row_ids(form, k) for k in STREAMS}
+    for kind in ("transfer", "notification"):
+        if len(picked[kind]) > 1:
+            raise ActionRefusedError(f"tick at most one {kind}: a match row names one of each")
+    rows = operator_actions.match(
+        session,
+        who,
+        forms.text(form, "reason"),
+        posting_ids=picked["posting"],
+        transfer_id=picked["transfer"][0] if picked["transfer"] else None,
+        notification_id=picked["notification"][0] if picked["notification"] else None,
+    )
+    ids = ", ".join(str(r.id) for r in rows)
+    return Outcome(back_field(form), f"Matched by hand (match {ids}).")
+
+
+def _unmatch(session: Session, who: str, form: FormMultiDict) -> Outcome:
+    match_id = forms.row_id(form, "match")
+    assert match_id is not None
+    operator_actions.unmatch(session, who, match_id, forms.text(form, "reason"))
+    return Outcome(back_field(form), f"Match {match_id} taken apart.")
+
+
+class ExceptionPages(Controller):
+    path = "/exceptions"
+    guards = [console_guard]  # noqa: RUF012 - Litestar's declared class attribute
+
+    @get("/", sync_to_thread=True)
+    def queue(
+        self,
+        request: AnyRequest,
+        stream: str = "posting",
+        age: str | None = None,
+        cursor: str | None = None,
+    ) -> Template:
+        """Counts by age bucket and stream; the oldest items of one stream, a page at a time."""
+        found = read(
+            request, _queue, policy(request).notification_grace_seconds, stream, age or None, cursor
+        )
+        return page(
+            request,
+            "exceptions.html",
+            found=found,
+            stream=stream,
+            age=age,
+            streams=STREAMS,
+            buckets=AGE_BUCKETS,
+        )
+
+    @get("/{kind:str}/{item_id:int}", sync_to_thread=True)
+    def item(self, request: AnyRequest, kind: str, item_id: int) -> Template:
+        """One item, its counterparts and why each is apart, and the match form."""
+        view = read(request, _explain, kind, item_id, policy(request).match_window_seconds)
+        return page(request, "exception.html", view=view)
+
+    @post("/match")
+    async def match(self, request: AnyRequest) -> Redirect:
+        return await act(request, _match)
+
+    @post("/unmatch")
+    async def unmatch(self, request: AnyRequest) -> Redirect:
+        return await act(request, _unmatch)

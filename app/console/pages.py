@@ -1,0 +1,172 @@
+"""Overview, holdings, reports and the audit trail: read-only pages (a report download is
+recorded in the audit trail)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated, Any, Final
+
+from litestar import Controller, Request, Response, get
+from litestar.exceptions import NotFoundException, ValidationException
+from litestar.params import QueryParameter
+from litestar.response import Template
+from sqlalchemy.orm import Session
+
+from app.console.chart import balance_chart
+from app.console.rendering import operator, page, policy, read
+from app.console.session import console_guard
+from reconciliation import audit, operator_actions
+from reconciliation.overview import read_overview
+from reconciliation.postings.holding_history import (
+    HoldingError,
+    HoldingList,
+    HoldingView,
+    holding_view,
+    list_holdings,
+)
+from reconciliation.reports import FORMATS, Report, ReportError, build_report, parse_window, render
+from reconciliation.store.types import utcnow
+
+AnyRequest = Request[Any, Any, Any]
+
+#: File name extension per report format, for downloads.
+EXTENSIONS: Final = {"text": "txt", "json": "json", "csv": "csv", "html": "html"}
+
+
+def _holdings(session: Session, after: int | None, ref: str | None) -> HoldingList:
+    try:
+        return list_holdings(session, after=after, ref=ref)
+    except HoldingError as exc:
+        raise ValidationException(detail=str(exc)) from None
+
+
+def _holding(session: Session, holding_id: int, cursor: str | None) -> HoldingView:
+    try:
+        return holding_view(session, holding_id, cursor=cursor)
+    except HoldingError as exc:
+        raise NotFoundException(detail=str(exc)) from None
+
+
+def _report(
+    session: Session, since: str | None, until: str | None, holding: str | None, grace: int
+) -> Report:
+    try:
+        return build_report(
+            session, parse_window(since, until, holding, utcnow()), grace_seconds=grace
+        )
+    except ReportError as exc:
+        raise ValidationException(detail=str(exc)) from None
+
+
+def _download(
+    session: Session,
+    who: str,
+    fmt: str,
+    window: tuple[str | None, str | None, str | None],
+    grace: int,
+) -> str:
+    if fmt not in FORMATS:
+        raise ValidationException(detail=f"format {fmt!r} is not one of {', '.join(FORMATS)}")
+    since, until, holding = window
+    text = render(_report(session, since, until, holding, grace), fmt)
+    described = f"report {fmt} since {since or 'the start'} until {until or 'now'}" + (
+        f" holding {holding}" if holding else ""
+    )
+    operator_actions.report_downloaded(session, who, described)
+    return text
+
+
+class ReadPages(Controller):
+    path = "/"
+    guards = [console_guard]  # noqa: RUF012 - Litestar's declared class attribute
+
+    @get("/", sync_to_thread=True)
+    def overview(self, request: AnyRequest) -> Template:
+        """Is recon healthy right now."""
+        figures = read(
+            request,
+            read_overview,
+            now=utcnow(),
+            grace_seconds=policy(request).notification_grace_seconds,
+        )
+        return page(request, "overview.html", o=figures)
+
+    @get("/holdings", sync_to_thread=True)
+    def holdings(
+        self, request: AnyRequest, after: int | None = None, ref: str | None = None
+    ) -> Template:
+        """Every holding a page at a time, with its cursor's state."""
+        return page(
+            request, "holdings.html", found=read(request, _holdings, after, ref or None), ref=ref
+        )
+
+    @get("/holdings/{holding_id:int}", sync_to_thread=True)
+    def holding(self, request: AnyRequest, holding_id: int, cursor: str | None = None) -> Template:
+        """Balance against posted sum, drift history, postings."""
+        view = read(request, _holding, holding_id, cursor)
+        return page(
+            request,
+            "holding.html",
+            view=view,
+            chart=balance_chart(view.checks, view.holding.currency),
+        )
+
+    @get("/reports", sync_to_thread=True)
+    def reports(
+        self,
+        request: AnyRequest,
+        since: str | None = None,
+        until: str | None = None,
+        holding: str | None = None,
+    ) -> Template:
+        """Choose a window and a holding; the report on the page, and downloads."""
+        default_since = (utcnow() - timedelta(days=7)).date().isoformat()
+        chosen = {
+            "since": since if since is not None else default_since,
+            "until": until or "",
+            "holding": holding or "",
+        }
+        report = read(
+            request,
+            _report,
+            chosen["since"] or None,
+            until or None,
+            holding or None,
+            policy(request).notification_grace_seconds,
+        )
+        return page(
+            request, "reports.html", chosen=chosen, text=render(report, "text"), formats=FORMATS
+        )
+
+    @get("/reports/download", sync_to_thread=True)
+    def download(
+        self,
+        request: AnyRequest,
+        report_format: Annotated[str, QueryParameter(name="format")] = "text",
+        since: str | None = None,
+        until: str | None = None,
+        holding: str | None = None,
+    ) -> Response[str]:
+        """The report as a file, recorded in the audit trail."""
+        text = read(
+            request,
+            _download,
+            operator(request).name,
+            report_format,
+            (since or None, until or None, holding or None),
+            policy(request).notification_grace_seconds,
+        )
+        name = f"recon-report-{utcnow():%Y%m%d-%H%M%S}.{EXTENSIONS.get(report_format, 'txt')}"
+        return Response(
+            content=text,
+            media_type=FORMATS[report_format][1],
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+        )
+
+    @get("/audit", sync_to_thread=True)
+    def audit_trail(
+        self, request: AnyRequest, before: int | None = None, subject: str | None = None
+    ) -> Template:
+        """Who did what, newest first."""
+        found = read(request, audit.recent, subject=subject or None, before=before)
+        return page(request, "audit.html", found=found, subject=subject)

@@ -1,0 +1,131 @@
+"""What every console handler shares: the store, the signed-in operator, pages and redirects.
+
+Handlers stay one to three lines: `page(...)` renders a template with the context every page
+needs (who is signed in, the CSRF token, the time, a message from the last action), `read`
+runs a query function in a read transaction, and `act` runs a change from a form in a write
+transaction in a worker thread, then redirects (POST, redirect, GET) with what happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+from urllib.parse import urlencode
+
+import anyio.to_thread
+from litestar import Request
+from litestar.datastructures import FormMultiDict
+from litestar.response import Redirect, Template
+from sqlalchemy.orm import Session, sessionmaker
+
+from app import state_keys
+from app.console.session import OPERATOR_STATE_KEY, Operator, csrf_token, key_of
+from app.reporting_routes import POLICY_STATE_KEY
+from reconciliation.operator_actions import ActionRefusedError
+from reconciliation.policy import ReconcilePolicy
+from reconciliation.store.db import transaction
+from reconciliation.store.types import utcnow
+
+#: The console's sections, in the order of its navigation bar: (path, label).
+SECTIONS: Final = (
+    ("/console", "Overview"),
+    ("/console/alerts", "Alerts"),
+    ("/console/exceptions", "Exceptions"),
+    ("/console/deliveries", "Deliveries"),
+    ("/console/holdings", "Holdings"),
+    ("/console/reports", "Reports"),
+    ("/console/audit", "Audit trail"),
+)
+
+T = TypeVar("T")
+AnyRequest = Request[Any, Any, Any]
+
+
+def store(request: AnyRequest) -> sessionmaker[Session]:
+    factory: sessionmaker[Session] = request.app.state[state_keys.SESSION_FACTORY]
+    return factory
+
+
+def policy(request: AnyRequest) -> ReconcilePolicy:
+    found: ReconcilePolicy | None = request.app.state.get(POLICY_STATE_KEY)
+    return found or ReconcilePolicy()
+
+
+def operator(request: AnyRequest) -> Operator:
+    found: Operator = request.state[OPERATOR_STATE_KEY]
+    return found
+
+
+def read(request: AnyRequest, query: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run `query(session, *args, **kwargs)` in one transaction (for sync handlers)."""
+    with transaction(store(request)) as session:
+        return query(session, *args, **kwargs)
+
+
+def page(request: AnyRequest, template: str, **context: Any) -> Template:
+    """A console page with the shared context."""
+    who = operator(request)
+    return Template(
+        template_name=template,
+        context={
+            "operator": who,
+            "csrf": csrf_token(key_of(request), who),
+            "now": utcnow(),
+            "sections": SECTIONS,
+            "path": request.url.path,
+            "done": request.query_params.get("done"),
+            "error": request.query_params.get("error"),
+            **context,
+        },
+    )
+
+
+def back(path: str, *, done: str | None = None, error: str | None = None) -> Redirect:
+    """303 to `path` with a one-line message for the next page to show."""
+    message = {k: v for k, v in (("done", done), ("error", error)) if v}
+    target = f"{path}{'&' if '?' in path else '?'}{urlencode(message)}" if message else path
+    return Redirect(path=target, status_code=303)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """Where a change sends the person next, what it says, and inbox rows to enqueue."""
+
+    path: str
+    message: str
+    enqueue: tuple[int, ...] = ()
+
+
+#: A change made from a form: (session, operator name, form) -> its Outcome.
+Change = Callable[[Session, str, FormMultiDict], Outcome]
+
+
+def back_field(form: FormMultiDict, name: str = "back") -> str:
+    """A form's path field when it is a console path (never a redirect elsewhere)."""
+    target = str(form.get(name) or "")
+    return target if target.startswith("/console") and "//" not in target else "/console"
+
+
+async def act(request: AnyRequest, change: Change, on_refused: str | None = None) -> Redirect:
+    """Apply a change in its own transaction; refusals come back to `on_refused` (default: the
+    form's `here` field, the page the form is on) as a message.
+
+    Inbox rows the change reset are enqueued only after its commit (as the JSON API does).
+    """
+    form = await request.form()
+    on_refused = on_refused or back_field(form, "here")
+    who = operator(request).name
+
+    def run() -> Outcome:
+        with transaction(store(request)) as session:
+            return change(session, who, form)
+
+    try:
+        outcome = await anyio.to_thread.run_sync(run)
+    except ActionRefusedError as exc:
+        return back(on_refused, error=str(exc))
+    if outcome.enqueue:
+        enqueue: Callable[[Sequence[int]], None] = request.app.state[state_keys.ENQUEUE]
+        enqueue(list(outcome.enqueue))
+    return back(outcome.path, done=outcome.message)

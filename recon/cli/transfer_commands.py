@@ -1,0 +1,239 @@
+"""Operator commands that move money on the gateway: `recon transfer ...` and `recon credit ...`.
+
+`transfer create` and `transfer track` go through reconciliation.transfers.requests, the same
+service as `POST /transfers` and the demo: the transfer is recorded, then followed to terminal
+by the workers' poller.
+
+Kept apart from `recon check` (recon.cli.provider_commands) so the two can change independently;
+the client set-up, error handling and parameter types are shared from there.
+
+Exit status: 0 done; 1 refused by the provider (a denied transfer, invalid input); 2
+configuration; 3 provider unreachable.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import click
+from sqlalchemy.orm import Session, sessionmaker
+
+from foundation.settings import Settings
+from recon.cli.provider_commands import (
+    AMOUNT,
+    EXIT_REFUSED,
+    EXIT_UNREACHABLE,
+    HOLDING,
+    exit_with,
+    gateway_client,
+    provider_errors,
+    provider_settings,
+)
+from reconciliation.transfers.intents import DENIED
+from reconciliation.transfers.requests import request_transfer, track_transfer
+from upstream import (
+    CreditRequest,
+    Destination,
+    GatewayClient,
+    HoldingAddress,
+    RateLimited,
+    TransferAccepted,
+    TransferDenied,
+    TransferReplayed,
+    TransferRequest,
+    Unavailable,
+    ValueUnit,
+)
+from upstream.wire.replays import WriteReplayed
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _receipts(evidence: tuple[Any, ...]) -> str:
+    return ", ".join(f"{e.receipt_ref}{f' ({e.source})' if e.source else ''}" for e in evidence)
+
+
+# -- recon transfer ---------------------------------------------------------------------------
+
+
+@click.group()
+def transfer() -> None:
+    """Create, quote and follow transfers on the gateway."""
+
+
+def _transfer_request(
+    source: HoldingAddress, to: HoldingAddress, amount: int, currency: str
+) -> TransferRequest:
+    return TransferRequest(
+        source=source,
+        destination=Destination.internal(to),
+        value_unit=ValueUnit.fiat(currency.upper()),
+        amount_minor_units=amount,
+    )
+
+
+def _transfer_options(func: F) -> F:
+    for option in reversed(
+        [
+            click.option("--from", "source", type=HOLDING, required=True, help="Source holding."),
+            click.option("--to", "to", type=HOLDING, required=True, help="Destination holding."),
+            click.option("--amount", type=AMOUNT, required=True, help="Amount in minor units."),
+            click.option("--currency", default="NGN", show_default=True),
+        ]
+    ):
+        func = option(func)
+    return func
+
+
+@contextmanager
+def _gateway_and_store(settings: Settings) -> Iterator[tuple[GatewayClient, sessionmaker[Session]]]:
+    """A gateway client keeping its keys in the store, and the store's sessions for the rest."""
+    from reconciliation.store.db import make_engine, make_session_factory
+
+    engine = make_engine(settings.store.database_url)
+    try:
+        with gateway_client(settings, durable_keys=True) as client:
+            yield client, make_session_factory(engine)
+    finally:
+        engine.dispose()
+
+
+#: Said when a create's answer was lost: the intent and its key are stored, so a rerun is safe.
+RERUN_IS_SAFE = (
+    "The transfer's outcome is unknown; its intent and Idempotency-Key are recorded. Run the "
+    "same command again: it is resent under the same key and the gateway replays it (nothing "
+    "moves twice)."
+)
+
+
+@transfer.command("create")
+@_transfer_options
+@provider_errors
+def transfer_create(source: HoldingAddress, to: HoldingAddress, amount: int, currency: str) -> None:
+    """Create a transfer and follow it until terminal.
+
+    Its intent and Idempotency-Key are stored before the request goes out: rerunning the same
+    command after a crash replays instead of moving twice, and the transfer is still followed.
+    """
+    settings = provider_settings()
+    request = _transfer_request(source, to, amount, currency)
+    with _gateway_and_store(settings) as (client, sessions):
+        try:
+            done = request_transfer(client, sessions, request, via="cli")
+        except (Unavailable, RateLimited) as exc:
+            exit_with(EXIT_UNREACHABLE, f"{exc} {RERUN_IS_SAFE}")
+    creation = done.creation
+    match creation:
+        case TransferAccepted():
+            t = creation.transfer
+            click.echo(f"accepted: transfer {t.transfer_ref} {t.stage} (revision {t.revision})")
+        case TransferReplayed():
+            click.echo(f"already sent: the gateway replayed transfer {done.transfer_ref}")
+        case TransferDenied():
+            click.echo(f"denied: transfer {done.transfer_ref}: {done.denial_reason or 'no reason'}")
+    click.echo(f"idempotency key: {done.idempotency_key}")
+    if creation is not None and creation.evidence:
+        click.echo(f"receipts: {_receipts(creation.evidence)}")
+    if done.outcome != DENIED:
+        click.echo("recorded: the workers poll it until its status is terminal")
+    else:
+        click.echo("recorded: denied transfers are terminal at once")
+        sys.exit(EXIT_REFUSED)
+
+
+@transfer.command("track")
+@click.argument("transfer_ref", type=click.UUID)
+@provider_errors
+def transfer_track(transfer_ref: uuid.UUID) -> None:
+    """Follow a transfer created elsewhere (origin `imported`) until its status is terminal."""
+    with _gateway_and_store(provider_settings()) as (client, sessions):
+        tracked = track_transfer(client, sessions, transfer_ref)
+    if tracked.newly_tracked:
+        click.echo(f"tracking: transfer {tracked.transfer_ref} (origin {tracked.origin})")
+    else:
+        click.echo(f"already followed: transfer {tracked.transfer_ref} (origin {tracked.origin})")
+    if tracked.is_terminal:
+        ok = "successful" if tracked.is_successful else "not successful"
+        click.echo(f"status: {tracked.status}; terminal, {ok}")
+    else:
+        click.echo(
+            f"status: {tracked.status or 'not read yet'}; the workers poll it until terminal"
+        )
+
+
+@transfer.command("quote")
+@_transfer_options
+@provider_errors
+def transfer_quote(source: HoldingAddress, to: HoldingAddress, amount: int, currency: str) -> None:
+    """Quote fees and totals for a transfer; reserves nothing."""
+    with gateway_client(provider_settings()) as client:
+        quote = client.quote_transfer(_transfer_request(source, to, amount, currency)).value
+    click.echo(f"quote basis: {quote.quote_basis_transfer_ref}")
+    click.echo(f"amount: {quote.amount_minor_units} {quote.value_unit} (minor units)")
+    if quote.no_fee_reason:
+        click.echo(f"fees: none ({quote.no_fee_reason})")
+    for label, items in (("totals", quote.totals), ("lines", quote.lines)):
+        for item in items:
+            click.echo(f"{label}: {item}")
+
+
+@transfer.command("status")
+@click.argument("transfer_ref", type=click.UUID)
+@provider_errors
+def transfer_status(transfer_ref: uuid.UUID) -> None:
+    """Where a transfer is, and whether it is done."""
+    with gateway_client(provider_settings()) as client:
+        result = client.transfer_status(transfer_ref)
+    s = result.value
+    done = "terminal" if s.is_terminal else "not terminal yet"
+    ok = "successful" if s.is_successful else "not successful"
+    click.echo(f"transfer {s.transfer_ref}: {s.status} ({s.reason or '-'}); {done}, {ok}")
+    click.echo(f"revision: {s.revision}")
+    if s.fees is not None:
+        click.echo(f"fees: {s.fees.status} ({s.fees.reason or '-'})")
+
+
+# -- recon credit -----------------------------------------------------------------------------
+
+
+@click.group()
+def credit() -> None:
+    """Sandbox-only: simulate money arriving."""
+
+
+@credit.command("simulate")
+@click.option("--to", "to", type=HOLDING, required=True, help="Holding to credit.")
+@click.option("--amount", type=AMOUNT, required=True, help="Amount in minor units.")
+@click.option("--currency", default="NGN", show_default=True)
+@provider_errors
+def credit_simulate(to: HoldingAddress, amount: int, currency: str) -> None:
+    """Simulate an inbound credit. Refused unless the gateway says this is a sandbox."""
+    with gateway_client(provider_settings(), durable_keys=True) as client:
+        env = client.environment().value
+        if not env.is_sandbox:
+            exit_with(
+                EXIT_REFUSED,
+                f"refused: the gateway environment is {env.environment_kind}, not a sandbox; "
+                "inbound credits can only be simulated in a sandbox",
+            )
+        result = client.simulate_inbound_credit(
+            CreditRequest(
+                target=to, value_unit=ValueUnit.fiat(currency.upper()), amount_minor_units=amount
+            )
+        )
+    if isinstance(result, WriteReplayed):
+        made = f" {result.subject_ref}" if result.subject_ref else ""
+        click.echo(f"already sent: the gateway replayed simulation{made}; nothing credited twice")
+        click.echo(f"idempotency key: {result.idempotency_key}")
+        return
+    sim = result.value
+    click.echo(f"accepted: simulation {sim.simulation_ref} {sim.stage}")
+    click.echo(f"posting receipt: {sim.accounts_posting_receipt_ref}")
+    click.echo(f"idempotency key: {result.idempotency_key}")
+
+
+COMMANDS = [transfer, credit]

@@ -1,0 +1,8 @@
+"""Audit: re-read every holding's posted activity from the gateway and compare it with the store.
+
+A separate read from the start, never through the live cursors (they stay exactly where the
+pollers left them, invariant 3), so it catches what the incremental reader cannot: a posting the
+provider added behind a cursor, a stored posting the provider no longer shows, a field that
+changed. Each divergence is an alert (deduplicated by fingerprint, resolved by the next clean
+audit), and each audit leaves an `audit_runs` row that reports quote (`summary.last_audit`).
+"""

@@ -1,0 +1,148 @@
+"""What a person may change, each change with its audit row in the same transaction.
+
+The operator console calls these (the CLI could too): acknowledge or resolve an alert, match
+or unmatch by hand (through `reconciliation.matching.manual`, exactly as `recon match` and
+`recon unmatch`), put deliveries back in the inbox for replay, and record sign-in and sign-out.
+Each function works in the caller's session; the caller commits, so the change and its audit
+row land together or not at all. Errors of the services below are re-raised as one
+`ActionRefusedError` carrying their message, which already says what to do instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from sqlalchemy.orm import Session
+
+from reconciliation import audit
+from reconciliation.alerts.lifecycle import AlertError, acknowledge_alert, resolve_alert
+from reconciliation.matching.manual import ManualMatchError, manual_match, manual_unmatch
+from reconciliation.notifications import inbox
+from reconciliation.store.models import Alert, Delivery, Match
+
+#: Most quarantined deliveries one "replay all" resets: the rest wait for the next press, so a
+#: flood of bad deliveries cannot turn one click into an unbounded transaction.
+REPLAY_ALL_MAX: Final = 500
+
+#: Audit action names, as the trail shows them.
+SIGNED_IN: Final = "signed in"
+SIGNED_OUT: Final = "signed out"
+ACKNOWLEDGED: Final = "acknowledged alert"
+RESOLVED: Final = "resolved alert"
+MATCHED: Final = "matched by hand"
+UNMATCHED: Final = "unmatched"
+REPLAYED: Final = "replayed delivery"
+REPLAYED_ALL: Final = "replayed quarantined deliveries"
+REPORT_DOWNLOADED: Final = "downloaded report"
+
+
+class ActionRefusedError(Exception):
+    """The change cannot be made as asked; the message says why and what to do."""
+
+
+def _need_reason(reason: str, what: str) -> str:
+    text = reason.strip()
+    if not text:
+        raise ActionRefusedError(f"say why you {what}: the comment is kept in the audit trail")
+    return text
+
+
+def signed_in(session: Session, actor: str) -> None:
+    audit.record(session, actor=actor, action=SIGNED_IN, subject="console")
+
+
+def signed_out(session: Session, actor: str) -> None:
+    audit.record(session, actor=actor, action=SIGNED_OUT, subject="console")
+
+
+def report_downloaded(session: Session, actor: str, description: str) -> None:
+    audit.record(session, actor=actor, action=REPORT_DOWNLOADED, subject=description)
+
+
+def acknowledge(session: Session, actor: str, alert_id: int, comment: str) -> Alert:
+    """Own an alert; the comment becomes its note."""
+    why = _need_reason(comment, "acknowledge it")
+    try:
+        alert = acknowledge_alert(session, alert_id, by=actor, note=why)
+    except AlertError as exc:
+        raise ActionRefusedError(str(exc)) from None
+    audit.record(session, actor=actor, action=ACKNOWLEDGED, subject=f"alert {alert_id}", reason=why)
+    return alert
+
+
+def resolve(session: Session, actor: str, alert_id: int, comment: str) -> Alert:
+    """Close an alert with the reason it is closed."""
+    why = _need_reason(comment, "resolve it")
+    try:
+        alert = resolve_alert(session, alert_id, by=actor, note=why)
+    except AlertError as exc:
+        raise ActionRefusedError(str(exc)) from None
+    audit.record(session, actor=actor, action=RESOLVED, subject=f"alert {alert_id}", reason=why)
+    return alert
+
+
+def match(
+    session: Session,
+    actor: str,
+    reason: str,
+    *,
+    posting_ids: Sequence[int] = (),
+    transfer_id: int | None = None,
+    notification_id: int | None = None,
+) -> list[Match]:
+    """The same manual match as `recon match`, with its audit row."""
+    try:
+        rows = manual_match(
+            session,
+            posting_ids=posting_ids,
+            transfer_id=transfer_id,
+            notification_id=notification_id,
+            by=actor,
+            reason=reason,
+        )
+    except ManualMatchError as exc:
+        raise ActionRefusedError(str(exc)) from None
+    subject = "match " + ", ".join(str(r.id) for r in rows)
+    audit.record(session, actor=actor, action=MATCHED, subject=subject, reason=reason)
+    return rows
+
+
+def unmatch(session: Session, actor: str, match_id: int, reason: str) -> Match:
+    """The same manual unmatch as `recon unmatch`, with its audit row."""
+    try:
+        row = manual_unmatch(session, match_id, by=actor, reason=reason)
+    except ManualMatchError as exc:
+        raise ActionRefusedError(str(exc)) from None
+    audit.record(session, actor=actor, action=UNMATCHED, subject=f"match {match_id}", reason=reason)
+    return row
+
+
+def replay(session: Session, actor: str, row_id: int) -> Delivery:
+    """Reset one delivery to pending (the caller enqueues it after the commit)."""
+    try:
+        row = inbox.reset_for_replay(session, row_id)
+    except LookupError as exc:
+        raise ActionRefusedError(str(exc)) from None
+    audit.record(session, actor=actor, action=REPLAYED, subject=f"delivery {row_id}")
+    return row
+
+
+def replay_quarantined(session: Session, actor: str) -> list[int]:
+    """Reset the oldest quarantined deliveries (at most REPLAY_ALL_MAX); their row ids.
+
+    Through the inbox's own bulk reset (`inbox.replay_deliveries`), with one audit row naming
+    every delivery put back, so the trail says exactly which ones.
+    """
+    done = inbox.replay_deliveries(session, state=inbox.QUARANTINED, limit=REPLAY_ALL_MAX)
+    if done.row_ids:
+        audit.record(
+            session,
+            actor=actor,
+            action=REPLAYED_ALL,
+            subject=f"{len(done.row_ids)} quarantined deliveries",
+            reason="rows "
+            + ", ".join(str(i) for i in done.row_ids)
+            + (f"; {done.remaining} still wait" if done.remaining else ""),
+        )
+    return list(done.row_ids)

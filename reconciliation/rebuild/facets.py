@@ -1,0 +1,197 @@
+"""The derived state as comparable rows: one `Facet` per derived table, its columns that matter.
+
+A facet is a SELECT of text columns, rendered so that one state gives the same text on SQLite
+and PostgreSQL (uuids as 32 hex digits, times as `YYYY-MM-DD HH:MM:SS.ffffff` UTC, booleans as
+0/1, NULL as `\\N`). The digest hashes these rows and the comparison subtracts them, so what
+"equal" means is written once, here.
+
+Columns that record *when* something was derived (`matched_at`, `opened_at`, occurrences, an
+alert's evidence text) are left out: a rebuild derives the same facts at another time. History
+that a rebuild cannot reproduce is left out too: resolved alerts, balance checks of snapshots
+that are no longer a holding's latest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import reduce
+from typing import Any, Final
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    ColumnElement,
+    MetaData,
+    Select,
+    Table,
+    Text,
+    Uuid,
+    and_,
+    case,
+    cast,
+    func,
+    literal,
+    select,
+    union_all,
+)
+from sqlalchemy.engine import Dialect
+
+from reconciliation.store.models import EXCEPTION, Base
+from reconciliation.store.types import UTCDateTime
+
+#: What a NULL renders as (a value no column holds).
+NULL_TEXT: Final = "\\N"
+#: Between two columns of one row (the ASCII unit separator: in no uuid, number or state name).
+SEPARATOR: Final = "\x1f"
+#: Alert states that count as "open" for a comparison.
+ACTIVE_ALERT_STATES: Final = ("open", "acknowledged")
+
+
+def tables_in(schema: str | None) -> dict[str, Table]:
+    """The store's tables in `schema` (None: the connection's own, i.e. the live store)."""
+    if schema is None:
+        return dict(Base.metadata.tables)
+    metadata = MetaData()
+    return {
+        name: table.to_metadata(metadata, schema=schema)
+        for name, table in Base.metadata.tables.items()
+    }
+
+
+def render(column: ColumnElement[Any], dialect: Dialect) -> ColumnElement[str]:
+    """One column as text, the same on both databases (see the module docstring)."""
+    kind = column.type
+    text: ColumnElement[Any]
+    if dialect.name == "postgresql":
+        if isinstance(kind, Uuid):
+            text = func.replace(cast(column, Text), "-", "")
+        elif isinstance(kind, UTCDateTime):
+            text = func.to_char(func.timezone("UTC", column), "YYYY-MM-DD HH24:MI:SS.US")
+        elif isinstance(kind, Boolean):
+            text = case((column.is_(True), "1"), (column.is_(False), "0"))
+        else:
+            text = cast(column, Text)
+    else:
+        # SQLite keeps uuids as 32 hex digits, times as the text above, booleans as 0/1.
+        text = cast(column, Text)
+    return func.coalesce(text, NULL_TEXT)
+
+
+def joined(columns: Sequence[ColumnElement[str]]) -> ColumnElement[str]:
+    """A rendered row as one text value (what the digest hashes)."""
+    return reduce(lambda a, b: a.concat(SEPARATOR).concat(b), columns)
+
+
+@dataclass(frozen=True, slots=True)
+class Facet:
+    """One derived table as rows of text: `rows(tables, dialect)` builds its SELECT."""
+
+    name: str
+    columns: tuple[str, ...]
+    rows: Callable[[dict[str, Table], Dialect], Select[Any]]
+
+
+def _plain(table: str, columns: tuple[str, ...], *where: Any) -> Callable[..., Select[Any]]:
+    def build(t: dict[str, Table], dialect: Dialect) -> Select[Any]:
+        source = t[table]
+        query = select(*(render(source.c[c], dialect).label(c) for c in columns))
+        return query.where(*(w(source) for w in where))
+
+    return build
+
+
+_NOTIFICATION_COLUMNS: Final = (
+    "id",
+    "delivery_pk",
+    "event_id",
+    "event_type",
+    "transfer_ref",
+    "receipt_ref",
+    "account_ref",
+    "endpoint_ref",
+    "holding_ref",
+    "account_number",
+    "amount_minor",
+    "currency",
+    "claimed_status",
+    "occurred_at",
+    "body_id",
+    "payload_shape",
+)
+
+
+def _matches(t: dict[str, Table], dialect: Dialect) -> Select[Any]:
+    m = t["matches"]
+    active = case((m.c.unmatched_at.is_(None), "1"), else_="0")
+    return select(
+        render(m.c.rule, dialect).label("rule"),
+        render(m.c.posting_id, dialect).label("posting_id"),
+        render(m.c.transfer_id, dialect).label("transfer_id"),
+        render(m.c.notification_id, dialect).label("notification_id"),
+        active.label("active"),
+    )
+
+
+def _exceptions(t: dict[str, Table], dialect: Dialect) -> Select[Any]:
+    parts = [
+        select(literal(kind).label("kind"), render(t[table].c.id, dialect).label("item_id")).where(
+            t[table].c.match_status == EXCEPTION
+        )
+        for kind, table in (
+            ("posting", "postings"),
+            ("transfer", "transfers"),
+            ("notification", "notifications"),
+        )
+    ]
+    every = union_all(*parts).subquery("exceptions")
+    return select(every.c.kind, every.c.item_id)
+
+
+def _balance_checks(t: dict[str, Table], dialect: Dialect) -> Select[Any]:
+    checks, snapshots = t["balance_checks"], t["balance_snapshots"]
+    latest = select(func.max(snapshots.c.id)).group_by(snapshots.c.holding_id)
+    columns = ("snapshot_id", "holding_id", "settled_minor", "posted_minor", "drift_minor")
+    return select(
+        *(render(checks.c[c], dialect).label(c) for c in columns),
+        render(checks.c.explained_by_lag, dialect).label("explained_by_lag"),
+    ).where(checks.c.snapshot_id.in_(latest))
+
+
+#: Every derived table, in the order reports print them.
+FACETS: Final[tuple[Facet, ...]] = (
+    Facet("notifications", _NOTIFICATION_COLUMNS, _plain("notifications", _NOTIFICATION_COLUMNS)),
+    Facet(
+        "deliveries",
+        ("id", "state", "event_type", "shape_problem"),
+        _plain("deliveries", ("id", "state", "event_type", "shape_problem")),
+    ),
+    Facet("matches", ("rule", "posting_id", "transfer_id", "notification_id", "active"), _matches),
+    Facet("exceptions", ("kind", "item_id"), _exceptions),
+    Facet("backlog", ("kind", "item_id"), _plain("match_backlog", ("kind", "item_id"))),
+    Facet(
+        "open_alerts",
+        ("kind", "severity", "fingerprint"),
+        _plain(
+            "alerts",
+            ("kind", "severity", "fingerprint"),
+            lambda a: a.c.state.in_(ACTIVE_ALERT_STATES),
+        ),
+    ),
+    Facet(
+        "balance_checks",
+        ("snapshot_id", "holding_id", "settled_minor", "posted_minor", "drift_minor", "lag"),
+        _balance_checks,
+    ),
+)
+
+#: Facets by name.
+BY_NAME: Final = {f.name: f for f in FACETS}
+
+
+def facet_rows(facet: Facet, schema: str | None, dialect: Dialect) -> Select[Any]:
+    """The facet's SELECT over the tables of `schema` (None: the live store)."""
+    return facet.rows(tables_in(schema), dialect)
+
+
+

@@ -1,0 +1,140 @@
+"""Copy the raw facts into the scratch: what recon was told, did, or a person decided.
+
+Every copy is one INSERT .. SELECT between the live tables and the scratch ones (the database
+moves the rows; nothing passes through Python), inside the caller's transaction, so all of them
+read one consistent state of the live store.
+
+Facts: holdings and locators, activity cursors (copied so the pass sees the pollers' health),
+postings, balance snapshots, transfers with their status history, intents and outbound requests,
+the inbox (bytes and intake decisions; what processing derived is recomputed by
+`reconciliation.rebuild.notifications`), subscriptions and their secrets, notifications that no
+delivery produced (written by other means, so nothing could derive them again), and people's
+decisions: manual matches, unmatches, and alerts a person acknowledged or resolved, plus alerts
+of kinds no pass or processing raises (the subscription check's, the audit's). Items are copied
+`unmatched`; an item a person took apart becomes an exception again, as `recon unmatch` left it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from sqlalchemy import Connection, Table, and_, exists, literal, not_, or_, select, update
+
+from reconciliation.alerts.lifecycle import AUTO_RESOLVER
+from reconciliation.drift import ALERT_KINDS
+from reconciliation.matching.vocabulary import RULE_MANUAL
+from reconciliation.notifications.shape_alerts import KIND as SHAPE_ALERT
+from reconciliation.rebuild.facets import tables_in
+from reconciliation.store.models import EXCEPTION, UNMATCHED
+
+#: Alert kinds a rebuild derives again (the pass's and processing's); others are facts.
+DERIVED_ALERT_KINDS: Final = frozenset(ALERT_KINDS) | {SHAPE_ALERT}
+
+#: Tables copied whole, in foreign-key order.
+WHOLE: Final = (
+    "holdings",
+    "locators",
+    "activity_cursors",
+    "postings",
+    "balance_snapshots",
+    "transfers",
+    "transfer_changes",
+    "transfer_intents",
+    "outbound_requests",
+    "deliveries",
+    "subscriptions",
+    "webhook_secrets",
+)
+#: Tables whose `match_status` is derived: copied as `unmatched`.
+ITEMS: Final = ("postings", "transfers", "notifications")
+#: Derived tables that get rows of their own (a sequence to move past copied ids).
+NUMBERED: Final = ("notifications", "matches", "alerts", "balance_checks")
+
+
+@dataclass(slots=True)
+class CopiedFacts:
+    """How many rows of each table were copied, and the highest ids (the rebuild's horizon)."""
+
+    rows: dict[str, int] = field(default_factory=dict)
+    tops: dict[str, int] = field(default_factory=dict)
+
+
+def _copy(
+    connection: Connection, source: Table, target: Table, *where: Any, status: bool = False
+) -> int:
+    names = [c.name for c in source.columns]
+    columns = [
+        literal(UNMATCHED).label(c.name) if status and c.name == "match_status" else c
+        for c in source.columns
+    ]
+    statement = target.insert().from_select(names, select(*columns).where(*where))
+    return int(connection.execute(statement).rowcount or 0)
+
+
+def copy_facts(connection: Connection, schema: str) -> CopiedFacts:
+    """Copy every fact into the (empty) scratch `schema`, in the caller's transaction."""
+    live, scratch = tables_in(None), tables_in(schema)
+    copied = CopiedFacts()
+    for name in WHOLE:
+        copied.rows[name] = _copy(connection, live[name], scratch[name], status=name in ITEMS)
+    notes = live["notifications"]
+    copied.rows["notifications (no delivery)"] = _copy(
+        connection, notes, scratch["notifications"], notes.c.delivery_pk.is_(None), status=True
+    )
+    matches = live["matches"]
+    copied.rows["matches (people's)"] = _copy(
+        connection,
+        matches,
+        scratch["matches"],
+        or_(matches.c.rule == RULE_MANUAL, matches.c.unmatched_at.is_not(None)),
+    )
+    alerts = live["alerts"]
+    copied.rows["alerts (facts)"] = _copy(
+        connection,
+        alerts,
+        scratch["alerts"],
+        or_(
+            alerts.c.kind.not_in(sorted(DERIVED_ALERT_KINDS)),
+            alerts.c.acknowledged_by.is_not(None),
+            and_(alerts.c.resolved_by.is_not(None), alerts.c.resolved_by != AUTO_RESOLVER),
+        ),
+    )
+    for name in ("postings", "transfers", "deliveries", "notifications"):
+        top = connection.execute(select(live[name].c.id).order_by(live[name].c.id.desc())).first()
+        copied.tops[name] = int(top[0]) if top else 0
+    if connection.dialect.name == "postgresql":
+        for name in NUMBERED:
+            connection.exec_driver_sql(
+                f"SELECT setval(pg_get_serial_sequence('{schema}.{name}', 'id'), "
+                f"GREATEST((SELECT max(id) FROM {name}), "
+                f"(SELECT max(id) FROM {schema}.{name}), 1))"
+            )
+    return copied
+
+
+def restore_unmatched_exceptions(connection: Connection, schema: str) -> None:
+    """Items a person took apart and nobody matched again are exceptions, as unmatch left them.
+
+    Run once the notifications are rebuilt (a person's decision may name one).
+    """
+    scratch = tables_in(schema)
+    matches = scratch["matches"]
+    for table_name, column in (
+        ("postings", "posting_id"),
+        ("transfers", "transfer_id"),
+        ("notifications", "notification_id"),
+    ):
+        items = scratch[table_name]
+        taken_apart = exists().where(
+            matches.c[column] == items.c.id, matches.c.unmatched_at.is_not(None)
+        )
+        still_matched = exists().where(
+            matches.c[column] == items.c.id, matches.c.unmatched_at.is_(None)
+        )
+        connection.execute(
+            update(items)
+            .where(taken_apart, not_(still_matched))
+            .values(match_status=EXCEPTION)
+        )
+

@@ -1,0 +1,173 @@
+"""`rebuild`: facts into a scratch store, the derived state recomputed there, then compared.
+
+1. A fresh scratch (`scratch.create`).
+2. One transaction on the live store (REPEATABLE READ on PostgreSQL, so every table is read at
+   one moment): copy the facts (`facts.copy_facts`), read the inbox again into notifications
+   (`notifications.rebuild_notifications`), and mark what people took apart as exceptions.
+3. The alerts processing raises for deliveries no payload shape reads, then one full
+   reconciliation pass (`reconciliation.reconcile.run_pass`, unchanged) on the scratch, as of
+   the live store's last pass, so both states judged the same facts at the same moment.
+4. Digests and differences (`compare.compare`).
+5. Then, by mode: keep the scratch for a person to inspect, drop it (dry run), or swap the
+   rebuilt state into the live tables in one transaction (`swap.swap`) and drop it.
+
+Log lines written while the scratch is worked on (the pass's `alert.opened`, say) carry
+`rebuild_scratch`, so nobody mistakes them for the live store's.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+import structlog
+from sqlalchemy import Connection, Engine
+
+from reconciliation import pass_lease
+from reconciliation.notifications.shape_alerts import raise_shape_alerts
+from reconciliation.policy import ReconcilePolicy
+from reconciliation.rebuild import scratch as scratch_store
+from reconciliation.rebuild.compare import Comparison, compare
+from reconciliation.rebuild.digest import StateDigest, state_digest
+from reconciliation.rebuild.facts import CopiedFacts, copy_facts, restore_unmatched_exceptions
+from reconciliation.rebuild.notifications import NotificationTally, rebuild_notifications
+from reconciliation.rebuild.swap import FactsMark, facts_mark, swap
+from reconciliation.reconcile import LAST_PASS_AT, run_pass
+from reconciliation.store import watermarks
+from reconciliation.store.db import make_session_factory
+from reconciliation.store.types import utcnow
+from upstream.webhooks.payloads import PayloadReader
+
+log = structlog.get_logger(__name__)
+
+
+class RebuildError(Exception):
+    """The rebuild could not be done as asked; the message says why and what to do."""
+
+
+class Mode(Enum):
+    """What happens to the rebuilt state once it is compared."""
+
+    KEEP = "keep"
+    DRY_RUN = "dry-run"
+    SWAP = "swap"
+
+
+@dataclass(slots=True)
+class RebuildResult:
+    """What a rebuild found (and, with swap, did)."""
+
+    mode: Mode
+    scratch: str
+    as_of: datetime
+    copied: CopiedFacts = field(default_factory=CopiedFacts)
+    inbox: NotificationTally = field(default_factory=NotificationTally)
+    comparison: Comparison | None = None
+    swapped: dict[str, int] | None = None
+    after_swap: StateDigest | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-safe summary for the CLI and logs."""
+        return {
+            "mode": self.mode.value,
+            "scratch": self.scratch,
+            "asOf": self.as_of.isoformat(),
+            "copied": self.copied.rows,
+            "inbox": {
+                "read": self.inbox.read,
+                "notifications": self.inbox.notifications,
+                "quarantined": self.inbox.quarantined,
+                "restated": self.inbox.restated,
+                "newIds": self.inbox.new_ids,
+            },
+            "comparison": self.comparison.as_dict() if self.comparison else None,
+            "swapped": self.swapped,
+            "afterSwap": self.after_swap.as_dict() if self.after_swap else None,
+            "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+        }
+
+
+def last_pass_time(live: Engine) -> datetime | None:
+    """When the live store's last committed pass ran (None: never)."""
+    with make_session_factory(live)() as session:
+        millis = watermarks.read(session, LAST_PASS_AT, 0)
+    return watermarks.from_millis(millis) if millis else None
+
+
+def _fill(
+    connection: Connection, schema: str, reader: PayloadReader, result: RebuildResult
+) -> FactsMark:
+    with connection.begin():
+        if connection.dialect.name == "postgresql":
+            connection.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        mark = facts_mark(connection)
+        clock = time.perf_counter()
+        result.copied = copy_facts(connection, schema)
+        result.seconds["copy facts"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        result.inbox = rebuild_notifications(connection, schema, reader)
+        restore_unmatched_exceptions(connection, schema)
+        result.seconds["notifications"] = time.perf_counter() - clock
+    return mark
+
+
+def rebuild(
+    live: Engine,
+    policy: ReconcilePolicy,
+    reader: PayloadReader,
+    *,
+    mode: Mode = Mode.KEEP,
+    as_of: datetime | None = None,
+) -> RebuildResult:
+    """Rebuild the derived state beside the live one, compare, then keep, drop or swap it."""
+    started = time.perf_counter()
+    as_of = as_of or last_pass_time(live) or utcnow()
+    scratch = scratch_store.scratch_for(live)
+    result = RebuildResult(mode=mode, scratch=scratch.describe(), as_of=as_of)
+    with structlog.contextvars.bound_contextvars(rebuild_scratch=scratch.describe()):
+        try:
+            scratch_store.create(scratch)
+            with scratch_store.workbench(scratch) as connection:
+                mark = _fill(connection, scratch.schema, reader, result)
+            clock = time.perf_counter()
+            scratch_sessions = make_session_factory(scratch.engine)
+            with scratch_sessions.begin() as session:
+                raise_shape_alerts(session, result.inbox.problems, reader.shapes, as_of)
+            run_pass(scratch_sessions, policy, now=as_of, publish=False)
+            result.seconds["pass"] = time.perf_counter() - clock
+            clock = time.perf_counter()
+            with scratch_store.workbench(scratch) as connection:
+                result.comparison = compare(connection, scratch.schema)
+            result.seconds["compare"] = time.perf_counter() - clock
+            if mode is Mode.SWAP:
+                _swap(live, scratch, mark, result)
+        finally:
+            scratch.close()
+            if mode is not Mode.KEEP:
+                scratch_store.drop(scratch)
+    result.seconds["total"] = time.perf_counter() - started
+    log.info("rebuild.done", mode=mode.value, same=result.comparison and result.comparison.same)
+    return result
+
+
+def _swap(live: Engine, scratch: scratch_store.Scratch, mark: FactsMark, result: RebuildResult) -> None:
+    clock = time.perf_counter()
+    sessions = make_session_factory(live)
+    owner = pass_lease.lease_owner()
+    now = utcnow()
+    if not pass_lease.acquire(sessions, owner, now):
+        raise RebuildError(
+            "a reconciliation pass is running on the live store; swap when it has finished"
+        )
+    try:
+        with scratch_store.workbench(scratch) as connection:
+            with connection.begin():
+                result.swapped = swap(connection, scratch.schema, mark, now)
+            result.after_swap = state_digest(connection, None)
+    finally:
+        pass_lease.release(sessions, owner)
+    result.seconds["swap"] = time.perf_counter() - clock

@@ -1,0 +1,136 @@
+"""Where a rebuild writes: a scratch copy of the store's schema beside the live one.
+
+PostgreSQL: a schema (`recon_rebuild`) in the same database, so copying the facts and comparing
+the results are single SQL statements between two schemas, and the pass runs on it unchanged
+through a `search_path` that names only the scratch schema. SQLite: a file beside the store
+(`<store>.rebuild`), attached to a live connection for copying and comparing, and opened as a
+store of its own for the pass. Either way the live tables are only read until `swap`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from sqlalchemy import Connection, Engine
+from sqlalchemy.engine import make_url
+
+from reconciliation.store.db import make_engine
+from reconciliation.store.models import Base
+
+#: The scratch schema's name (PostgreSQL), and the name the scratch file is attached as (SQLite).
+SCRATCH: Final = "recon_rebuild"
+#: Appended to a SQLite store's file name for its scratch file.
+SQLITE_SUFFIX: Final = ".rebuild"
+
+
+class ScratchError(Exception):
+    """The scratch store cannot be made where it must go; the message says why."""
+
+
+@dataclass(slots=True)
+class Scratch:
+    """The live store and its scratch copy: `engine` opens the scratch as a store of its own."""
+
+    live: Engine
+    engine: Engine
+    #: The SQLite scratch file (None on PostgreSQL).
+    path: Path | None
+
+    @property
+    def schema(self) -> str:
+        """How a live connection (`workbench`) names the scratch tables."""
+        return SCRATCH
+
+    def describe(self) -> str:
+        """Where the rebuilt state is, for a person to look at it."""
+        if self.path is not None:
+            return f"SQLite file {self.path}"
+        return f"schema {SCRATCH} of the live database"
+
+    def close(self) -> None:
+        """Release the scratch engine's connections (the scratch itself stays)."""
+        self.engine.dispose()
+
+
+def _sqlite_path(engine: Engine) -> Path:
+    database = engine.url.database
+    if not database or database == ":memory:":
+        raise ScratchError("an in-memory SQLite store has no file to put a scratch copy beside")
+    return Path(database)
+
+
+def scratch_for(live: Engine) -> Scratch:
+    """The scratch of this store (not created: see `create`)."""
+    if live.dialect.name == "sqlite":
+        path = Path(f"{_sqlite_path(live)}{SQLITE_SUFFIX}")
+        return Scratch(live, make_engine(f"sqlite:///{path}"), path)
+    if live.dialect.name != "postgresql":
+        raise ScratchError(f"rebuild supports SQLite and PostgreSQL, not {live.dialect.name}")
+    url = make_url(live.url.render_as_string(hide_password=False))
+    scratch_engine = make_engine(
+        url.render_as_string(hide_password=False),
+        connect_args={"connect_timeout": 5, "options": f"-c search_path={SCRATCH}"},
+        pool_size=2,
+        max_overflow=4,
+    )
+    return Scratch(live, scratch_engine, None)
+
+
+def create(scratch: Scratch) -> None:
+    """A fresh, empty scratch with every table of the store (whatever was there is dropped)."""
+    drop(scratch)
+    if scratch.path is None:
+        with scratch.live.begin() as connection:
+            connection.exec_driver_sql(f"CREATE SCHEMA {SCRATCH}")
+    Base.metadata.create_all(scratch.engine)
+
+
+def drop(scratch: Scratch) -> None:
+    """Remove the scratch (schema or file); nothing of the live store is touched."""
+    scratch.engine.dispose()
+    if scratch.path is None:
+        with scratch.live.begin() as connection:
+            connection.exec_driver_sql(f"DROP SCHEMA IF EXISTS {SCRATCH} CASCADE")
+        return
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{scratch.path}{suffix}").unlink(missing_ok=True)
+
+
+def exists(scratch: Scratch) -> bool:
+    """Whether a scratch is there (left by an earlier `recon rebuild`)."""
+    if scratch.path is not None:
+        return scratch.path.is_file()
+    with scratch.live.connect() as connection:
+        found = connection.exec_driver_sql(
+            "SELECT 1 FROM information_schema.schemata WHERE schema_name = %(name)s",
+            {"name": SCRATCH},
+        ).first()
+    return found is not None
+
+
+@contextmanager
+def workbench(scratch: Scratch) -> Iterator[Connection]:
+    """A live connection that also sees the scratch tables as schema `recon_rebuild`.
+
+    SQLite attaches the scratch file for the connection's life and detaches it before the
+    connection goes back to the pool, so no other user of the pool sees it.
+    """
+    with scratch.live.connect() as connection:
+        if scratch.path is None:
+            yield connection
+            return
+        connection.exec_driver_sql(f"ATTACH DATABASE ? AS {SCRATCH}", (str(scratch.path),))
+        # The scratch is disposable: a crash while filling it means starting over, so no fsyncs.
+        connection.exec_driver_sql(f"PRAGMA {SCRATCH}.synchronous=OFF")
+        connection.commit()
+        try:
+            yield connection
+        finally:
+            if connection.in_transaction():
+                connection.rollback()
+            connection.exec_driver_sql(f"DETACH DATABASE {SCRATCH}")
+

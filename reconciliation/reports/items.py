@@ -1,0 +1,212 @@
+"""Where each item stands: the one definition of matched, waiting and exception, in SQL.
+
+Every figure of the report (totals per holding, the headline numbers, exceptions by age, the
+list of open items) is a count or a sum over the selects built here, so no two figures can
+define "unmatched" differently. docs/reports.md says the same in prose; `legend.LEGEND` says it
+in every format.
+
+An item is a posting (by its `postedAt`), a money notification (by its `occurredAt`) or a
+transfer we asked for (by its request time) whose own time falls in the window. It is in
+exactly one state:
+
+- matched: an active match links it to its counterparts, or it needs none (a refused transfer
+  moved nothing, so nothing can match it);
+- waiting: not matched yet, and not late: its counterpart may still arrive. That is a posting or
+  notification younger than the notification grace (counted from the later of the provider's
+  time and ours, as the drift rules count it), or a transfer still in flight at the provider,
+  or one that finished within the grace;
+- exception: not matched, and a person must look: matching marked it an exception (a choice
+  only a person can make), or it outlived the grace without a counterpart.
+
+An item moves waiting -> matched when a pass matches it, waiting -> exception when the grace
+runs out first, exception -> matched when its counterpart arrives late or a person matches it,
+and matched -> exception when a person takes its match apart.
+
+A transfer's outcome comes from the provider's own flags (isTerminal, isSuccessful), never
+from the status words, which differ between providers: not terminal is in flight; terminal and
+successful is settled; terminal and unsuccessful is refused when the gateway denied it at
+creation (the spec's `ReservationDenied` stage) and failed otherwise.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, Table, case, func, select
+
+from reconciliation.matching.backlog import active_row
+from reconciliation.matching.vocabulary import MONEY_EVENTS
+from reconciliation.reports.filters import for_holding, in_window
+from reconciliation.reports.model import (
+    AGEING_BUCKETS,
+    EXCEPTION,
+    FAILED,
+    IN_FLIGHT,
+    MATCHED,
+    REFUSED,
+    SETTLED,
+    WAITING,
+    ReportWindow,
+)
+from reconciliation.store.models import EXCEPTION as MARKED_EXCEPTION
+from reconciliation.store.models import Holding, Notification, Posting, Transfer
+from upstream.wire.transfers import Stage
+
+postings: Table = Posting.__table__  # type: ignore[assignment]
+notifications: Table = Notification.__table__  # type: ignore[assignment]
+transfers: Table = Transfer.__table__  # type: ignore[assignment]
+holdings: Table = Holding.__table__  # type: ignore[assignment]
+
+
+def later_of(first: Any, second: Any) -> Any:
+    """SQL: the later of two times (portable: SQLite has no GREATEST)."""
+    return case((second > first, second), else_=first)
+
+
+def age_bucket(column: Any, until: datetime) -> Any:
+    """SQL: the ageing bucket label of a time, as of `until` (whole days of age)."""
+    whens = [
+        (column > until - timedelta(days=last + 1), label)
+        for label, _, last in AGEING_BUCKETS
+        if last is not None
+    ]
+    return case(*whens, else_=AGEING_BUCKETS[-1][0])
+
+
+def transfer_outcome() -> Any:
+    """SQL: settled, in flight, refused or failed, from the provider's flags."""
+    t = transfers
+    return case(
+        (t.c.is_terminal.is_not(True), IN_FLIGHT),
+        (t.c.is_successful.is_(True), SETTLED),
+        (t.c.stage == Stage.RESERVATION_DENIED, REFUSED),
+        else_=FAILED,
+    )
+
+
+def _refused() -> ColumnElement[bool]:
+    t = transfers
+    return (
+        (t.c.is_terminal.is_(True))
+        & (t.c.is_successful.is_not(True))
+        & (t.c.stage == Stage.RESERVATION_DENIED)
+    )
+
+
+def _state(stream: str, item_id: Any, marked: Any, heard: Any, cutoff: datetime) -> Any:
+    """SQL: matched, waiting or exception (the module docstring is the definition)."""
+    return case(
+        (active_row(stream, item_id), MATCHED),
+        (marked == MARKED_EXCEPTION, EXCEPTION),
+        (heard <= cutoff, EXCEPTION),
+        else_=WAITING,
+    )
+
+
+def classified(
+    stream: str, window: ReportWindow, holding_id: int | None, grace_seconds: int
+) -> Select[Any]:
+    """Every item of `stream` in the window, with the columns every figure is built from.
+
+    Columns: item_id, reference, holding_ref, currency, amount, at (the item's own time),
+    detail (a posting's side, a notification's event type, a transfer's outcome), marked (its
+    match_status), state.
+    """
+    cutoff = window.until - timedelta(seconds=grace_seconds)
+    if stream == "posting":
+        p, h = postings, holdings
+        return (
+            select(
+                p.c.id.label("item_id"),
+                p.c.receipt_ref.label("reference"),
+                h.c.holding_ref.label("holding_ref"),
+                p.c.currency.label("currency"),
+                p.c.amount_minor.label("amount"),
+                p.c.posted_at.label("at"),
+                p.c.side.label("detail"),
+                p.c.match_status.label("marked"),
+                _state(
+                    "posting",
+                    p.c.id,
+                    p.c.match_status,
+                    later_of(p.c.posted_at, p.c.ingested_at),
+                    cutoff,
+                ).label("state"),
+            )
+            .join(h, h.c.id == p.c.holding_id)
+            .where(in_window(p.c.posted_at, window), for_holding(p.c.holding_id, holding_id))
+        )
+    if stream == "notification":
+        n, h = notifications, holdings
+        return (
+            select(
+                n.c.id.label("item_id"),
+                n.c.event_id.label("reference"),
+                n.c.holding_ref.label("holding_ref"),
+                n.c.currency.label("currency"),
+                n.c.amount_minor.label("amount"),
+                n.c.occurred_at.label("at"),
+                n.c.event_type.label("detail"),
+                n.c.match_status.label("marked"),
+                _state(
+                    "notification",
+                    n.c.id,
+                    n.c.match_status,
+                    later_of(n.c.occurred_at, n.c.created_at),
+                    cutoff,
+                ).label("state"),
+            )
+            .select_from(n.outerjoin(h, h.c.holding_ref == n.c.holding_ref))
+            .where(
+                n.c.event_type.in_(MONEY_EVENTS),
+                in_window(n.c.occurred_at, window),
+                for_holding(h.c.id, holding_id),
+            )
+        )
+    if stream == "transfer":
+        t, h = transfers, holdings
+        asked = func.coalesce(t.c.requested_at, t.c.created_at)
+        finished = later_of(asked, func.coalesce(t.c.terminal_at, t.c.updated_at))
+        state = case(
+            (active_row("transfer", t.c.id), MATCHED),
+            (_refused(), MATCHED),
+            (t.c.match_status == MARKED_EXCEPTION, EXCEPTION),
+            (t.c.is_terminal.is_not(True), WAITING),
+            (finished <= cutoff, EXCEPTION),
+            else_=WAITING,
+        )
+        return (
+            select(
+                t.c.id.label("item_id"),
+                t.c.transfer_ref.label("reference"),
+                t.c.source_holding_ref.label("holding_ref"),
+                t.c.currency.label("currency"),
+                t.c.amount_minor.label("amount"),
+                asked.label("at"),
+                transfer_outcome().label("detail"),
+                t.c.match_status.label("marked"),
+                state.label("state"),
+            )
+            .select_from(t.outerjoin(h, h.c.holding_ref == t.c.source_holding_ref))
+            .where(in_window(asked, window), for_holding(h.c.id, holding_id))
+        )
+    raise ValueError(f"stream {stream!r} is not one of posting, notification, transfer")
+
+
+def why_open(stream: str, state: str, detail: str | None, marked: str | None) -> str:
+    """A few words on why an unmatched item is where it is, for the list under the figures."""
+    if state == EXCEPTION:
+        if marked == MARKED_EXCEPTION:
+            return "a person must decide (recon match)"
+        counterpart = {"posting": "notification", "notification": "posting"}.get(
+            stream, "posting or notification"
+        )
+        return f"no {counterpart} within the grace"
+    if stream == "transfer" and detail == IN_FLIGHT:
+        return "in flight at the provider"
+    if stream == "posting":
+        return "waiting for its notification or transfer"
+    if stream == "notification":
+        return "waiting for its posting"
+    return "waiting for its posting or notification"

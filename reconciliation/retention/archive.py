@@ -1,0 +1,126 @@
+"""What a prune removes, written first to compressed JSON lines that read back exactly.
+
+One file per table per run (`<table>-<run>.jsonl.gz`), one JSON object per removed row, keyed
+by column name. Values are written by column type so they read back to the same Python values:
+bytes as base64 text, times as ISO 8601 with their offset, uuids as text, JSON columns as they
+are, integers as integers (money stays exact).
+
+Each batch is appended as its own gzip member (a file of concatenated members is one valid gzip
+stream) and synced before the batch's transaction commits. When the commit fails, the member is
+cut off again (`Archive.undo`), so the file holds exactly the rows that left the store.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Final
+
+from sqlalchemy import JSON, DateTime, LargeBinary, Table, Uuid
+
+#: File name suffix of an archive file.
+SUFFIX: Final = ".jsonl.gz"
+
+
+class ArchiveError(Exception):
+    """An archive file cannot be written or read back; the message names the file."""
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    return value
+
+
+def encode_row(row: Mapping[str, Any]) -> str:
+    """One removed row as a JSON line."""
+    return json.dumps({k: _plain(v) for k, v in row.items()}, sort_keys=True, ensure_ascii=False)
+
+
+def decode_row(table: Table, line: str) -> dict[str, Any]:
+    """A JSON line back to the values the store held, read by the table's column types."""
+    raw = json.loads(line)
+    row: dict[str, Any] = {}
+    for name, value in raw.items():
+        kind = table.c[name].type
+        if value is None or isinstance(kind, JSON):
+            row[name] = value
+        elif isinstance(kind, LargeBinary):
+            row[name] = base64.b64decode(value)
+        elif isinstance(kind, Uuid):
+            row[name] = uuid.UUID(value)
+        elif isinstance(kind, DateTime) or isinstance(getattr(kind, "impl", None), DateTime):
+            row[name] = datetime.fromisoformat(value)
+        else:
+            row[name] = value
+    return row
+
+
+def read_archive(path: Path, table: Table) -> Iterator[dict[str, Any]]:
+    """Every row in an archive file, as the store held it."""
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as stream:
+            for line in stream:
+                if line.strip():
+                    yield decode_row(table, line)
+    except (OSError, EOFError, ValueError) as exc:
+        raise ArchiveError(f"{path}: not a readable prune archive ({exc})") from exc
+
+
+@dataclass(slots=True)
+class Archive:
+    """The files of one prune run in one folder, created when a table first loses a row."""
+
+    folder: Path
+    run: str
+    files: dict[str, Path] = field(default_factory=dict)
+    rows: dict[str, int] = field(default_factory=dict)
+
+    def path(self, table: str) -> Path:
+        return self.folder / f"{table}-{self.run}{SUFFIX}"
+
+    def mark(self) -> dict[str, int]:
+        """The size of every file now, to cut back to if the batch does not commit."""
+        return {t: p.stat().st_size for t, p in self.files.items()}
+
+    def write(self, table: str, rows: Iterable[Mapping[str, Any]]) -> int:
+        """Append rows as one gzip member and sync it; returns how many were written."""
+        lines = [encode_row(r) for r in rows]
+        if not lines:
+            return 0
+        target = self.path(table)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            data = gzip.compress(("\n".join(lines) + "\n").encode("utf-8"))
+            with target.open("ab") as stream:
+                stream.write(data)
+                stream.flush()
+                os.fsync(stream.fileno())
+        except OSError as exc:
+            raise ArchiveError(f"cannot write prune archive {target}: {exc}") from exc
+        self.files[table] = target
+        self.rows[table] = self.rows.get(table, 0) + len(lines)
+        return len(lines)
+
+    def undo(self, mark: dict[str, int], written: Mapping[str, int]) -> None:
+        """Cut every file back to `mark` (a batch whose transaction did not commit)."""
+        for table, target in list(self.files.items()):
+            size = mark.get(table, 0)
+            with target.open("r+b") as stream:
+                stream.truncate(size)
+            self.rows[table] = self.rows.get(table, 0) - written.get(table, 0)
+            if size == 0:
+                target.unlink()
+                del self.files[table]
+                self.rows.pop(table, None)

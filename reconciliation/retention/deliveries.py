@@ -1,0 +1,96 @@
+"""Raw deliveries leave the inbox a while after they were processed (default 90 days).
+
+A delivery's row is its exact bytes and headers, about 2.4 KB: the largest growth of the store.
+Once processed, what it claimed lives on in its notification (kept for good), and deduplication
+(invariant 2) only needs the row while the provider may still retry, which is days, not months.
+
+Never removed: a delivery that is pending or quarantined, one whose payload shape is not
+understood, one an open alert names (by row or delivery id), and one whose notification is
+still unmatched (backlog, exception, or unseen) or named by an open alert. The notification
+that came from a removed delivery keeps everything it said; only its pointer to the inbox row
+is cleared, in the same transaction.
+
+Candidates are read by the (state, received_at) index from the oldest, keyset-paged, so a run
+reads what it removes plus the few rows it must keep, never the inbox's history.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Final
+
+from sqlalchemy import Table, and_, or_, select, update
+from sqlalchemy.orm import Session
+
+from reconciliation.notifications.inbox import PROCESSED
+from reconciliation.retention.batches import PruneContext, commit_batch, take_rows
+from reconciliation.retention.protection import still_waiting
+from reconciliation.store.models import Delivery, Notification
+
+#: Record kind, as reported and archived.
+KIND: Final = "deliveries"
+
+deliveries: Table = Delivery.__table__  # type: ignore[assignment]
+notifications: Table = Notification.__table__  # type: ignore[assignment]
+
+
+def prune_deliveries(ctx: PruneContext, cutoff: datetime) -> None:
+    """Remove processed deliveries received and processed before `cutoff`, batch by batch."""
+    after: tuple[datetime, int] | None = None
+    while True:
+        picked: list[Any] = []
+
+        def work(session: Session) -> dict[str, list[dict[str, Any]]]:
+            nonlocal after
+            picked[:] = _candidates(session, cutoff, after, ctx.batch_rows)
+            if not picked:
+                return {}
+            after = (picked[-1].received_at, picked[-1].id)
+            doomed = [
+                r.id
+                for r in picked
+                if not ctx.guard.names("delivery", r.id)
+                and r.delivery_id not in ctx.guard.delivery_ids
+                and (r.notification_id is None or not ctx.guard.names("notification", r.notification_id))
+            ]
+            if not doomed:
+                return {}
+            if not ctx.dry_run:
+                session.execute(
+                    update(notifications)
+                    .where(notifications.c.delivery_pk.in_(doomed))
+                    .values(delivery_pk=None)
+                )
+            return {KIND: take_rows(session, deliveries, deliveries.c.id.in_(doomed), ctx.dry_run)}
+
+        commit_batch(ctx, KIND, work)
+        if len(picked) < ctx.batch_rows:
+            return
+
+
+def _candidates(
+    session: Session, cutoff: datetime, after: tuple[datetime, int] | None, limit: int
+) -> list[Any]:
+    d, n = deliveries, notifications
+    query = (
+        select(d.c.id, d.c.received_at, d.c.delivery_id, n.c.id.label("notification_id"))
+        .outerjoin(n, n.c.delivery_pk == d.c.id)
+        .where(
+            d.c.state == PROCESSED,
+            d.c.received_at < cutoff,
+            d.c.processed_at < cutoff,
+            d.c.shape_problem.is_(None),
+            or_(
+                n.c.id.is_(None),
+                ~still_waiting(session, "notification", n.c.id, n.c.match_status),
+            ),
+        )
+        .order_by(d.c.received_at, d.c.id)
+        .limit(limit)
+    )
+    if after is not None:
+        at, row_id = after
+        query = query.where(
+            d.c.received_at >= at, or_(d.c.received_at > at, and_(d.c.id > row_id))
+        )
+    return list(session.execute(query))

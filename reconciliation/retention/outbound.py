@@ -1,0 +1,61 @@
+"""Closed Idempotency-Key records leave a while after their request completed (default 7 days).
+
+A key is what makes a retried write safe (invariant 6), so an open key (pending or sent) is
+never removed, however old: its request may still be retried and must reuse it. A closed key
+(done or failed) is never handed out again (reconciliation.transfers.outbound only reuses open
+ones); it is kept as long as the provider might still answer a replay under it. The provider
+does not say how long that is, so the window is a setting with a generous default.
+
+Candidates are read by the completed_at index, oldest first, keyset-paged.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Final
+
+from sqlalchemy import Table, and_, or_, select
+from sqlalchemy.orm import Session
+
+from reconciliation.retention.batches import PruneContext, commit_batch, take_rows
+from reconciliation.store.models import OutboundRequest
+
+#: Record kind, as reported and archived.
+KIND: Final = "outbound_requests"
+
+#: States of a key that will never be used again.
+CLOSED_STATES: Final = ("done", "failed")
+
+requests: Table = OutboundRequest.__table__  # type: ignore[assignment]
+
+
+def prune_outbound_requests(ctx: PruneContext, cutoff: datetime) -> None:
+    """Remove closed key records completed before `cutoff`, batch by batch."""
+    after: tuple[datetime, int] | None = None
+    while True:
+        picked: list[Any] = []
+
+        def work(session: Session) -> dict[str, list[dict[str, Any]]]:
+            nonlocal after
+            r = requests
+            query = (
+                select(r.c.id, r.c.completed_at)
+                .where(r.c.completed_at < cutoff, r.c.state.in_(CLOSED_STATES))
+                .order_by(r.c.completed_at, r.c.id)
+                .limit(ctx.batch_rows)
+            )
+            if after is not None:
+                at, row_id = after
+                query = query.where(
+                    r.c.completed_at >= at, or_(r.c.completed_at > at, and_(r.c.id > row_id))
+                )
+            picked[:] = session.execute(query).all()
+            if not picked:
+                return {}
+            after = (picked[-1].completed_at, picked[-1].id)
+            doomed = r.c.id.in_([p.id for p in picked])
+            return {KIND: take_rows(session, r, doomed, ctx.dry_run)}
+
+        commit_batch(ctx, KIND, work)
+        if len(picked) < ctx.batch_rows:
+            return

@@ -1,0 +1,141 @@
+"""Balance snapshots are thinned: a change of balance is kept, and one per holding a day.
+
+The snapshot job stores every watched holding's balance every interval, moved or not: with a
+thousand holdings a minute apart that is 1.4 million rows a day, nearly all of them repeating
+the one before. Older than the configured age (default 2 days, never inside the matching
+window) a snapshot is removed when it repeats the previous one of its holding (settled,
+available, reserved and projection state alike) on the same UTC day. Its balance check goes
+with it (the check is a record of that snapshot).
+
+Never removed: the first snapshot of a holding each day, any change, a snapshot whose check
+found drift (the evidence of a mismatch, explained by lag or not), the latest snapshot of each
+holding and the one its latest balance check was built on (the next check starts from it), and
+one an open alert names.
+
+Snapshots are read in id order from a progress marker (`through` below), so a run reads only
+what was stored since the last run became old enough; the first row of each holding is compared
+with its predecessor by one probe of the (holding_id, observed_at) index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any, Final
+
+from sqlalchemy import Table, select
+from sqlalchemy.orm import Session
+
+from reconciliation.retention.batches import PruneContext, commit_batch, take_rows
+from reconciliation.store import watermarks
+from reconciliation.store.models import BalanceCheck, BalanceSnapshot, Holding
+
+#: Record kind, as reported; its checks are archived as their own table.
+KIND: Final = "balance_snapshots"
+CHECKS: Final = "balance_checks"
+
+#: Watermark: the highest snapshot id a run has judged.
+THROUGH: Final = "retention.balance_snapshots.through_id"
+
+snapshots: Table = BalanceSnapshot.__table__  # type: ignore[assignment]
+checks: Table = BalanceCheck.__table__  # type: ignore[assignment]
+holdings: Table = Holding.__table__  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """The previous snapshot of a holding: what it said, and on which day."""
+
+    balance: tuple[Any, ...]
+    day: date
+
+
+def _balance(row: Any) -> tuple[Any, ...]:
+    return (row.settled_minor, row.available_minor, row.reserved_minor, row.projection_state)
+
+
+def thin_snapshots(ctx: PruneContext, cutoff: datetime) -> None:
+    """Remove repeated snapshots observed before `cutoff`, batch by batch."""
+    with ctx.factory() as session:
+        protected = _latest_per_holding(session) | ctx.guard.rows.get("snapshot", frozenset())
+        after = watermarks.read(session, THROUGH, 0)
+    previous: dict[int, Seen] = {}
+    done = False
+    while not done:
+
+        def work(session: Session) -> dict[str, list[dict[str, Any]]]:
+            nonlocal done, after
+            rows = session.execute(
+                select(snapshots, checks.c.drift_minor)
+                .outerjoin(checks, checks.c.snapshot_id == snapshots.c.id)
+                .where(snapshots.c.id > after)
+                .order_by(snapshots.c.id)
+                .limit(ctx.batch_rows)
+            ).all()
+            done = len(rows) < ctx.batch_rows
+            doomed: list[int] = []
+            judged = after
+            for row in rows:
+                if row.observed_at >= cutoff:
+                    done = True
+                    break
+                judged = row.id
+                seen = Seen(_balance(row), row.observed_at.date())
+                before = previous.get(row.holding_id) or _predecessor(session, row)
+                previous[row.holding_id] = seen
+                if before == seen and row.id not in protected and not row.drift_minor:
+                    doomed.append(row.id)
+            removed: dict[str, list[dict[str, Any]]] = {}
+            if doomed:
+                removed[KIND] = []  # listed first: archived before its checks
+                removed[CHECKS] = take_rows(
+                    session, checks, checks.c.snapshot_id.in_(doomed), ctx.dry_run
+                )
+                removed[KIND] = take_rows(
+                    session, snapshots, snapshots.c.id.in_(doomed), ctx.dry_run
+                )
+            if judged > after and not ctx.dry_run:
+                watermarks.write(session, THROUGH, judged, ctx.now)
+            after = judged
+            return removed
+
+        commit_batch(ctx, KIND, work)
+
+
+def _predecessor(session: Session, row: Any) -> Seen | None:
+    """The snapshot of the same holding just before `row`, by one index probe."""
+    s = snapshots
+    found = session.execute(
+        select(s.c.settled_minor, s.c.available_minor, s.c.reserved_minor, s.c.projection_state, s.c.observed_at)
+        .where(
+            s.c.holding_id == row.holding_id,
+            s.c.observed_at <= row.observed_at,
+            s.c.id < row.id,
+        )
+        .order_by(s.c.observed_at.desc(), s.c.id.desc())
+        .limit(1)
+    ).first()
+    return None if found is None else Seen(_balance(found), found.observed_at.date())
+
+
+def _latest_per_holding(session: Session) -> frozenset[int]:
+    """Per holding: its latest snapshot, and the snapshot its latest check was built on."""
+    s, c, h = snapshots, checks, holdings
+    latest_snapshot = (
+        select(s.c.id)
+        .where(s.c.holding_id == h.c.id)
+        .order_by(s.c.observed_at.desc(), s.c.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    latest_checked = (
+        select(c.c.snapshot_id)
+        .where(c.c.holding_id == h.c.id)
+        .order_by(c.c.observed_at.desc(), c.c.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    found: set[int] = set()
+    for a, b in session.execute(select(latest_snapshot, latest_checked)):
+        found.update(x for x in (a, b) if x is not None)
+    return frozenset(found)

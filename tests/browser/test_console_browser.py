@@ -1,0 +1,169 @@
+"""The operator console as a person uses it, in Chromium, over the demo's four faults.
+
+One walk through: sign in, see the four injected faults on the alerts page, acknowledge one,
+resolve another, match the posting whose webhook was dropped by hand and see it leave the
+queue, replay the quarantined delivery, download a report, read the audit trail, sign out.
+Every page is screenshotted (see conftest.py for where).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from app.main import create_app
+from foundation.settings import load_settings
+from reconciliation.store.db import make_engine, make_session_factory
+from reconciliation.store.models import AuditEvent, Delivery, Match, Posting
+from tests.browser.fault_scenario import build_fault_store
+from tests.integration.app.receiver_helpers import ADMIN_TOKEN, ServedApp, wait_for
+
+NAME = "Ada Operator"
+
+
+def _shot(page: Any, folder: Path, name: str) -> None:
+    page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_operator_walks_through_the_four_faults(
+    chromium: Any, screenshots: Path, base_env: dict[str, str], db_url: str
+) -> None:
+    build_fault_store(base_env, db_url)
+    settings = load_settings(
+        {
+            **base_env,
+            "DATABASE_URL": db_url,
+            "RECON_ADMIN_TOKEN": ADMIN_TOKEN,
+            "RECON_NOTIFICATION_GRACE_SECONDS": "1",
+            "RECON_MATCH_WINDOW_SECONDS": "600",
+        }
+    )
+    enqueued: list[int] = []
+    engine = make_engine(db_url)
+    sessions = make_session_factory(engine)
+    with ServedApp(create_app(settings, enqueue=enqueued.extend, self_register=False)) as served:
+        page = chromium.new_page(viewport={"width": 1360, "height": 900})
+        page.on("dialog", lambda dialog: dialog.accept())
+        base = served.base_url
+
+        # Sign in: the console sends a stranger to the sign-in form first.
+        page.goto(f"{base}/console/alerts")
+        assert "/console/sign-in" in page.url
+        _shot(page, screenshots, "01-sign-in")
+        page.fill("input[name=name]", NAME)
+        page.fill("input[name=token]", ADMIN_TOKEN)
+        page.click("button[type=submit]")
+        assert page.url.endswith("/console/alerts")
+        assert page.get_by_text(f"Signed in as {NAME}").is_visible()
+
+        # The four faults, as alerts.
+        for label in (
+            "Posting without notification",
+            "Amount mismatch",
+            "Delivery body conflict",
+            "Finality overdue",
+        ):
+            assert page.locator("table.alerts td", has_text=label).count() >= 1, label
+        _shot(page, screenshots, "02-alerts")
+        page.goto(f"{base}/console")
+        _shot(page, screenshots, "03-overview")
+        assert page.locator(".tile", has_text="quarantined deliveries").inner_text().startswith("1")
+
+        # Acknowledge the amount mismatch, with its evidence side by side.
+        page.goto(f"{base}/console/alerts")
+        page.locator("tr", has_text="Amount mismatch").locator("a").first.click()
+        assert page.locator(".side-by-side .card").count() >= 2
+        _shot(page, screenshots, "04-alert-amount-mismatch")
+        page.fill("form[action$=acknowledge] input[name=comment]", "Asking the provider about 0.01")
+        page.click("form[action$=acknowledge] button")
+        assert page.locator(".flash.done").inner_text().endswith("acknowledged.")
+        assert page.locator("dl.facts .badge", has_text="Acknowledged").is_visible()
+
+        # Resolve the stuck transfer.
+        page.goto(f"{base}/console/alerts?kind=finality_overdue")
+        page.locator("tr", has_text="Finality overdue").locator("a").first.click()
+        page.fill("form[action$=resolve] input[name=comment]", "Rail confirmed settlement by phone")
+        page.click("form[action$=resolve] button")
+        assert page.locator(".flash.done").inner_text().endswith("resolved.")
+        _shot(page, screenshots, "05-alert-resolved")
+
+        # Match the posting whose webhook was dropped; it leaves the queue.
+        with sessions() as s:
+            silent = s.scalars(select(Posting).where(Posting.amount_minor == 700_000)).one()
+        page.goto(f"{base}/console/exceptions?stream=posting")
+        _shot(page, screenshots, "06-exceptions")
+        row_link = page.locator(f"a[href='/console/exceptions/posting/{silent.id}']")
+        assert row_link.count() == 1
+        row_link.click()
+        _shot(page, screenshots, "07-exception-item")
+        assert page.get_by_role(
+            "heading", name=f"Why is posting {silent.id} not matched?"
+        ).is_visible(), page.content()[:3000]
+        page.fill(".match-form input[name=reason]", "Provider confirmed the webhook was never sent")
+        page.click(".match-form button[type=submit]")
+        assert "Matched by hand" in page.locator(".flash.done").inner_text()
+        assert page.locator(f"a[href='/console/exceptions/posting/{silent.id}']").count() == 0
+        with sessions() as s:
+            match = s.scalars(select(Match).where(Match.posting_id == silent.id)).one()
+        assert (match.matched_by, match.rule) == (NAME, "manual")
+
+        # Replay the quarantined delivery (the other body under a known id).
+        page.goto(f"{base}/console/deliveries?state=quarantined")
+        _shot(page, screenshots, "08-deliveries")
+        page.locator("table a").first.click()
+        row_id = int(page.url.rstrip("/").rsplit("/", 1)[1])
+        assert page.locator("pre.raw").inner_text().startswith("{")
+        _shot(page, screenshots, "09-delivery")
+        page.click("form[action$=replay] button")
+        assert "pending again" in page.locator(".flash.done").inner_text()
+        wait_for(lambda: row_id in enqueued or None, what="the replayed row to be enqueued")
+        with sessions() as s:
+            assert s.get(Delivery, row_id).state == "pending"  # type: ignore[union-attr]
+
+        # A report: on the page, and as a file.
+        page.goto(f"{base}/console/reports")
+        assert page.locator("pre.report").inner_text().strip()
+        _shot(page, screenshots, "10-reports")
+        with page.expect_download() as download:
+            page.click("a.button:text-is('CSV')")
+        saved = Path(download.value.path())
+        assert saved.read_text().strip()
+
+        # Holdings and the chart.
+        page.goto(f"{base}/console/holdings")
+        _shot(page, screenshots, "11-holdings")
+        page.locator("table a.ref").first.click()
+        _shot(page, screenshots, "12-holding")
+
+        # Everything done above is in the audit trail, by name.
+        page.goto(f"{base}/console/audit")
+        _shot(page, screenshots, "13-audit")
+        with sessions() as s:
+            actions = set(s.scalars(select(AuditEvent.action).where(AuditEvent.actor == NAME)))
+        assert {
+            "signed in",
+            "acknowledged alert",
+            "resolved alert",
+            "matched by hand",
+            "replayed delivery",
+            "downloaded report",
+        } <= actions
+
+        # Sign out: the console is closed again.
+        page.click("header form.who button")
+        assert "/console/sign-in" in page.url
+        page.goto(f"{base}/console")
+        assert "/console/sign-in" in page.url
+        with sessions() as s:
+            assert s.scalar(
+                select(AuditEvent.id).where(
+                    AuditEvent.action == "signed out", AuditEvent.actor == NAME
+                )
+            )
+        assert re.search(r"recon console", page.title())
+    engine.dispose()

@@ -1,0 +1,276 @@
+"""The operator console without a browser: sign-in cookie, CSRF refusal, audit rows, bounds.
+
+Runs the real app (TestClient, lifespan included) on both databases. The browser walk through
+the demo's faults is tests/browser/test_console_browser.py.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from litestar.testing import TestClient
+from sqlalchemy import event, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.main import create_app
+from foundation.settings import Settings, load_settings
+from reconciliation.alerts.lifecycle import raise_alert
+from reconciliation.notifications.inbox import InboundDelivery, record_deliveries
+from reconciliation.store.db import transaction
+from reconciliation.store.models import Alert, AuditEvent, Delivery
+from reconciliation.store.types import utcnow
+from tests.integration.app.receiver_helpers import ADMIN_TOKEN, wait_for
+from tests.integration.reconciliation.builders import Store, at
+
+Client = TestClient[Any]
+
+
+def sign_in(client: Client, name: str = "Grace", token: str = ADMIN_TOKEN) -> Any:
+    form = client.get("/console/sign-in")
+    signin = re.search(r'name="csrf_token" value="([^"]+)"', form.text)
+    assert signin is not None
+    return client.post(
+        "/console/sign-in",
+        data={"csrf_token": signin.group(1), "name": name, "token": token, "next": ""},
+        follow_redirects=False,
+    )
+
+
+def csrf_of(client: Client, path: str = "/console") -> str:
+    found = re.search(r'name="csrf_token" value="([^"]+)"', client.get(path).text)
+    assert found is not None
+    return found.group(1)
+
+
+def open_alert(factory: sessionmaker[Session], n: int = 0) -> int:
+    with transaction(factory) as session:
+        alert = raise_alert(
+            session,
+            kind="amount_mismatch",
+            severity="high",
+            subject=f"test alert {n}",
+            fingerprint=f"console-test:{n}",
+            evidence={"n": n},
+        )
+        return alert.id
+
+
+def audit_rows(factory: sessionmaker[Session]) -> list[tuple[str, str, str, str | None]]:
+    with factory() as s:
+        return [
+            (e.actor, e.action, e.subject, e.reason)
+            for e in s.scalars(select(AuditEvent).order_by(AuditEvent.id))
+        ]
+
+
+def test_a_stranger_is_sent_to_sign_in_and_a_wrong_token_gets_no_cookie(client: Client) -> None:
+    answer = client.get("/console/alerts", follow_redirects=False)
+    assert answer.status_code == 303
+    assert answer.headers["location"] == "/console/sign-in?next=/console/alerts"
+    refused = sign_in(client, token="not-the-token")
+    assert refused.status_code == 401
+    assert not [c for c in refused.headers.get_list("set-cookie") if c.startswith("recon_console=")]
+    assert client.get("/console", follow_redirects=False).status_code == 303
+
+
+def test_the_session_cookie_is_httponly_strict_and_scoped(client: Client) -> None:
+    answer = sign_in(client)
+    assert answer.status_code == 303
+    cookie = next(
+        c for c in answer.headers.get_list("set-cookie") if c.startswith("recon_console=")
+    )
+    flags = {part.strip().lower() for part in cookie.split(";")[1:]}
+    assert {"httponly", "samesite=strict", "path=/console"} <= flags
+    assert "secure" not in flags  # RECON_PUBLIC_URL is http in this environment
+    assert client.get("/console").status_code == 200
+
+
+def test_the_cookie_is_secure_when_the_public_url_is_https(recon_env: dict[str, str]) -> None:
+    settings = load_settings({**recon_env, "RECON_PUBLIC_URL": "https://recon.test"})
+    app = create_app(settings, enqueue=None, self_register=False)
+    # Secure cookies come back only over https, so the client speaks https too.
+    with TestClient(app, base_url="https://testserver.local") as client:
+        cookie = next(
+            c
+            for c in sign_in(client).headers.get_list("set-cookie")
+            if c.startswith("recon_console=")
+        )
+        assert "secure" in {part.strip().lower() for part in cookie.split(";")[1:]}
+        assert client.get("/console").status_code == 200
+
+
+def test_a_post_without_the_sessions_csrf_token_changes_nothing(
+    client: Client,
+    factory: sessionmaker[Session],
+    make_client: Callable[..., Client],
+    settings: Settings,
+) -> None:
+    alert_id = open_alert(factory)
+    sign_in(client)
+    other = make_client(settings)
+    sign_in(other, name="Mallory")
+    stolen = csrf_of(other)
+    for form in ({"comment": "no token"}, {"comment": "other's token", "csrf_token": stolen}):
+        answer = client.post(
+            f"/console/alerts/{alert_id}/acknowledge", data=form, follow_redirects=False
+        )
+        assert answer.status_code == 403
+        assert "CSRF" in answer.text
+    with factory() as s:
+        assert s.get_one(Alert, alert_id).state == "open"
+    assert [row[1] for row in audit_rows(factory)] == ["signed in", "signed in"]
+
+
+def test_every_action_leaves_an_audit_row_with_who_what_and_why(
+    client: Client, factory: sessionmaker[Session], enqueued: list[int]
+) -> None:
+    first, second = open_alert(factory, 1), open_alert(factory, 2)
+    with transaction(factory) as session:
+        body = b'{"id":"e1","event":"PAYMENT_RECEIVED"}'
+        recorded = record_deliveries(
+            session.connection(),
+            [
+                InboundDelivery(
+                    "d-1",
+                    body,
+                    {"webhook-id": "d-1"},
+                    "standard",
+                    "PAYMENT_RECEIVED",
+                    utcnow(),
+                    "unparseable",
+                ),
+            ],
+        )
+    row_id = recorded[0].row_id
+    assert row_id is not None
+    sign_in(client, name="Grace")
+    token = csrf_of(client)
+
+    def post(path: str, **form: str) -> Any:
+        return client.post(path, data={"csrf_token": token, **form}, follow_redirects=False)
+
+    assert post(f"/console/alerts/{first}/acknowledge", comment="looking").status_code == 303
+    assert post(f"/console/alerts/{second}/resolve", comment="known cause").status_code == 303
+    refused = post(f"/console/alerts/{second}/acknowledge", comment="too late")
+    assert "already+resolved" in refused.headers["location"]
+    assert post(f"/console/deliveries/{row_id}/replay").status_code == 303
+    assert client.get("/console/reports/download?format=json").status_code == 200
+    assert post("/console/sign-out").status_code == 303
+
+    # The relay hands row ids to `enqueue` on its own thread, after the commit.
+    wait_for(lambda: enqueued == [row_id] or None, what="the replayed row to be enqueued")
+    with factory() as s:
+        assert s.get_one(Delivery, row_id).state == "pending"
+        acknowledged = s.get_one(Alert, first)
+        assert (acknowledged.acknowledged_by, acknowledged.note) == ("Grace", "looking")
+    rows = audit_rows(factory)
+    assert [r[:3] for r in rows] == [
+        ("Grace", "signed in", "console"),
+        ("Grace", "acknowledged alert", f"alert {first}"),
+        ("Grace", "resolved alert", f"alert {second}"),
+        ("Grace", "replayed delivery", f"delivery {row_id}"),
+        ("Grace", "downloaded report", "report json since the start until now"),
+        ("Grace", "signed out", "console"),
+    ]
+    assert rows[1][3] == "looking" and rows[2][3] == "known cause"
+    # Signed out: the old cookie is gone from the client, the console is closed again.
+    assert client.get("/console", follow_redirects=False).status_code == 303
+
+
+@contextmanager
+def statements(factory: sessionmaker[Session]) -> Iterator[list[str]]:
+    """Every SQL statement the app's engine runs meanwhile."""
+    seen: list[str] = []
+    engine = factory.kw["bind"]
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        seen.append(statement)
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+#: What a bounded statement looks like: it has a LIMIT, or it only aggregates, or it reads one
+#: row by primary key.
+BOUNDED = re.compile(
+    r"\bLIMIT\b|\bcount\(|\bmax\(|\bmin\(|WHERE \w+\.(id|name|holding_id) = ", re.I
+)
+
+
+def test_every_page_reads_a_bounded_amount_whatever_the_store_holds(
+    client: Client, factory: sessionmaker[Session]
+) -> None:
+    store = Store(factory)
+    holding = store.holding()
+    for n in range(130):
+        store.posting(holding, 1_000 + n, posted=at(n))
+        open_alert(factory, n)
+    with transaction(factory) as session:
+        record_deliveries(
+            session.connection(),
+            [
+                InboundDelivery(f"q-{n}", b"{}", {}, "standard", None, utcnow(), "unparseable")
+                for n in range(130)
+            ],
+        )
+    sign_in(client)
+    pages = [
+        "/console",
+        "/console/alerts",
+        "/console/alerts?state=",
+        "/console/exceptions",
+        "/console/deliveries",
+        "/console/deliveries?state=quarantined",
+        "/console/holdings",
+        f"/console/holdings/{holding.id}",
+        "/console/audit",
+    ]
+    for path in pages:
+        with statements(factory) as seen:
+            answer = client.get(path)
+        assert answer.status_code == 200, path
+        reads = [s for s in seen if s.lstrip().upper().startswith("SELECT")]
+        unbounded = [s for s in reads if not BOUNDED.search(s)]
+        assert unbounded == [], f"{path} read without a bound: {unbounded}"
+        assert answer.text.count("<tr") <= 60, f"{path} drew {answer.text.count('<tr')} rows"
+    # The lists page on: the 130 alerts, postings and deliveries are not drawn at once.
+    assert "Older alerts" in client.get("/console/alerts").text
+    assert "Older postings" in client.get(f"/console/holdings/{holding.id}").text
+    assert "Older deliveries" in client.get("/console/deliveries").text
+
+
+def test_replay_all_puts_every_quarantined_delivery_back_and_says_which(
+    client: Client, factory: sessionmaker[Session], enqueued: list[int]
+) -> None:
+    with transaction(factory) as session:
+        recorded = record_deliveries(
+            session.connection(),
+            [
+                InboundDelivery(f"bad-{n}", b"{", {}, "standard", None, utcnow(), "unparseable")
+                for n in range(3)
+            ],
+        )
+    ids = sorted(r.row_id for r in recorded if r.row_id is not None)
+    sign_in(client, name="Grace")
+    answer = client.post(
+        "/console/deliveries/replay-quarantined",
+        data={"csrf_token": csrf_of(client)},
+        follow_redirects=False,
+    )
+    assert answer.status_code == 303
+    wait_for(lambda: sorted(enqueued) == ids or None, what="the replayed rows to be enqueued")
+    with factory() as s:
+        assert {s.get_one(Delivery, i).state for i in ids} == {"pending"}
+    actor, action, subject, reason = audit_rows(factory)[-1]
+    assert (actor, action, subject) == (
+        "Grace",
+        "replayed quarantined deliveries",
+        "3 quarantined deliveries",
+    )
+    assert reason == "rows " + ", ".join(str(i) for i in ids)

@@ -1,0 +1,292 @@
+"""A shape declared as data: where each of our fields sits in the body, read the same way.
+
+Every built-in shape and the operator's field map (RECON_PAYLOAD_FIELD_MAP) is a `FieldPaths`:
+a dotted path per field (`data.amountMinorUnits`, `items.0.ref`), `header:<name>` for a value a
+provider puts in a header, or nothing when the shape does not carry the field. `DeclaredShape`
+reads any such declaration with one set of rules, so a shape learned from configuration is held
+to exactly the checks of the built-in ones:
+
+- refs are UUIDs; the account number is 6 to 20 digits;
+- money is exact (invariant 5, docs/architecture.md): a major-unit amount (`"1500.50"`, or the
+  JSON number 1500.50, which the reader parsed as a `Decimal`, never a float) is scaled by the
+  currency's exponent, a minor-unit amount (`"150050"`) is taken as it is, both through
+  `foundation.money`, and a value that does not fit the currency is refused, never rounded;
+- a timestamp is ISO 8601 with a zone, or a number of epoch seconds or milliseconds when the
+  shape says its timestamps are numbers;
+- a money event (`MONEY_EVENTS`) must carry amount, currency and status.
+
+Every problem is collected, not just the first, so the alert about a shape names all its gaps.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any, Final, Literal
+
+from foundation.money import AmountError, exponent, major_to_minor, parse_minor_units
+from upstream.webhooks.payloads.base import (
+    MONEY_EVENTS,
+    DeliveryNotification,
+    NotUnderstood,
+    PayloadAdapter,
+    Problem,
+)
+
+AmountUnits = Literal["major", "minor"]
+TimestampUnit = Literal["epoch-seconds", "epoch-millis"]
+
+#: Prefix of a path that names a request header rather than a place in the body.
+HEADER_PREFIX: Final = "header:"
+
+#: Longest texts the notifications table keeps (event_type, claimed_status, currency columns).
+MAX_EVENT_TYPE: Final = 64
+MAX_STATUS: Final = 32
+MAX_CURRENCY: Final = 8
+
+#: Where epoch timestamps count from.
+EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+_ACCOUNT_NUMBER: Final = re.compile(r"[0-9]{6,20}")
+
+
+@dataclass(frozen=True, slots=True)
+class FieldPaths:
+    """Where each normalised field is found; None means the shape does not carry it.
+
+    `required` names the fields (attribute names of this class) whose absence means "this is not
+    the shape": the event type and the time always, and the built-in shapes add their body id.
+    """
+
+    event_type: str
+    occurred_at: str
+    body_id: str | None = None
+    transfer_ref: str | None = None
+    receipt_ref: str | None = None
+    account_ref: str | None = None
+    endpoint_ref: str | None = None
+    holding_ref: str | None = None
+    account_number: str | None = None
+    amount: str | None = None
+    currency: str | None = None
+    status: str | None = None
+    narration: str | None = None
+    amount_units: AmountUnits = "major"
+    timestamp_unit: TimestampUnit = "epoch-seconds"
+    required: tuple[str, ...] = ("event_type", "occurred_at")
+
+    def paths(self) -> dict[str, str]:
+        """Field name -> path, for the fields this shape carries."""
+        skip = {"amount_units", "timestamp_unit", "required"}
+        found = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
+        return {name: path for name, path in found.items() if path is not None}
+
+
+class DeclaredShape(PayloadAdapter):
+    """An adapter whose whole knowledge of the wire is one `FieldPaths`."""
+
+    def __init__(self, name: str, paths: FieldPaths) -> None:
+        self.name = name
+        self.paths = paths
+
+    def read(
+        self, body: Mapping[str, Any], headers: Mapping[str, str]
+    ) -> DeliveryNotification | NotUnderstood:
+        reading = _Reading(body, headers, self.paths)
+        return reading.result(self.name)
+
+
+class _Reading:
+    """One delivery read against one declaration; problems pile up in `problems`."""
+
+    def __init__(
+        self, body: Mapping[str, Any], headers: Mapping[str, str], paths: FieldPaths
+    ) -> None:
+        self.body, self.headers, self.paths = body, headers, paths
+        self.problems: list[Problem] = []
+
+    def result(self, shape: str) -> DeliveryNotification | NotUnderstood:
+        p = self.paths
+        raw = {name: self._value(path) for name, path in p.paths().items()}
+        marks_missing = 0
+        for name in p.required:
+            path = p.paths().get(name)
+            if path is not None and raw.get(name) is None:
+                marks_missing += 1
+                if not self._already(path):
+                    self._missing(path)
+        event_type = self._text(raw, "event_type", MAX_EVENT_TYPE)
+        occurred_at = self._timestamp(raw.get("occurred_at"))
+        currency = self._text(raw, "currency", MAX_CURRENCY)
+        status = self._text(raw, "status", MAX_STATUS)
+        if event_type in MONEY_EVENTS:
+            for name in ("amount", "currency", "status"):
+                path = p.paths().get(name, name)
+                if raw.get(name) is None and not self._already(path):
+                    self._missing(path, f"{event_type} must carry amount, currency and status")
+        amount = self._amount(raw.get("amount"), currency)
+        account_number = self._text(raw, "account_number", 32)
+        if account_number is not None and not _ACCOUNT_NUMBER.fullmatch(account_number):
+            self._invalid("account_number", f"{account_number!r} is not an account number")
+            account_number = None
+        refs = {
+            name: self._uuid(raw, name)
+            for name in (
+                "transfer_ref",
+                "receipt_ref",
+                "account_ref",
+                "endpoint_ref",
+                "holding_ref",
+            )
+        }
+        body_id = self._text(raw, "body_id", None)
+        narration = self._text(raw, "narration", None)
+        if self.problems or event_type is None or occurred_at is None:
+            return NotUnderstood(shape, tuple(sorted(set(self.problems))), marks_missing)
+        return DeliveryNotification(
+            shape=shape,
+            body_id=body_id,
+            event_type=event_type,
+            occurred_at=occurred_at,
+            account_number=account_number,
+            amount_minor=amount,
+            currency=currency,
+            claimed_status=status,
+            narration=narration,
+            **refs,
+        )
+
+    # --- finding values ---------------------------------------------------------------
+
+    def _value(self, path: str) -> Any:
+        """The value at `path`; None when absent or null; a problem when a step is no object."""
+        if path.startswith(HEADER_PREFIX):
+            return self.headers.get(path.removeprefix(HEADER_PREFIX).lower())
+        here: Any = self.body
+        walked: list[str] = []
+        for step in path.split("."):
+            if isinstance(here, list) and step.isdigit():
+                here = here[int(step)] if int(step) < len(here) else None
+            elif isinstance(here, Mapping):
+                here = here.get(step)
+            else:
+                where = ".".join(walked)
+                self._invalid_at(where, f"{where}: expected an object, got {_kind(here)}")
+                return None
+            walked.append(step)
+            if here is None:
+                return None
+        return here
+
+    # --- problems ---------------------------------------------------------------------
+
+    def _already(self, path: str) -> bool:
+        """A problem is already recorded at `path` or at an object on the way to it."""
+        return any(
+            path == problem.path or path.startswith(problem.path + ".") for problem in self.problems
+        )
+
+    def _missing(self, path: str, why: str | None = None) -> None:
+        detail = f"{path} is missing" + (f" ({why})" if why else "")
+        self.problems.append(Problem(path, "missing", detail))
+
+    def _invalid(self, name: str, what: str) -> None:
+        path = self.paths.paths().get(name, name)
+        self._invalid_at(path, f"{path} {what}")
+
+    def _invalid_at(self, path: str, detail: str) -> None:
+        if not self._already(path):
+            self.problems.append(Problem(path, "invalid", detail))
+
+    # --- converting values ------------------------------------------------------------
+
+    def _text(self, raw: Mapping[str, Any], name: str, limit: int | None) -> str | None:
+        value = raw.get(name)
+        if value is None:
+            return None
+        if isinstance(value, int) and not isinstance(value, bool) and name == "body_id":
+            return str(value)
+        if not isinstance(value, str) or not value.strip() or "\x00" in value:
+            self._invalid(name, f"must be a non-empty string, got {_kind(value)} {value!r}")
+            return None
+        if limit is not None and len(value) > limit:
+            self._invalid(name, f"is longer than {limit} characters")
+            return None
+        return value
+
+    def _uuid(self, raw: Mapping[str, Any], name: str) -> uuid.UUID | None:
+        value = self._text(raw, name, None)
+        if value is None:
+            return None
+        try:
+            return uuid.UUID(value)
+        except ValueError:
+            self._invalid(name, f"{value!r} is not a UUID")
+            return None
+
+    def _timestamp(self, value: Any) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            try:
+                parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError:
+                self._invalid("occurred_at", f"{value!r} is not an ISO 8601 timestamp")
+                return None
+            if parsed.tzinfo is None:
+                self._invalid("occurred_at", f"{value!r} has no time zone")
+                return None
+            return parsed.astimezone(UTC)
+        if isinstance(value, (int, Decimal)) and not isinstance(value, bool):
+            per_second = 1000 if self.paths.timestamp_unit == "epoch-millis" else 1
+            try:
+                micros = int(Decimal(value) * 1_000_000 / per_second)
+                return EPOCH + timedelta(microseconds=micros)
+            except (OverflowError, ArithmeticError):
+                self._invalid("occurred_at", f"{value} is not a time ({self.paths.timestamp_unit})")
+                return None
+        self._invalid("occurred_at", f"must be a timestamp, got {_kind(value)} {value!r}")
+        return None
+
+    def _amount(self, value: Any, currency: str | None) -> int | None:
+        if value is None:
+            return None
+        if currency is None:
+            if not self._already(self.paths.paths().get("currency", "currency")):
+                self._invalid("amount", "is given without a currency")
+            return None
+        if isinstance(value, bool):
+            self._invalid("amount", f"must be a number or a decimal string, got {value!r}")
+            return None
+        try:
+            exponent(currency)
+            if self.paths.amount_units == "minor":
+                text = str(value) if isinstance(value, int) else value
+                return parse_minor_units(text)
+            if isinstance(value, Decimal):
+                value = format(value, "f")  # the number's own digits: 1500.50 -> "1500.50"
+            return major_to_minor(value, currency)
+        except AmountError as exc:
+            self._invalid("amount", f"({value!r}): {exc}")
+            return None
+
+
+def _kind(value: Any) -> str:
+    """A JSON-ish name for what was found, for the problem text."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, Decimal)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    return type(value).__name__

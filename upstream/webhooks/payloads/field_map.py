@@ -1,0 +1,95 @@
+"""`field-map`: a shape recon learns from configuration, without a release.
+
+When a provider sends a shape none of the built-in adapters reads, an operator describes it in
+RECON_PAYLOAD_FIELD_MAP, a JSON object from our field names to where the provider puts them:
+
+```json
+{"eventId": "meta.id", "eventType": "meta.kind", "occurredAt": "meta.at",
+ "transferRef": "payload.transactionRef", "amount": "payload.value.amount",
+ "currency": "payload.value.currency", "status": "payload.state",
+ "amountUnits": "minor", "timestampUnit": "epoch-millis"}
+```
+
+A path is dotted (`items.0.amount` indexes an array) or `header:<name>` for a request header.
+`eventType` and `occurredAt` are required; every other field is optional. `amountUnits` says
+whether `amount` holds major units (`"1500.50"`, the default) or minor units (`"150050"`);
+`timestampUnit` says what a numeric `occurredAt` counts (`epoch-seconds`, the default, or
+`epoch-millis`). The learned shape is read by exactly the rules of the built-in ones
+(`declared_fields`), so it cannot be laxer about money than they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final, get_args
+
+from upstream.webhooks.payloads.declared_fields import (
+    AmountUnits,
+    DeclaredShape,
+    FieldPaths,
+    TimestampUnit,
+)
+
+NAME: Final = "field-map"
+
+#: Our field names as an operator writes them -> the `FieldPaths` attribute each one sets.
+FIELDS: Final[dict[str, str]] = {
+    "eventId": "body_id",
+    "eventType": "event_type",
+    "occurredAt": "occurred_at",
+    "transferRef": "transfer_ref",
+    "receiptRef": "receipt_ref",
+    "accountRef": "account_ref",
+    "endpointRef": "endpoint_ref",
+    "holdingRef": "holding_ref",
+    "accountNumber": "account_number",
+    "amount": "amount",
+    "currency": "currency",
+    "status": "status",
+    "narration": "narration",
+}
+#: Options of the map that are not paths, with the values each may take.
+OPTIONS: Final[dict[str, tuple[str, ...]]] = {
+    "amountUnits": get_args(AmountUnits),
+    "timestampUnit": get_args(TimestampUnit),
+}
+#: Fields a learned shape must locate: without them a delivery says nothing we can match.
+REQUIRED: Final = ("eventType", "occurredAt")
+
+
+class FieldMapError(ValueError):
+    """A field map that cannot describe a shape; the message names the entry and the fix."""
+
+
+def field_map_problems(mapping: Mapping[str, Any]) -> list[str]:
+    """Everything wrong with a field map, one sentence each (empty when it is usable)."""
+    problems = []
+    for key, value in mapping.items():
+        if key in OPTIONS:
+            if value not in OPTIONS[key]:
+                problems.append(f"{key} must be one of {', '.join(OPTIONS[key])}, not {value!r}")
+        elif key not in FIELDS:
+            known = ", ".join([*FIELDS, *OPTIONS])
+            problems.append(f"{key!r} is not one of our fields ({known})")
+        elif not isinstance(value, str) or not value.strip() or ".." in value:
+            problems.append(f"{key} must be a dotted path or header:<name>, not {value!r}")
+    for key in REQUIRED:
+        if key not in mapping:
+            problems.append(f"{key} is required (where does the provider put it?)")
+    return problems
+
+
+def adapter_from_field_map(mapping: Mapping[str, Any]) -> DeclaredShape:
+    """The adapter a field map describes; FieldMapError listing every problem if it cannot."""
+    problems = field_map_problems(mapping)
+    if problems:
+        raise FieldMapError("RECON_PAYLOAD_FIELD_MAP: " + "; ".join(problems))
+    paths = {FIELDS[key]: value.strip() for key, value in mapping.items() if key in FIELDS}
+    return DeclaredShape(
+        NAME,
+        FieldPaths(
+            **paths,
+            amount_units=mapping.get("amountUnits", "major"),
+            timestamp_unit=mapping.get("timestampUnit", "epoch-seconds"),
+        ),
+    )

@@ -1,0 +1,136 @@
+"""Read a verified delivery with the configured shapes, in order; first one that fits wins.
+
+The bytes were verified before this runs (invariant 1, docs/architecture.md); here they are
+parsed once, with JSON numbers as exact `Decimal`s (never floats: invariant 5), and handed to
+each adapter in turn. When none fits, the result says which shape the body came closest to and
+everything that shape missed, which is what the alert about it shows a person.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Final
+
+from upstream.webhooks.payloads import flat, recon_shape, standard_webhooks
+from upstream.webhooks.payloads.base import (
+    DeliveryNotification,
+    NotUnderstood,
+    PayloadAdapter,
+    Problem,
+)
+from upstream.webhooks.payloads.field_map import NAME as FIELD_MAP
+from upstream.webhooks.payloads.field_map import adapter_from_field_map
+
+if TYPE_CHECKING:
+    from foundation.settings import WebhookSettings
+
+#: The shapes recon reads without configuration, in the order tried by default: our first
+#: guess, then the Standard Webhooks recommendation, then a flat object.
+BUILT_IN: Final[dict[str, PayloadAdapter]] = {
+    recon_shape.NAME: recon_shape.ADAPTER,
+    standard_webhooks.NAME: standard_webhooks.ADAPTER,
+    flat.NAME: flat.ADAPTER,
+}
+#: Every name RECON_PAYLOAD_SHAPES may list.
+SHAPE_NAMES: Final = (*BUILT_IN, FIELD_MAP)
+#: The pseudo-shape a body that is not a JSON object "comes closest" to.
+NOT_JSON: Final = "json"
+
+
+class PayloadConfigError(ValueError):
+    """The configured shapes cannot make a reader; the message names the setting to fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryNotUnderstood:
+    """No configured shape reads this delivery: the nearest one's problems, and every try."""
+
+    closest: NotUnderstood
+    tried: tuple[NotUnderstood, ...]
+    #: Top-level member names of the body (no values): what the provider's shape looks like.
+    top_level: tuple[str, ...]
+
+    def describe(self) -> str:
+        names = ", ".join(t.shape for t in self.tried) or NOT_JSON
+        return (
+            f"no configured payload shape fits (tried {names}); closest: {self.closest.describe()}"
+        )
+
+    def signature(self) -> tuple[str, ...]:
+        """What identifies this shape problem, values left out: the closest shape and its gaps."""
+        return (self.closest.shape, *(f"{p.kind}:{p.path}" for p in self.closest.problems))
+
+
+class PayloadReader:
+    """An ordered list of adapters; stateless, shared by every worker thread."""
+
+    def __init__(self, adapters: Sequence[PayloadAdapter]) -> None:
+        if not adapters:
+            raise PayloadConfigError("RECON_PAYLOAD_SHAPES names no shape: list at least one")
+        self.adapters = tuple(adapters)
+
+    @property
+    def shapes(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.adapters)
+
+    def read(
+        self, body: bytes, headers: Mapping[str, str]
+    ) -> DeliveryNotification | DeliveryNotUnderstood:
+        """The notification of the first shape that fits, or why none did."""
+        try:
+            doc = json.loads(body, parse_float=Decimal, parse_constant=_refuse_constant)
+        except (UnicodeDecodeError, ValueError) as exc:
+            return _not_json(f"body is not valid JSON ({exc})")
+        if not isinstance(doc, dict):
+            return _not_json(f"body is JSON but not an object (a {type(doc).__name__})")
+        lowered = {name.lower(): value for name, value in headers.items()}
+        tried: list[NotUnderstood] = []
+        for adapter in self.adapters:
+            result = adapter.read(doc, lowered)
+            if isinstance(result, DeliveryNotification):
+                return result
+            tried.append(result)
+        closest = min(tried, key=NotUnderstood.closeness)
+        return DeliveryNotUnderstood(closest, tuple(tried), tuple(sorted(doc)))
+
+
+def configured_reader(
+    shapes: Sequence[str] | None = None, field_map: Mapping[str, Any] | None = None
+) -> PayloadReader:
+    """The reader settings describe: `shapes` in order (default: the learned field map, if any,
+    then every built-in shape). A field map is tried first by default because an operator who
+    wrote one did so for a body the built-ins misread."""
+    if shapes is None:
+        shapes = ((FIELD_MAP,) if field_map else ()) + tuple(BUILT_IN)
+    adapters: list[PayloadAdapter] = []
+    for name in shapes:
+        if name == FIELD_MAP:
+            if not field_map:
+                raise PayloadConfigError(
+                    "RECON_PAYLOAD_SHAPES lists field-map but RECON_PAYLOAD_FIELD_MAP is not set"
+                )
+            adapters.append(adapter_from_field_map(field_map))
+        elif name in BUILT_IN:
+            adapters.append(BUILT_IN[name])
+        else:
+            raise PayloadConfigError(
+                f"RECON_PAYLOAD_SHAPES names {name!r}: expected some of {', '.join(SHAPE_NAMES)}"
+            )
+    return PayloadReader(adapters)
+
+
+def _not_json(detail: str) -> DeliveryNotUnderstood:
+    closest = NotUnderstood(NOT_JSON, (Problem("body", "invalid", detail),))
+    return DeliveryNotUnderstood(closest, (), ())
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number")
+
+
+def reader_for(webhooks: WebhookSettings) -> PayloadReader:
+    """The reader RECON_PAYLOAD_SHAPES and RECON_PAYLOAD_FIELD_MAP describe."""
+    return configured_reader(webhooks.payload_shapes, dict(webhooks.payload_field_map) or None)
