@@ -69,6 +69,7 @@ class DeliveriesController(Controller):
     @get("/{row_id:int}", sync_to_thread=True)
     def show_delivery(self, state: State, row_id: FromPath[int]) -> DeliveryDetail:
         """One delivery with the headers kept and its exact bytes."""
+        _require_row_id(row_id)
         with transaction(state[state_keys.SESSION_FACTORY]) as session:
             row = inbox.get_delivery(session, row_id)
             if row is None:
@@ -79,6 +80,7 @@ class DeliveriesController(Controller):
     def replay_delivery(self, state: State, row_id: FromPath[int]) -> DeliverySummary:
         """Reset one delivery to pending and enqueue it for processing again."""
         enqueue: Callable[[Sequence[int]], None] = state[state_keys.ENQUEUE]
+        _require_row_id(row_id)
         with transaction(state[state_keys.SESSION_FACTORY]) as session:
             try:
                 row = inbox.reset_for_replay(session, row_id)
@@ -111,3 +113,11 @@ class DeliveriesController(Controller):
             raise ValidationException(detail=str(exc)) from None
         enqueue(replay.row_ids)
         return replay_summary(replay)
+
+
+def _require_row_id(row_id: int) -> None:
+    """400 for a number no row can have (it would overflow the database driver: a 500)."""
+    try:
+        inbox.checked_row_id(row_id)
+    except ValueError as exc:
+        raise ValidationException(detail=str(exc)) from None

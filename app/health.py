@@ -37,8 +37,6 @@ BROKER_TIMEOUT_SECONDS: Final = 2.0
 #: Seconds the write probe may wait for the inbox's write lock: short, because a probe that
 #: waits as long as a stuck delivery would tell the load balancer too late.
 WRITE_PROBE_SECONDS: Final = 2.0
-#: `app.state` key of the SigningKeys (set by app.main).
-SIGNING_KEYS_STATE_KEY: Final = "signing_keys"
 #: What a part reports when it is fine.
 OK: Final = "ok"
 
@@ -129,7 +127,7 @@ def _check_writable(state: State) -> str:
 
 
 def _check_secret(state: State) -> str:
-    keys: SigningKeys = state[SIGNING_KEYS_STATE_KEY]
+    keys: SigningKeys = state[state_keys.SIGNING_KEYS]
     if keys.usable:
         return OK
     if keys.undecryptable:

@@ -56,7 +56,7 @@ from upstream.company import CompanyClient
 #: `app.state` key of the StartupRegistration (tests wait on it).
 REGISTRATION_STATE_KEY: Final = "registration"
 #: `app.state` key of the SigningKeys.
-SIGNING_KEYS_STATE_KEY: Final = "signing_keys"
+SIGNING_KEYS_STATE_KEY: Final = state_keys.SIGNING_KEYS
 
 log = structlog.get_logger(__name__)
 

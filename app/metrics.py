@@ -23,6 +23,8 @@ OUTCOMES: Final = (
     "bad_content_type",
     "bad_method",
     "db_unavailable",
+    "duplicate_header",
+    "body_timeout",
 )
 
 #: The registry /metrics renders.

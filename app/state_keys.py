@@ -18,3 +18,5 @@ BROKER_URL: Final = "broker_url"
 ENGINE: Final = "engine"
 #: Seconds the readiness probe may wait for the store's write lock.
 COMMIT_BOUND_SECONDS: Final = "commit_bound_seconds"
+#: The receiver's `SigningKeys` (readiness asks whether it holds a usable secret).
+SIGNING_KEYS: Final = "signing_keys"

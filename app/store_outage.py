@@ -7,7 +7,7 @@ with Retry-After says what is true: the service is there, its store is not, try 
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 import structlog
 from litestar import Request, Response
@@ -20,7 +20,7 @@ log = structlog.get_logger(__name__)
 
 
 def store_unavailable(
-    request: Request[object, object, object], exc: OperationalError
+    request: Request[Any, Any, Any], exc: OperationalError
 ) -> Response[dict[str, str]]:
     """503 naming the store as the cause; the driver's message stays in the log (it may name
     hosts and users), never in the answer."""

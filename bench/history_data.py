@@ -48,7 +48,11 @@ def fill_history(
     snapshot_minutes: int = 60,
     body_bytes: int = BODY_BYTES,
 ) -> None:
-    """Write the history described above into an empty, migrated store, then ANALYZE it."""
+    """Write the history described above into an empty, migrated store, then ANALYZE it.
+
+    With `transfers` 0 only the holdings and their cursors are written: an empty store that
+    new traffic can land in.
+    """
     start = now - timedelta(days=days)
     step = timedelta(days=days) / max(transfers, 1)
     params: dict[str, object] = {
@@ -59,7 +63,7 @@ def fill_history(
         "now": now,
         "body": body_bytes,
         "snap": timedelta(minutes=snapshot_minutes),
-        "snaps": int(days * 24 * 60 / snapshot_minutes),
+        "snaps": int(days * 24 * 60 / snapshot_minutes) if transfers else 0,
     }
     _exec(engine, _HISTORY, params)
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
@@ -142,14 +146,16 @@ _HISTORY: Final = [
        FROM generate_series(1, :snaps) AS i, generate_series(1, :h) AS h""",
     """INSERT INTO balance_checks (snapshot_id, holding_id, observed_at, settled_minor,
            posted_minor, drift_minor, explained_by_lag, postings_through_id, checked_at)
-       SELECT id, holding_id, observed_at, settled_minor, settled_minor, 0, false, 0, observed_at
+       SELECT id, holding_id, observed_at, settled_minor, settled_minor, 0, false,
+              2 * floor(extract(epoch FROM observed_at - :start) / extract(epoch FROM :step)),
+              observed_at
        FROM balance_snapshots""",
     """INSERT INTO alerts (kind, severity, subject, fingerprint, evidence, state, opened_at,
            last_seen_at, occurrences, resolved_at, resolved_by)
        SELECT 'posting_without_notification', 'medium', 'history', 'history:' || a,
               json_build_object('postingId', a), 'resolved', :start + a * :step,
               :start + a * :step, 1, :start + a * :step, 'recon'
-       FROM generate_series(1, :n, 50) AS a""",
+       FROM generate_series(1, :n, 5) AS a""",
     *[
         f"SELECT setval(pg_get_serial_sequence('{t}', 'id'), "
         f"(SELECT coalesce(max(id), 0) + 1 FROM {t}), false)"
@@ -169,17 +175,18 @@ _HISTORY: Final = [
     ],
     """INSERT INTO watermarks (name, value, updated_at)
        SELECT name, value, :now FROM (VALUES
-           ('match.seen.posting', (SELECT max(id) FROM postings)),
-           ('match.seen.transfer', (SELECT max(id) FROM transfers)),
-           ('match.seen.notification', (SELECT max(id) FROM notifications)),
-           ('reconcile.matches_checked', (SELECT max(id) FROM matches)),
-           ('reconcile.deliveries_checked', (SELECT max(id) FROM deliveries))
+           ('match.seen.posting', (SELECT coalesce(max(id), 0) FROM postings)),
+           ('match.seen.transfer', (SELECT coalesce(max(id), 0) FROM transfers)),
+           ('match.seen.notification', (SELECT coalesce(max(id), 0) FROM notifications)),
+           ('reconcile.matches_checked', (SELECT coalesce(max(id), 0) FROM matches)),
+           ('reconcile.deliveries_checked', (SELECT coalesce(max(id), 0) FROM deliveries))
        ) AS w(name, value)""",
 ]
 
 _RECENT: Final = [
     """CREATE TEMPORARY TABLE recent ON COMMIT DROP AS
-       SELECT (SELECT max(id) FROM transfers) + r AS k, r FROM generate_series(1, :n) AS r""",
+       SELECT (SELECT coalesce(max(id), 0) FROM transfers) + r AS k, r
+       FROM generate_series(1, :n) AS r""",
     """INSERT INTO transfers (id, transfer_ref, source_holding_ref, dest_holding_ref, currency,
            amount_minor, stage, status, is_terminal, is_successful, requested_at, decided_at,
            origin, poll_attempts, next_poll_at, terminal_at, created_at, updated_at,

@@ -58,8 +58,23 @@ NOTE_COLUMNS = (
 
 def _body(row: tuple[Any, ...]) -> bytes:
     """The delivery a notification row came from, in the `recon` shape (amounts major units)."""
-    (_, event, kind, transfer, receipt, account, endpoint, holding, number, amount, currency,
-     status, at, _created, _status) = row
+    (
+        _,
+        event,
+        kind,
+        transfer,
+        receipt,
+        account,
+        endpoint,
+        holding,
+        number,
+        amount,
+        currency,
+        status,
+        at,
+        _created,
+        _status,
+    ) = row
     data = {
         "transferRef": str(transfer) if transfer else None,
         "receiptRef": str(receipt) if receipt else None,
@@ -77,19 +92,47 @@ def _body(row: tuple[Any, ...]) -> bytes:
     return json.dumps(body, separators=(",", ":")).encode()
 
 
-def inbox_rows(notes: Iterator[tuple[Any, ...]]) -> Iterator[tuple[tuple[Any, ...], tuple[Any, ...]]]:
+def inbox_rows(
+    notes: Iterator[tuple[Any, ...]],
+) -> Iterator[tuple[tuple[Any, ...], tuple[Any, ...]]]:
     """(delivery, notification) per generated notification, numbered alike."""
     for row in notes:
         nid, event, kind, transfer, receipt, account, endpoint, holding = row[:8]
         number, amount, currency, status, at = row[8:13]
         body = _body(row)
         delivery = (
-            nid, event, hashlib.sha256(body).hexdigest(), body, "{}", "standard", kind, at,
-            "processed", 1, at, True,
+            nid,
+            event,
+            hashlib.sha256(body).hexdigest(),
+            body,
+            "{}",
+            "standard",
+            kind,
+            at,
+            "processed",
+            1,
+            at,
+            True,
         )
         note = (
-            nid, nid, event, event, "recon", kind, transfer, receipt, account, endpoint, holding,
-            number, amount, currency, status, at, at, "unmatched",
+            nid,
+            nid,
+            event,
+            event,
+            "recon",
+            kind,
+            transfer,
+            receipt,
+            account,
+            endpoint,
+            holding,
+            number,
+            amount,
+            currency,
+            status,
+            at,
+            at,
+            "unmatched",
         )
         yield delivery, note
 

@@ -11,7 +11,9 @@ For each database it
    (PAYMENT_RECEIVED; one in four without a receiptRef, so rule 3 matches it by account number,
    amount and time window), and a consistent balance snapshot per holding (1,000 holdings);
 2. times a bare SQL hash join of the same keys (notifications -> postings by receiptRef,
-   -> transfers by transferRef) into a new table: the floor a pass is measured against;
+   -> transfers by transferRef) into a new table: the floor a pass is measured against; on
+   PostgreSQL also the same join INSERTed into a table shaped like `matches` with its four
+   indexes (ratio_write_to_bare_join): what writing the rows alone costs;
 3. runs a full pass from scratch in a fresh interpreter (so its peak RSS is the pass's own),
    then adds 10,000 records (2,500 settled transfers: transfer, two legs, one notification) and
    times the incremental pass;
@@ -78,6 +80,8 @@ def child_pass(url: str, now_text: str) -> None:
     engine = make_engine(url)
     if os.environ.get("BENCH_TRACE"):
         _trace_slow_statements(engine)
+    if os.environ.get("BENCH_EXPLAIN") and engine.dialect.name == "postgresql":
+        _explain_statements(engine, float(os.environ["BENCH_EXPLAIN"]))
     factory = make_session_factory(engine)
     started = time.perf_counter()
     result = run_pass(
@@ -114,6 +118,30 @@ def _trace_slow_statements(engine: Any) -> None:
             print(f"{took:6.2f}s {' '.join(statement.split())[:160]}", file=sys.stderr)
 
 
+def _explain_statements(engine: Any, min_ms: float) -> None:
+    """BENCH_EXPLAIN=<ms>: the plan (ANALYZE, BUFFERS) of every statement slower than that, on
+    stderr, through auto_explain at NOTICE level: the plans the pass really ran, not a replay."""
+    from sqlalchemy import event
+
+    @event.listens_for(engine, "connect")
+    def _load(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.add_notice_handler(
+            lambda notice: print(notice.message_primary, file=sys.stderr)
+        )
+        with dbapi_connection.cursor() as cur:
+            cur.execute("LOAD 'auto_explain'")
+            for name, value in (
+                ("log_min_duration", str(int(min_ms))),
+                ("log_analyze", "on"),
+                ("log_buffers", "on"),
+                ("log_timing", "on"),
+                ("log_nested_statements", "on"),
+                ("log_level", "notice"),
+            ):
+                cur.execute(f"SET auto_explain.{name} = '{value}'")
+        dbapi_connection.commit()
+
+
 def hash_join(url: str) -> float:
     from sqlalchemy import text
 
@@ -136,6 +164,34 @@ def hash_join(url: str) -> float:
     seconds = time.perf_counter() - started
     with engine.begin() as conn:
         conn.execute(text("DROP TABLE bench_join"))
+    engine.dispose()
+    return seconds
+
+
+def bare_write(url: str) -> float:
+    """PostgreSQL: the same join's rows INSERTed into a table shaped like `matches`, with its
+    indexes: what writing the match rows alone costs, the part of a pass no query plan saves."""
+    from sqlalchemy import text
+
+    from reconciliation.store.db import make_engine
+
+    engine = make_engine(url)
+    sql = (
+        "INSERT INTO bench_write (rule, posting_id, transfer_id, notification_id, matched_at, "
+        "matched_by) SELECT 'bench', p.id, t.id, n.id, now(), 'bench' FROM notifications n "
+        "LEFT JOIN postings p ON p.receipt_ref = n.receipt_ref "
+        "LEFT JOIN transfers t ON t.transfer_ref = n.transfer_ref"
+    )
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE IF EXISTS bench_write"))
+        conn.execute(text("CREATE TABLE bench_write (LIKE matches INCLUDING ALL)"))
+    started = time.perf_counter()
+    with engine.begin() as conn:
+        conn.execute(text("SET LOCAL enable_nestloop = off"))
+        conn.execute(text(sql))
+    seconds = time.perf_counter() - started
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE bench_write"))
     engine.dispose()
     return seconds
 
@@ -181,6 +237,7 @@ def bench(kind: str, size: int) -> dict[str, Any]:
         load_seconds = time.perf_counter() - started
 
         join_seconds = hash_join(url)
+        write_seconds = bare_write(url) if kind == "postgres" else None
         now = full["last"] + timedelta(days=1)
         first = run_pass_in_child(url, now)
 
@@ -205,6 +262,8 @@ def bench(kind: str, size: int) -> dict[str, Any]:
             "ambiguities": first["ambiguities"],
             "alerts_opened": first["alerts_opened"],
             "ratio_pass_to_bare_join": round(first["seconds"] / join_seconds, 2),
+            "bare_join_and_write_seconds": write_seconds and round(write_seconds, 2),
+            "ratio_write_to_bare_join": write_seconds and round(write_seconds / join_seconds, 2),
             "incremental_records": 10_000,
             "incremental_append_seconds": round(append_seconds, 2),
             "incremental_pass_seconds": round(second["seconds"], 2),

@@ -11,13 +11,17 @@ value to a stated length with a note saying how much was cut.
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Final
 
 #: Longest value (in characters) one field of a log line may carry when a request that nobody
 #: authenticated chose it: enough for any real id (a UUID is 36, a KSUID 27), far too little
 #: to flood a log.
 LOG_VALUE_LIMIT: Final = 128
+
+#: The same, less line breaks and tabs: what a multi-line value may keep.
+_UNPRINTABLE_IN_LINES: Final = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]"
+)
 
 #: C0 and C1 controls, DEL, and the Unicode format characters that reorder or hide text
 #: (bidirectional overrides, zero-width joiners): none of them has a place in an id or a name.
@@ -32,13 +36,13 @@ def _escaped(match: re.Match[str]) -> str:
 def printable(value: object, *, keep_newlines: bool = False) -> str:
     """`value` as text whose control characters are shown as escapes, never sent raw.
 
-    `keep_newlines` keeps line breaks (and tabs) for multi-line values such as a delivery body
-    shown in full; everything else that a terminal would act on is escaped.
+    `keep_newlines` keeps line breaks and tabs, for multi-line values such as a delivery body
+    shown in full or a whole line of output; everything else a terminal acts on is escaped
+    (a carriage return too: it would let a value overwrite the start of its line).
     """
     text = value if isinstance(value, str) else str(value)
-    if keep_newlines:
-        return "\n".join(_UNPRINTABLE.sub(_escaped, line) for line in text.split("\n"))
-    return _UNPRINTABLE.sub(_escaped, text)
+    pattern = _UNPRINTABLE_IN_LINES if keep_newlines else _UNPRINTABLE
+    return pattern.sub(_escaped, text)
 
 
 def bounded(value: object, limit: int = LOG_VALUE_LIMIT) -> str | None:
@@ -49,8 +53,3 @@ def bounded(value: object, limit: int = LOG_VALUE_LIMIT) -> str | None:
     if len(text) > limit:
         return f"{printable(text[:limit])}...(cut, {len(text)} characters)"
     return printable(text)
-
-
-def is_printable_name(text: str) -> bool:
-    """True when `text` has no control or format character (a safe id, header or token)."""
-    return not any(unicodedata.category(c) in ("Cc", "Cf") for c in text)

@@ -58,10 +58,15 @@ class OutageLog:
     """
 
     def __init__(
-        self, log: Any, event: str, monotonic: Callable[[], float] = time.monotonic
+        self,
+        log: Any,
+        failed_event: str,
+        recovered_event: str,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._log = log
-        self._event = event
+        self._failed_event = failed_event
+        self._recovered_event = recovered_event
         self._monotonic = monotonic
         self._lock = threading.Lock()
         self._since: float | None = None
@@ -83,7 +88,7 @@ class OutageLog:
             self._items += items
         if first:
             self._log.warning(
-                f"{self._event}.failing",
+                self._failed_event,
                 error=type(error).__name__,
                 detail=str(error)[:300],
                 **fields,
@@ -97,7 +102,7 @@ class OutageLog:
                 return
             self._since, self._failures, self._items = None, 0, 0
         self._log.info(
-            f"{self._event}.recovered",
+            self._recovered_event,
             outage_seconds=round(self._monotonic() - since, 1),
             failed_calls=failures,
             items=items,

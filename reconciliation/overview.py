@@ -4,7 +4,9 @@ Each figure is one bounded, index-driven query, so the overview answers in milli
 million postings in the store: inbox depth by state (the state index), the oldest pending
 delivery (state, received_at), the activity cursors that lag most (one index probe per listed
 holding for its newest posting), the webhook registrations, the last reconciliation pass (its
-watermarks), and active alerts by severity with the age of the oldest.
+watermarks), active alerts by severity with the age of the oldest, and the exceptions to look
+at (`reconciliation.exception_queue`: the report's definition over the unmatched branches only,
+counted up to a cap per stream).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from sqlalchemy import func, nulls_first, select
 from sqlalchemy.orm import Session
 
 from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, SEVERITIES
-from reconciliation.matching.exception_queue import counts as exception_counts
+from reconciliation.exception_queue import counts as exception_counts
 from reconciliation.notifications.inbox import PENDING, QUARANTINED, inbox_depth
 from reconciliation.reconcile import LAST_PASS_AT, LAST_PASS_MILLIS
 from reconciliation.store import watermarks
@@ -91,6 +93,9 @@ class Overview:
     last_pass_millis: int | None
     alerts: list[SeverityCount] = field(default_factory=list)
     exceptions: int = 0
+    #: False when a stream had more unmatched items than the count looks at (`exceptions` is
+    #: then a floor: "at least").
+    exceptions_complete: bool = True
 
     @property
     def active_alerts(self) -> int:
@@ -199,5 +204,6 @@ def read_overview(session: Session, *, now: datetime, grace_seconds: int) -> Ove
         last_pass_at=watermarks.from_millis(last_pass) if last_pass else None,
         last_pass_millis=duration if duration >= 0 else None,
         alerts=_alerts(session),
-        exceptions=sum(sum(row.values()) for row in by_bucket.values()),
+        exceptions=by_bucket.total,
+        exceptions_complete=by_bucket.complete,
     )

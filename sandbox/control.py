@@ -9,6 +9,7 @@ events on demand, the clock, bulk scenarios, and the delivery log. Errors are pl
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from litestar import Request, Response, Router, delete, get, post
@@ -18,6 +19,7 @@ from sandbox.config import ALL_CAPABILITIES, SANDBOX_KEY_PREFIX
 from sandbox.envelopes import GatewayError, json_response
 from sandbox.faults import Fault
 from sandbox.ids import is_uuid
+from sandbox.ledger import CREDIT, append_row, render_entry
 from sandbox.signing import public_key_text
 from sandbox.state import SandboxState
 from sandbox.transfers import OUTCOMES
@@ -181,6 +183,41 @@ def control_router(state: SandboxState) -> Router:
         )
         return json_response({"holdings": holdings}, 201)
 
+    @post("/postings/backdated")
+    async def backdated_posting(request: Request[Any, Any, Any]) -> Response[bytes]:
+        """Post a credit at `postedAt` (or `secondsBefore` now), silently (no webhook): a
+        provider correcting its ledger behind a reader's cursor, which only a full re-read
+        (recon audit) finds."""
+        body = await _body(request)
+        holding_ref = str(body.get("holdingRef", ""))
+        amount = body.get("amountMinorUnits")
+        seconds = body.get("secondsBefore", 3600)
+        if not isinstance(amount, str) or not amount.isdigit() or int(amount) <= 0:
+            raise ControlError(400, "amountMinorUnits must be a string of positive minor units")
+        if not isinstance(seconds, int | float) or seconds <= 0:
+            raise ControlError(400, "secondsBefore must be a positive number of seconds")
+        at = body.get("postedAt")
+        try:
+            at_ms = round(datetime.fromisoformat(at).timestamp() * 1000) if at else None
+        except (TypeError, ValueError) as exc:
+            raise ControlError(400, "postedAt must be an ISO 8601 time with a zone") from exc
+        with state.lock:
+            holding = state.holdings.get(holding_ref)
+            if holding is None:
+                raise ControlError(404, f"no holding {holding_ref}")
+            posted = at_ms if at_ms is not None else state.clock.now_ms() - round(seconds * 1000)
+            row = (
+                posted,
+                state.ids.new_int(),
+                state.ids.new_int(),
+                state.ids.new_int(),
+                int(amount),
+                CREDIT,
+            )
+            append_row(holding, row, 0)
+            entry = render_entry(holding, row)
+        return json_response(entry, 201)
+
     @get("/deliveries")
     async def deliveries(request: Request[Any, Any, Any]) -> Response[bytes]:
         webhook_id = request.query_params.get("webhookId")
@@ -238,6 +275,7 @@ def control_router(state: SandboxState) -> Router:
             kyc_verified,
             add_key,
             bulk,
+            backdated_posting,
             deliveries,
             events,
             public_key,

@@ -21,6 +21,7 @@ import httpx
 import msgspec
 import structlog
 
+from foundation.logs import log_item
 from upstream.calls import Call, Reply
 from upstream.errors import (
     CallInfo,
@@ -289,17 +290,20 @@ class HttpCore:
     def _log(
         self, call: Call, number: int, status: int | None, started: float, error: str | None = None
     ) -> None:
-        log.info(
-            "upstream.request",
-            api=self.api,
-            operation=call.operation,
-            method=call.method,
-            path=self._prefix + call.path,
-            status=status,
-            attempt=number,
-            elapsed_ms=round((time.perf_counter() - started) * 1000, 1),
-            **({"error": error} if error else {}),
-        )
+        fields: dict[str, object] = {
+            "api": self.api,
+            "operation": call.operation,
+            "method": call.method,
+            "path": self._prefix + call.path,
+            "status": status,
+            "attempt": number,
+            "elapsed_ms": round((time.perf_counter() - started) * 1000, 1),
+        }
+        if error or status is None or status >= 400:
+            # A refused or failed request is news; a routine one is a per-item line.
+            log.info("upstream.request", **fields, **({"error": error} if error else {}))
+        else:
+            log_item(log, "upstream.request", **fields)
 
     def _transport_error(self, call: Call, exc: httpx.HTTPError) -> Unavailable:
         """A failure with no HTTP answer. Only a failed connect proves nothing was sent."""

@@ -24,7 +24,7 @@ log = structlog.get_logger(__name__)
 
 #: One line when sending starts failing in this process and one when it works again: during a
 #: Redis restart every call fails, and a warning per call buried everything else.
-_outage: Final = OutageLog(log, "dispatch.enqueue")
+_outage: Final = OutageLog(log, "dispatch.enqueue_failed", "dispatch.enqueue_recovered")
 
 
 class EnqueueError(Exception):

@@ -43,6 +43,7 @@ class Tick:
 def configured_ticks(settings: Settings) -> list[Tick]:
     """Every tick, with its interval from the configuration."""
     from workers.actors import (
+        audit_ledger,
         check_subscription,
         discover_holdings,
         enqueue_activity_polls,
@@ -78,6 +79,7 @@ def configured_ticks(settings: Settings) -> list[Tick]:
         Tick("sweep", settings.schedules.sweep_seconds, sweep.send),
         Tick("reconcile", settings.schedules.reconcile_seconds, reconcile.send),
         Tick("prune", settings.retention.run_seconds, prune.send),
+        Tick("audit_ledger", settings.schedules.audit_seconds, audit_ledger.send),
     ]
 
 

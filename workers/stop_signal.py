@@ -10,10 +10,29 @@ from __future__ import annotations
 
 import signal
 import threading
+from typing import Final
 
 import structlog
 
 log = structlog.get_logger(__name__)
+
+#: Set once this process has been asked to stop. Long-running work (an activity catch-up)
+#: checks it between steps and ends early, giving back its leases, instead of holding them
+#: until the worker's stop timeout or until they expire.
+_stopping: Final = threading.Event()
+
+
+def stopping() -> bool:
+    """Whether this process is stopping (a signal arrived, or a worker is being stopped)."""
+    return _stopping.is_set()
+
+
+def mark_stopping(stop: bool = True) -> None:
+    """Say the process is stopping (True) or, when a worker starts again in it, not (False)."""
+    if stop:
+        _stopping.set()
+    else:
+        _stopping.clear()
 
 
 class StopSignal:
@@ -30,6 +49,7 @@ class StopSignal:
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         log.info("process.stopping", signal=signal.Signals(signum).name)
+        mark_stopping()
         self._stop.set()
 
     def wait(self) -> None:

@@ -19,6 +19,7 @@ from foundation.settings import ConfigError, Settings
 from upstream.activity import MAX_PAGE_SIZE
 from workers.broker import boot, declared_actor_names, install_broker
 from workers.runtime import Runtime, build_runtime, install_runtime, release_runtime
+from workers.stop_signal import mark_stopping
 
 #: Worker threads per process unless told otherwise.
 DEFAULT_THREADS: Final = 8
@@ -47,7 +48,12 @@ class RunningWorker:
     runtime: Runtime
 
     def stop(self, timeout_ms: int = 30_000) -> None:
-        """Let threads finish their message, requeue the rest, release the runtime."""
+        """Let threads finish their message, requeue the rest, release the runtime.
+
+        Long reads are told first (workers.stop_signal), so a catch-up ends after its current
+        page and gives its lease back rather than holding it through the stop timeout.
+        """
+        mark_stopping()
         self.worker.stop(timeout=timeout_ms)
         self.broker.close()
         release_runtime(self.runtime)
@@ -62,6 +68,7 @@ def start_worker(
 ) -> RunningWorker:
     """Install runtime and broker for `settings`, declare the actors and start consuming."""
     check_worker_settings(settings)
+    mark_stopping(False)
     runtime = install_runtime(
         build_runtime(settings, transport=transport, lease_seconds=lease_seconds)
     )

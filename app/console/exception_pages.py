@@ -15,14 +15,15 @@ from app.console import forms
 from app.console.rendering import Outcome, act, back_field, page, policy, read
 from app.console.session import console_guard
 from reconciliation import operator_actions
-from reconciliation.matching.candidates import CandidateError, Explanation, explain
-from reconciliation.matching.exception_queue import (
+from reconciliation.exception_queue import (
     AGE_BUCKETS,
+    COUNT_CAP,
     STREAMS,
     QueueError,
     QueuePage,
     queue_page,
 )
+from reconciliation.matching.candidates import CandidateError, Explanation, explain
 from reconciliation.operator_actions import ActionRefusedError
 from reconciliation.store.types import utcnow
 
@@ -96,6 +97,7 @@ class ExceptionPages(Controller):
             age=age,
             streams=STREAMS,
             buckets=AGE_BUCKETS,
+            cap=COUNT_CAP,
         )
 
     @get("/{kind:str}/{item_id:int}", sync_to_thread=True)

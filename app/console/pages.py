@@ -1,8 +1,16 @@
 """Overview, holdings, reports and the audit trail: read-only pages (a report download is
-recorded in the audit trail)."""
+recorded in the audit trail).
+
+The reports page shows the reconciliation report itself (`build_report`, the one definition of
+every figure) but only for a view that answers at once: one holding over at most
+`ON_PAGE_DAYS`. Over every holding, or a longer window, the report counts every item in it
+(seconds to a minute over a million items), so the page offers it as a download instead and
+says so; the download is the same report, uncapped.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Annotated, Any, Final
 
@@ -31,6 +39,20 @@ AnyRequest = Request[Any, Any, Any]
 
 #: File name extension per report format, for downloads.
 EXTENSIONS: Final = {"text": "txt", "json": "json", "csv": "csv", "html": "html"}
+#: Longest window the page shows the report for (one holding): a week from whichever midnight it
+#: starts at. That much of one holding is read through its indexes in milliseconds (given the
+#: holding indexes on notifications and transfers); longer windows are downloads.
+ON_PAGE_DAYS: Final = 8
+#: The window the page starts with: the last day.
+DEFAULT_DAYS: Final = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ReportView:
+    """The report for the page, or (report None) why the page offers only downloads."""
+
+    report: Report | None
+    reason: str | None
 
 
 def _holdings(session: Session, after: int | None, ref: str | None) -> HoldingList:
@@ -56,6 +78,21 @@ def _report(
         )
     except ReportError as exc:
         raise ValidationException(detail=str(exc)) from None
+
+
+def _on_page(
+    session: Session, since: str | None, until: str | None, holding: str | None, grace: int
+) -> ReportView:
+    """The report when the window is one holding and at most ON_PAGE_DAYS; else why not."""
+    try:
+        window = parse_window(since, until, holding, utcnow())
+    except ReportError as exc:
+        raise ValidationException(detail=str(exc)) from None
+    if window.holding_ref is None:
+        return ReportView(None, "it covers every holding")
+    if window.since is None or window.until - window.since > timedelta(days=ON_PAGE_DAYS):
+        return ReportView(None, f"its window is longer than {ON_PAGE_DAYS} days")
+    return ReportView(_report(session, since, until, holding, grace), None)
 
 
 def _download(
@@ -119,23 +156,30 @@ class ReadPages(Controller):
         until: str | None = None,
         holding: str | None = None,
     ) -> Template:
-        """Choose a window and a holding; the report on the page, and downloads."""
-        default_since = (utcnow() - timedelta(days=7)).date().isoformat()
+        """Choose a window and a holding; the report on the page (one holding, a short
+        window), and downloads of any window."""
+        default_since = (utcnow() - timedelta(days=DEFAULT_DAYS)).replace(microsecond=0)
         chosen = {
-            "since": since if since is not None else default_since,
+            "since": since if since is not None else default_since.isoformat(),
             "until": until or "",
-            "holding": holding or "",
+            "holding": (holding or "").strip(),
         }
-        report = read(
+        view = read(
             request,
-            _report,
+            _on_page,
             chosen["since"] or None,
             until or None,
-            holding or None,
+            chosen["holding"] or None,
             policy(request).notification_grace_seconds,
         )
         return page(
-            request, "reports.html", chosen=chosen, text=render(report, "text"), formats=FORMATS
+            request,
+            "reports.html",
+            chosen=chosen,
+            text=render(view.report, "text") if view.report else None,
+            reason=view.reason,
+            on_page_days=ON_PAGE_DAYS,
+            formats=FORMATS,
         )
 
     @get("/reports/download", sync_to_thread=True)

@@ -32,7 +32,7 @@ class EnqueueRelay:
     def __init__(self, enqueue: Enqueue) -> None:
         self._enqueue = enqueue
         # A broker outage fails every call: one line when it starts, one when it ends.
-        self._outage = OutageLog(log, "inbox.enqueue")
+        self._outage = OutageLog(log, "inbox.enqueue_failed", "inbox.enqueue_recovered")
         self._queue: queue.SimpleQueue[Sequence[int] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 

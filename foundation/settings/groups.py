@@ -329,6 +329,8 @@ class ScheduleSettings:
     sweep_seconds: float
     reconcile_seconds: float
     delivery_grace_seconds: float
+    # The audit of every holding's postings against the gateway (recon audit): daily.
+    audit_seconds: float = 86_400.0
 
     @classmethod
     def from_env(cls, r: EnvReader) -> ScheduleSettings:
@@ -351,6 +353,7 @@ class ScheduleSettings:
             sweep_seconds=r.seconds("RECON_SWEEP_SECONDS", 30.0),
             reconcile_seconds=r.seconds("RECON_RECONCILE_SECONDS", 30.0),
             delivery_grace_seconds=r.seconds("RECON_DELIVERY_GRACE_SECONDS", 60.0),
+            audit_seconds=r.seconds("RECON_AUDIT_SECONDS", 86_400.0),
         )
 
 
@@ -398,17 +401,28 @@ class AlertSettings:
 
 @dataclass(frozen=True, slots=True)
 class LogSettings:
-    """Log format (JSON lines off a terminal) and level."""
+    """Log format (JSON lines off a terminal), level, and the sampled share of per-item lines."""
 
     format: str
     level: str
+    item_sample: float
 
     @classmethod
     def from_env(cls, r: EnvReader) -> LogSettings:
         return cls(
             format=r.choice("RECON_LOG_FORMAT", "auto", ("auto", "json", "console")),
             level=r.choice("RECON_LOG_LEVEL", "info", ("debug", "info", "warning", "error")),
+            item_sample=r.convert(
+                "RECON_LOG_ITEM_SAMPLE", 0.0, _share, "a share from 0 to 1, e.g. 0.01"
+            ),
         )
+
+
+def _share(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(text)
+    return value
 
 
 @dataclass(frozen=True, slots=True)

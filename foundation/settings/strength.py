@@ -16,7 +16,15 @@ from foundation.settings._env import ConfigError, EnvReader
 #: Admin tokens shipped in our own files (the Makefile, the demo, the docs): anyone who has
 #: read them knows these, so they are refused against a live provider.
 KNOWN_DEMO_ADMIN_TOKENS: Final = frozenset(
-    {"demo-admin-token-change-me", "change-me", "changeme", "admin", "secret", "token"}
+    {
+        "demo-admin-token-change-me",
+        "replace_with_a_long_random_token",
+        "change-me",
+        "changeme",
+        "admin",
+        "secret",
+        "token",
+    }
 )
 
 #: Shortest admin token accepted against a live provider: 32 characters of

@@ -12,7 +12,7 @@ import click
 from foundation.readable import moment, moment_and_age, time_ago, words
 from recon.cli.reconcile_commands import open_store
 from recon.cli.startup import fail, settings_or_exit
-from recon.cli.terminal import output_width
+from recon.cli.terminal import output_width, say
 
 
 @click.group()
@@ -119,14 +119,14 @@ def list_command(
             )
         ]
     if as_json:
-        click.echo(json.dumps(found, indent=2))
+        say(json.dumps(found, indent=2))
         return
     if not found:
-        click.echo("no alerts")
+        say("no alerts")
         return
     columns = output_width(width)
     lines = pipe_lines(found) if columns is None else terminal_lines(found, columns, utcnow())
-    click.echo("\n".join(lines))
+    say("\n".join(lines))
 
 
 def _change(alert_id: int, by: str, note: str | None, *, resolve: bool) -> None:
@@ -140,7 +140,7 @@ def _change(alert_id: int, by: str, note: str | None, *, resolve: bool) -> None:
             session.commit()
         except AlertError as exc:
             fail(str(exc))
-        click.echo(f"alert {alert.id} is {alert.state}")
+        say(f"alert {alert.id} is {alert.state}")
 
 
 @alerts.command()

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, TypeVar
 import click
 
 from recon.cli.startup import fail, settings_or_exit
+from recon.cli.terminal import say
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -16,6 +17,10 @@ if TYPE_CHECKING:
     from foundation.settings import Settings
 
 T = TypeVar("T")
+
+#: Largest row id the store holds (reconciliation.notifications.inbox.MAX_ROW_ID, not imported
+#: here to keep the command's start-up light): a larger one is a usage error, not a traceback.
+ROW_ID_LIMIT = 2**63 - 1
 
 
 @contextmanager
@@ -73,10 +78,10 @@ def list_deliveries(
         items = [summarise(row) for row in page.items]
     if as_json:
         out = DeliveryPageOut(items=items, next_cursor=page.next_cursor)
-        click.echo(msgspec.json.encode(out).decode())
+        say(msgspec.json.encode(out).decode())
         return
     if not items:
-        click.echo("no deliveries match")
+        say("no deliveries match")
         return
     header = ("row", "delivery id", "event", "state", "received", "attempts", "error")
     table = [header]
@@ -94,13 +99,13 @@ def list_deliveries(
         )
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     for r in table:
-        click.echo("  ".join(cell.ljust(width) for cell, width in zip(r, widths, strict=True)))
+        say("  ".join(cell.ljust(width) for cell, width in zip(r, widths, strict=True)))
     if page.next_cursor:
-        click.echo(f"\nnext page: recon deliveries list --cursor {page.next_cursor}")
+        say(f"\nnext page: recon deliveries list --cursor {page.next_cursor}")
 
 
 @deliveries.command()
-@click.argument("row_id", type=int)
+@click.argument("row_id", type=click.IntRange(1, ROW_ID_LIMIT))
 @click.option(
     "--json", "as_json", is_flag=True, help="One JSON document (body as text and base64)."
 )
@@ -118,21 +123,21 @@ def show(row_id: int, as_json: bool) -> None:
             fail(f"no delivery with row id {row_id}: see `recon deliveries list`")
         shown = detail(row)
     if as_json:
-        click.echo(msgspec.json.encode(shown).decode())
+        say(msgspec.json.encode(shown).decode())
         return
     d = shown.delivery
-    click.echo(f"row {d.id}  delivery {d.delivery_id}  {d.event_type or '-'}  {d.state}")
-    click.echo(f"received {d.received_at.isoformat()}  scheme {d.scheme}  attempts {d.attempts}")
+    say(f"row {d.id}  delivery {d.delivery_id}  {d.event_type or '-'}  {d.state}")
+    say(f"received {d.received_at.isoformat()}  scheme {d.scheme}  attempts {d.attempts}")
     if d.error:
-        click.echo(f"error: {d.error}")
+        say(f"error: {d.error}")
     for name, value in sorted(shown.headers.items()):
-        click.echo(f"{name}: {value}")
-    click.echo(f"body ({d.body_bytes} bytes, sha256 {shown.body_sha256}):")
-    click.echo(shown.body if shown.body is not None else f"(not UTF-8) base64 {shown.body_base64}")
+        say(f"{name}: {value}")
+    say(f"body ({d.body_bytes} bytes, sha256 {shown.body_sha256}):")
+    say(shown.body if shown.body is not None else f"(not UTF-8) base64 {shown.body_base64}")
 
 
 @deliveries.command()
-@click.argument("row_id", type=int, required=False)
+@click.argument("row_id", type=click.IntRange(1, ROW_ID_LIMIT), required=False)
 @click.option(
     "--quarantined",
     is_flag=True,
@@ -173,7 +178,7 @@ def replay(row_id: int | None, quarantined: bool, pending: bool, limit: int, as_
         row = _checked(lambda: inbox.reset_for_replay(session, row_id))
         delivery_id = row.delivery_id
     what = f"delivery {delivery_id} (row {row_id}) is pending again"
-    click.echo(f"{what}{_enqueued(delivery_enqueue(settings), [row_id])}")
+    say(f"{what}{_enqueued(delivery_enqueue(settings), [row_id])}")
 
 
 def _replay_bulk(settings: Settings, state: str, limit: int, as_json: bool) -> None:
@@ -188,11 +193,11 @@ def _replay_bulk(settings: Settings, state: str, limit: int, as_json: bool) -> N
         done = _checked(lambda: inbox.replay_deliveries(session, state=state, limit=limit))
     sent = _enqueued(delivery_enqueue(settings), done.row_ids) if done.row_ids else ""
     if as_json:
-        click.echo(msgspec.json.encode(replay_summary(done)).decode())
+        say(msgspec.json.encode(replay_summary(done)).decode())
         return
-    click.echo(f"{len(done.row_ids)} {state} deliveries are pending again{sent}")
+    say(f"{len(done.row_ids)} {state} deliveries are pending again{sent}")
     if done.remaining:
-        click.echo(f"{done.remaining} more remain: run the command again")
+        say(f"{done.remaining} more remain: run the command again")
 
 
 def _enqueued(enqueue: Callable[[Sequence[int]], None] | None, row_ids: list[int]) -> str:

@@ -17,6 +17,7 @@ from recon.cli.provider_commands import (
     provider_errors,
     provider_settings,
 )
+from recon.cli.terminal import say
 from upstream import StaleGuard
 from upstream.gateway import RESUME_REASONS, SUSPEND_REASONS
 from upstream.wire.endpoints import Endpoint
@@ -38,11 +39,11 @@ def endpoints_list() -> None:
             count += 1
             summary = row.locator_summary
             locators = ", ".join(summary.forms) if summary and summary.forms else "no locator"
-            click.echo(
+            say(
                 f"{row.endpoint_ref}  {row.family}  account {row.account_ref}  "
                 f"{row.unit or '-'}  receive={row.capability_posture.receive or '-'}  {locators}"
             )
-    click.echo(f"{count} endpoint(s)")
+    say(f"{count} endpoint(s)")
 
 
 def _describe(ep: Endpoint) -> list[str]:
@@ -68,7 +69,7 @@ def endpoints_show(endpoint_ref: uuid.UUID) -> None:
         read = client.get_programmable_endpoint(endpoint_ref).value
     if read.endpoint is None:
         exit_with(EXIT_REFUSED, f"endpoint {endpoint_ref}: {read.kind.replace('_', ' ')}")
-    click.echo("\n".join(_describe(read.endpoint)))
+    say("\n".join(_describe(read.endpoint)))
 
 
 @endpoints.command("readiness")
@@ -81,7 +82,7 @@ def endpoints_readiness(endpoint_ref: uuid.UUID) -> None:
     if ready.kind != "found":
         exit_with(EXIT_REFUSED, f"endpoint {endpoint_ref}: {ready.kind.replace('_', ' ')}")
     for fam in ready.operation_families:
-        click.echo(f"{fam.family:<30} {fam.status:<8} {', '.join(fam.reason_codes)}")
+        say(f"{fam.family:<30} {fam.status:<8} {', '.join(fam.reason_codes)}")
 
 
 def _lifecycle(endpoint_ref: uuid.UUID, operation: str, reason: str) -> None:
@@ -98,10 +99,10 @@ def _lifecycle(endpoint_ref: uuid.UUID, operation: str, reason: str) -> None:
             exit_with(EXIT_REFUSED, f"{exc} Run the command again to act on the new state.")
     if isinstance(result, WriteReplayed):
         # The gateway took this command in before (same key): nothing was applied twice.
-        click.echo(f"{operation}: endpoint {endpoint_ref} already done earlier [replayed]")
+        say(f"{operation}: endpoint {endpoint_ref} already done earlier [replayed]")
         return
     a = result.value
-    click.echo(
+    say(
         f"{operation}: endpoint {endpoint_ref} {a.previous_posture} -> {a.current_posture} "
         f"(state version {a.previous_state_version} -> {a.current_state_version}, {reason})"
         + (" [replayed]" if a.replayed else "")

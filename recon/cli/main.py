@@ -63,6 +63,7 @@ def _register() -> None:
         "recon.cli.prune_commands",
         "recon.cli.alert_commands",
         "recon.cli.report_commands",
+        "recon.cli.audit_commands",
         "recon.cli.demo_commands",
     ):
         _add_module_commands(name)

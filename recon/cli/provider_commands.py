@@ -26,6 +26,7 @@ import click
 
 from foundation.settings import Settings
 from recon.cli.startup import fail, settings_or_exit
+from recon.cli.terminal import say
 from upstream import (
     CompanyClient,
     Forbidden,
@@ -46,7 +47,7 @@ CLI_RETRY = RetryPolicy(max_attempts=4, base_delay=0.2, max_delay=2.0, deadline=
 
 
 def exit_with(code: int, message: str) -> NoReturn:
-    click.echo(f"recon: {message}", err=True)
+    say(f"recon: {message}", err=True)
     sys.exit(code)
 
 
@@ -222,7 +223,7 @@ def check(account_number: str) -> None:
     company_ok, company_lines = _check_company(settings, account_number)
     gateway_ok, gateway_lines = _check_gateway(settings)
     verdict, code = _verdict(company_ok, gateway_ok)
-    click.echo("\n".join([f"verdict: {verdict}", *company_lines, *gateway_lines]))
+    say("\n".join([f"verdict: {verdict}", *company_lines, *gateway_lines]))
     if code:
         sys.exit(code)
 

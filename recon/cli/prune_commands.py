@@ -56,7 +56,9 @@ def prune(dry_run: bool, archive_dir: Path | None, as_json: bool) -> None:
         click.echo(f"  {kind}: older than {cutoff}")
     for path in summary["archived"]:
         click.echo(f"archived to {path}")
-    click.echo(f"took {summary['seconds']:.2f}s" + ("; nothing was removed (dry run)" if dry_run else ""))
+    click.echo(
+        f"took {summary['seconds']:.2f}s" + ("; nothing was removed (dry run)" if dry_run else "")
+    )
 
 
 COMMANDS = [prune]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from recon.cli.startup import existing_store, fail, settings_or_exit
+from recon.cli.terminal import say
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -79,16 +80,16 @@ class RichProgress:
 def _print_result(result: Any, as_json: bool) -> None:
     summary = result.as_dict()
     if as_json:
-        click.echo(json.dumps(summary, indent=2))
+        say(json.dumps(summary, indent=2))
         return
     verb = "would match" if result.dry_run else "matched"
     rules = summary["matchedByRule"] or {"(nothing)": 0}
-    click.echo(f"{verb}: " + ", ".join(f"{rule} {n}" for rule, n in rules.items()))
+    say(f"{verb}: " + ", ".join(f"{rule} {n}" for rule, n in rules.items()))
     if summary["transfersAttached"]:
-        click.echo(f"transfers attached to earlier matches: {summary['transfersAttached']}")
-    click.echo(f"ambiguous (left for a person): {summary['ambiguities']}")
+        say(f"transfers attached to earlier matches: {summary['transfersAttached']}")
+    say(f"ambiguous (left for a person): {summary['ambiguities']}")
     for row in summary["sample"]:
-        click.echo(
+        say(
             f"  {row['rule']:<22} posting {row['posting']} transfer {row['transfer']} "
             f"notification {row['notification']}"
         )
@@ -99,13 +100,13 @@ def _print_result(result: Any, as_json: bool) -> None:
         ("resolved", "alertsResolved"),
     ):
         if summary[key]:
-            click.echo(f"alerts {label}: {len(summary[key])}")
+            say(f"alerts {label}: {len(summary[key])}")
             for fp in summary[key][:20]:
-                click.echo(f"  {fp}")
+                say(f"  {fp}")
     if summary["alertsHeldBack"]:
-        click.echo(f"alerts held back by the per-pass cap: {summary['alertsHeldBack']}")
+        say(f"alerts held back by the per-pass cap: {summary['alertsHeldBack']}")
     seconds = ", ".join(f"{k} {v:.2f}s" for k, v in summary["seconds"].items())
-    click.echo(f"took {seconds}" + ("; nothing was written (dry run)" if result.dry_run else ""))
+    say(f"took {seconds}" + ("; nothing was written (dry run)" if result.dry_run else ""))
 
 
 @click.command()
@@ -166,7 +167,7 @@ def match(
             session.commit()
         except ManualMatchError as exc:
             fail(str(exc))
-        click.echo("matched: " + ", ".join(f"match {r.id}" for r in rows))
+        say("matched: " + ", ".join(f"match {r.id}" for r in rows))
 
 
 @click.command()
@@ -184,7 +185,7 @@ def unmatch(match_id: int, by: str, reason: str) -> None:
             session.commit()
         except ManualMatchError as exc:
             fail(str(exc))
-        click.echo(f"unmatched: match {match_id}")
+        say(f"unmatched: match {match_id}")
 
 
 COMMANDS = [reconcile, match, unmatch]

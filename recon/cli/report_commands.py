@@ -6,9 +6,10 @@ from pathlib import Path
 
 import click
 
+from recon.cli.output_file import OutputFileError, is_stdout, write_atomically
 from recon.cli.reconcile_commands import open_store
 from recon.cli.startup import fail, settings_or_exit
-from recon.cli.terminal import output_width
+from recon.cli.terminal import output_width, say
 
 
 @click.command()
@@ -24,8 +25,8 @@ from recon.cli.terminal import output_width
 )
 @click.option(
     "--output",
-    type=click.Path(dir_okay=False, writable=True, path_type=Path),
-    help="Write to this file instead of standard output.",
+    type=click.Path(path_type=Path),
+    help="Write to this file (replaced in one step; '-' is standard output).",
 )
 @click.option(
     "--width",
@@ -53,13 +54,18 @@ def report(
             )
     except ReportError as exc:
         fail(str(exc))
+    if output is not None and is_stdout(output):
+        output = None
     columns = width if output is not None else output_width(width)
     text = render(built, report_format, width=columns)
     if output is None:
         click.echo(text, nl=False)
         return
-    output.write_text(text, encoding="utf-8")
-    click.echo(f"wrote {output} ({report_format}, {len(text.encode()):,} bytes)")
+    try:
+        size = write_atomically(output, text)
+    except OutputFileError as exc:
+        fail(str(exc))
+    say(f"wrote {output} ({report_format}, {size:,} bytes)")
 
 
 COMMANDS = [report]

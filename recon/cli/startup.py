@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from foundation.printable import printable
 from foundation.settings import ConfigError, Settings, load_settings, mask_url_password
 
 if TYPE_CHECKING:
@@ -55,7 +56,8 @@ def cli_options() -> CliOptions:
 def fail(message: str) -> NoReturn:
     """End the command with one line per problem, for what the operator must fix outside recon."""
     for line in message.splitlines() or [""]:
-        click.echo(f"recon: {line}", err=True)
+        # A message may quote what it refuses (an id, a path): shown, never obeyed.
+        click.echo(f"recon: {printable(line)}", err=True)
     sys.exit(EXIT_CONFIG)
 
 
@@ -98,7 +100,9 @@ def apply_env_file(path: Path) -> None:
 # -- settings and logging -----------------------------------------------------------------------
 
 
-def configure_command_logging(log_format: str, configured_level: str, *, serves: bool) -> None:
+def configure_command_logging(
+    log_format: str, configured_level: str, *, serves: bool, item_sample: float = 0.0
+) -> None:
     """Logs to stderr: a serving process at its configured level, a command quieter."""
     from foundation.logs import configure_logging
 
@@ -108,7 +112,7 @@ def configure_command_logging(log_format: str, configured_level: str, *, serves:
         level = "warning"
     if verbose and configured_level in ("warning", "error"):
         level = "info"
-    configure_logging(log_format, level)
+    configure_logging(log_format, level, item_sample)
     quiet = not serves and not verbose
     for name in CHATTY_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR if quiet else logging.NOTSET)
@@ -125,7 +129,12 @@ def settings_or_exit(*, keeps_secrets: bool = False, serves: bool = False) -> Se
         settings = load_settings()
     except ConfigError as exc:
         fail(str(exc))
-    configure_command_logging(settings.logs.format, settings.logs.level, serves=serves)
+    configure_command_logging(
+        settings.logs.format,
+        settings.logs.level,
+        serves=serves,
+        item_sample=settings.logs.item_sample,
+    )
     if keeps_secrets:
         settings = with_secret_keys(settings)
     _register_secrets(settings)

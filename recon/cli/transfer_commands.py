@@ -33,6 +33,7 @@ from recon.cli.provider_commands import (
     provider_errors,
     provider_settings,
 )
+from recon.cli.terminal import say
 from reconciliation.transfers.intents import DENIED
 from reconciliation.transfers.requests import request_transfer, track_transfer
 from upstream import (
@@ -130,18 +131,18 @@ def transfer_create(source: HoldingAddress, to: HoldingAddress, amount: int, cur
     match creation:
         case TransferAccepted():
             t = creation.transfer
-            click.echo(f"accepted: transfer {t.transfer_ref} {t.stage} (revision {t.revision})")
+            say(f"accepted: transfer {t.transfer_ref} {t.stage} (revision {t.revision})")
         case TransferReplayed():
-            click.echo(f"already sent: the gateway replayed transfer {done.transfer_ref}")
+            say(f"already sent: the gateway replayed transfer {done.transfer_ref}")
         case TransferDenied():
-            click.echo(f"denied: transfer {done.transfer_ref}: {done.denial_reason or 'no reason'}")
-    click.echo(f"idempotency key: {done.idempotency_key}")
+            say(f"denied: transfer {done.transfer_ref}: {done.denial_reason or 'no reason'}")
+    say(f"idempotency key: {done.idempotency_key}")
     if creation is not None and creation.evidence:
-        click.echo(f"receipts: {_receipts(creation.evidence)}")
+        say(f"receipts: {_receipts(creation.evidence)}")
     if done.outcome != DENIED:
-        click.echo("recorded: the workers poll it until its status is terminal")
+        say("recorded: the workers poll it until its status is terminal")
     else:
-        click.echo("recorded: denied transfers are terminal at once")
+        say("recorded: denied transfers are terminal at once")
         sys.exit(EXIT_REFUSED)
 
 
@@ -153,16 +154,14 @@ def transfer_track(transfer_ref: uuid.UUID) -> None:
     with _gateway_and_store(provider_settings()) as (client, sessions):
         tracked = track_transfer(client, sessions, transfer_ref)
     if tracked.newly_tracked:
-        click.echo(f"tracking: transfer {tracked.transfer_ref} (origin {tracked.origin})")
+        say(f"tracking: transfer {tracked.transfer_ref} (origin {tracked.origin})")
     else:
-        click.echo(f"already followed: transfer {tracked.transfer_ref} (origin {tracked.origin})")
+        say(f"already followed: transfer {tracked.transfer_ref} (origin {tracked.origin})")
     if tracked.is_terminal:
         ok = "successful" if tracked.is_successful else "not successful"
-        click.echo(f"status: {tracked.status}; terminal, {ok}")
+        say(f"status: {tracked.status}; terminal, {ok}")
     else:
-        click.echo(
-            f"status: {tracked.status or 'not read yet'}; the workers poll it until terminal"
-        )
+        say(f"status: {tracked.status or 'not read yet'}; the workers poll it until terminal")
 
 
 @transfer.command("quote")
@@ -172,13 +171,13 @@ def transfer_quote(source: HoldingAddress, to: HoldingAddress, amount: int, curr
     """Quote fees and totals for a transfer; reserves nothing."""
     with gateway_client(provider_settings()) as client:
         quote = client.quote_transfer(_transfer_request(source, to, amount, currency)).value
-    click.echo(f"quote basis: {quote.quote_basis_transfer_ref}")
-    click.echo(f"amount: {quote.amount_minor_units} {quote.value_unit} (minor units)")
+    say(f"quote basis: {quote.quote_basis_transfer_ref}")
+    say(f"amount: {quote.amount_minor_units} {quote.value_unit} (minor units)")
     if quote.no_fee_reason:
-        click.echo(f"fees: none ({quote.no_fee_reason})")
+        say(f"fees: none ({quote.no_fee_reason})")
     for label, items in (("totals", quote.totals), ("lines", quote.lines)):
         for item in items:
-            click.echo(f"{label}: {item}")
+            say(f"{label}: {item}")
 
 
 @transfer.command("status")
@@ -191,10 +190,10 @@ def transfer_status(transfer_ref: uuid.UUID) -> None:
     s = result.value
     done = "terminal" if s.is_terminal else "not terminal yet"
     ok = "successful" if s.is_successful else "not successful"
-    click.echo(f"transfer {s.transfer_ref}: {s.status} ({s.reason or '-'}); {done}, {ok}")
-    click.echo(f"revision: {s.revision}")
+    say(f"transfer {s.transfer_ref}: {s.status} ({s.reason or '-'}); {done}, {ok}")
+    say(f"revision: {s.revision}")
     if s.fees is not None:
-        click.echo(f"fees: {s.fees.status} ({s.fees.reason or '-'})")
+        say(f"fees: {s.fees.status} ({s.fees.reason or '-'})")
 
 
 # -- recon credit -----------------------------------------------------------------------------
@@ -227,13 +226,13 @@ def credit_simulate(to: HoldingAddress, amount: int, currency: str) -> None:
         )
     if isinstance(result, WriteReplayed):
         made = f" {result.subject_ref}" if result.subject_ref else ""
-        click.echo(f"already sent: the gateway replayed simulation{made}; nothing credited twice")
-        click.echo(f"idempotency key: {result.idempotency_key}")
+        say(f"already sent: the gateway replayed simulation{made}; nothing credited twice")
+        say(f"idempotency key: {result.idempotency_key}")
         return
     sim = result.value
-    click.echo(f"accepted: simulation {sim.simulation_ref} {sim.stage}")
-    click.echo(f"posting receipt: {sim.accounts_posting_receipt_ref}")
-    click.echo(f"idempotency key: {result.idempotency_key}")
+    say(f"accepted: simulation {sim.simulation_ref} {sim.stage}")
+    say(f"posting receipt: {sim.accounts_posting_receipt_ref}")
+    say(f"idempotency key: {result.idempotency_key}")
 
 
 COMMANDS = [transfer, credit]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, TypeVar
 import click
 
 from recon.cli.startup import existing_store, fail, settings_or_exit
+from recon.cli.terminal import say
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -71,11 +72,9 @@ def register(wait: float) -> None:
             )
         )
     if result.created:
-        click.echo(f"registered webhook {result.webhook_id} -> {result.url} ({result.status})")
+        say(f"registered webhook {result.webhook_id} -> {result.url} ({result.status})")
     else:
-        click.echo(
-            f"already registered: webhook {result.webhook_id} -> {result.url} ({result.status})"
-        )
+        say(f"already registered: webhook {result.webhook_id} -> {result.url} ({result.status})")
 
 
 @webhooks.command("list")
@@ -93,13 +92,13 @@ def list_webhooks() -> None:
             try:
                 sync_webhooks(settings, factory, client)
             except ProviderError as exc:
-                click.echo(f"(showing the stored view: the company API failed: {exc})", err=True)
+                say(f"(showing the stored view: the company API failed: {exc})", err=True)
             with transaction(factory) as session:
                 return list_subscriptions(session), secret_counts(session)
 
         rows, counts = _run(read)
     if not rows:
-        click.echo("no webhook known yet: run `recon webhooks register`")
+        say("no webhook known yet: run `recon webhooks register`")
         return
     header = (
         "webhook",
@@ -135,14 +134,12 @@ def list_webhooks() -> None:
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     for r in table:
         cells = (cell.ljust(width) for cell, width in zip(r, widths, strict=True))
-        click.echo("  ".join(cells).rstrip())
+        say("  ".join(cells).rstrip())
     pending = counts.get(None, 0)
     if pending:
-        click.echo(f"\n{pending} secret(s) stored by an unfinished registration are accepted too")
+        say(f"\n{pending} secret(s) stored by an unfinished registration are accepted too")
     if settings.webhooks.secrets:
-        click.echo(
-            f"{len(settings.webhooks.secrets)} secret(s) from RECON_WEBHOOK_SECRETS accepted"
-        )
+        say(f"{len(settings.webhooks.secrets)} secret(s) from RECON_WEBHOOK_SECRETS accepted")
 
 
 @webhooks.command()
@@ -161,7 +158,7 @@ def rotate(wait: float) -> None:
             )
         )
     hours = settings.webhooks.rotation_overlap_seconds / 3600
-    click.echo(
+    say(
         f"registered webhook {result.webhook_id} -> {result.url} with a new secret; the old "
         f"secrets stay accepted for {hours:g} h. The company API cannot deactivate the old "
         "webhook: deactivate it in the provider's dashboard (or let the provider suspend it once "

@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from sqlalchemy import Table, case, func, or_, select, text
+from sqlalchemy import Table, case, func, literal, or_, select, text
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.schema import CreateTableAs
 
@@ -35,6 +35,7 @@ from reconciliation.store.models import (
     Holding,
     Posting,
 )
+from reconciliation.store.types import UTCDateTime
 
 #: balanceEffect that raises a balance; every other effect lowers it.
 INCREASE: Final = "increase"
@@ -44,6 +45,9 @@ snapshots: Table = BalanceSnapshot.__table__  # type: ignore[assignment]
 checks: Table = BalanceCheck.__table__  # type: ignore[assignment]
 holdings: Table = Holding.__table__  # type: ignore[assignment]
 cursors: Table = ActivityCursor.__table__  # type: ignore[assignment]
+
+#: Earlier than any posting: the lower bound of a holding never checked before.
+NEVER: Final = literal(datetime(1970, 1, 1, tzinfo=UTC), UTCDateTime())
 
 SIGNED = case(
     (postings.c.effect == INCREASE, postings.c.amount_minor), else_=-postings.c.amount_minor
@@ -164,16 +168,20 @@ def _sums(session: Session, basis: Table) -> list[tuple[int, int]]:
     p, b = postings, basis
     ready = b.c.caught_up == 1
     joined = p.join(b, p.c.holding_id == b.c.holding_id)
-    forward = (
-        select(b.c.holding_id, func.sum(SIGNED))
-        .select_from(joined)
+    # Per holding, one correlated sum over its postings between the two snapshots: always an
+    # index range on (holding_id, posted_at), however long the history. (As a join, the planner
+    # cannot tell how narrow each holding's range is and hashes the whole postings table.)
+    between = (
+        select(func.sum(SIGNED))
         .where(
-            ready,
+            p.c.holding_id == b.c.holding_id,
             p.c.posted_at <= b.c.observed_at,
-            or_(b.c.prev_observed_at.is_(None), p.c.posted_at > b.c.prev_observed_at),
-            or_(b.c.prev_observed_at.is_(None), b.c.prev_observed_at < b.c.observed_at),
+            p.c.posted_at > func.coalesce(b.c.prev_observed_at, NEVER),
         )
-        .group_by(b.c.holding_id)
+        .scalar_subquery()
+    )
+    forward = select(b.c.holding_id, between).where(
+        ready, or_(b.c.prev_observed_at.is_(None), b.c.prev_observed_at < b.c.observed_at)
     )
     rows = [(int(h), int(a or 0)) for h, a in session.execute(forward)]
     floor = session.execute(

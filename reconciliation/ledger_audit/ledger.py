@@ -25,9 +25,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from reconciliation.store.models import ActivityCursor, Posting
-from upstream.activity import OLDEST_FIRST
+from upstream.activity import OLDEST_FIRST, ActivityPage
 from upstream.activity import ActivityCursor as WireCursor
-from upstream.activity import ActivityPage
 from upstream.activity_walk import ActivityReader, PagingTerms, ReadPosition
 
 #: `fetch(cursor, page_size, direction)`: one activity request (the gateway client's).

@@ -18,6 +18,7 @@ from sqlalchemy import (
     ColumnElement,
     Select,
     Table,
+    exists,
     func,
     insert,
     literal,
@@ -86,8 +87,27 @@ def attach_transfers(session: Session) -> set[int]:
     return attached
 
 
-def failure_candidates(anchor: ColumnElement[bool]) -> Select[tuple[int, int, int]]:
-    t, n = transfers, notifications
+def failure_candidates(
+    anchor: ColumnElement[bool], unseen_after: int | None = None
+) -> Select[tuple[int, int, int]]:
+    """Failed transfers `anchor` selects, each with its TRANSACTION_FAILED notifications.
+
+    A notification already matched (by a person, or by an earlier pass) is no candidate. Only
+    one a pass has seen can be: the rules before this one match posted events only, and a
+    person can only match what a pass has seen. So with `unseen_after` (the notifications'
+    watermark) the check is skipped for newer ones, and a full pass does not read every match
+    row it has just written to find none of them.
+    """
+    t, n, m = transfers, notifications, matches
+    unmatched = ~active_row("notification", n.c.id)
+    if unseen_after is not None:
+        # Said on the match rows' side, so the planner reads only rows naming seen notifications
+        # (none at all in a first pass) instead of hashing every row the pass has written.
+        unmatched = ~exists().where(
+            m.c.notification_id == n.c.id,
+            m.c.notification_id <= unseen_after,
+            m.c.unmatched_at.is_(None),
+        )
     return (
         select(
             t.c.id.label("transfer_id"),
@@ -103,15 +123,21 @@ def failure_candidates(anchor: ColumnElement[bool]) -> Select[tuple[int, int, in
             t.c.status != STATUS_DENIED,
             n.c.event_type.in_(FAILED_EVENTS),
             n.c.match_status != EXCEPTION,
-            ~active_row("notification", n.c.id),
+            unmatched,
         )
     )
 
 
-def match_failures(session: Session, anchor: ColumnElement[bool], now: datetime) -> MatchTally:
+def match_failures(
+    session: Session,
+    anchor: ColumnElement[bool],
+    now: datetime,
+    unseen_after: int | None = None,
+) -> MatchTally:
     """Failed transfers `anchor` selects, with their one TRANSACTION_FAILED notification."""
     tally = MatchTally()
-    with candidate_table(session, "failure_candidates", failure_candidates(anchor)) as cand:
+    query = failure_candidates(anchor, unseen_after)
+    with candidate_table(session, "failure_candidates", query) as cand:
         session.execute(
             insert(matches).from_select(
                 [

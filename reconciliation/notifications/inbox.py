@@ -241,15 +241,27 @@ class DeliveryPage:
     next_cursor: str | None
 
 
+#: Largest row id either database holds (a signed 64-bit integer). A larger number in a cursor
+#: or a path would overflow the driver's parameter and answer 500 instead of a clear 400.
+MAX_ROW_ID: Final = 2**63 - 1
+
+
+def checked_row_id(row_id: int, what: str = "row id") -> int:
+    """`row_id` if a row could have it; a ValueError naming the range otherwise."""
+    if not 1 <= row_id <= MAX_ROW_ID:
+        raise ValueError(f"{what} {row_id} is out of range: row ids run from 1 to {MAX_ROW_ID}")
+    return row_id
+
+
 def parse_cursor(cursor: str | None) -> int | None:
     """The row id a cursor stands for; a ValueError that says what a cursor looks like."""
     if cursor is None or cursor == "":
         return None
-    if not cursor.isdigit():
+    if not cursor.isascii() or not cursor.isdigit() or len(cursor) > len(str(MAX_ROW_ID)):
         raise ValueError(
-            f"cursor {cursor!r} is not valid: pass back the next_cursor of the previous page"
+            f"cursor {cursor[:40]!r} is not valid: pass back the next_cursor of the previous page"
         )
-    return int(cursor)
+    return checked_row_id(int(cursor), "cursor")
 
 
 def list_deliveries(

@@ -24,7 +24,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Final
 
 from sqlalchemy import or_, select, update
@@ -37,6 +37,7 @@ from reconciliation.notifications.shape_alerts import (
     resolve_cleared,
     shape_problem_fingerprint,
 )
+from reconciliation.store import watermarks
 from reconciliation.store.models import Delivery, Notification, Transfer
 from reconciliation.store.write_statements import insert_ignoring_conflicts
 from upstream.webhooks.payloads import (
@@ -51,6 +52,11 @@ __all__ = ["MONEY_EVENTS", "ORIGIN_NOTIFIED", "ProcessOutcome", "process_deliver
 
 #: How a transfer row first learned of a transfer named by a notification.
 ORIGIN_NOTIFIED: Final = "notified"
+
+#: Watermarks of the sweep's re-send round (see ResendMark): the highest delivery row id sent,
+#: and when the round began, in milliseconds.
+RESENT_THROUGH: Final = "sweep.deliveries.resent_through"
+RESEND_ROUND_STARTED: Final = "sweep.deliveries.round_started_ms"
 
 #: Every built-in shape in the default order: what a caller without settings reads with.
 DEFAULT_READER: Final = configured_reader()
@@ -114,6 +120,8 @@ def process_deliveries(
     earlier_problems = {row.shape_problem for row in claimed if row.shape_problem}
     problems: dict[str, ShapeProblem] = {}
     notified = _notified_by(session, [row.delivery_id for row in claimed])
+    fresh: list[Notification] = []
+    done: list[dict[str, object]] = []
     for row in sorted(claimed, key=lambda r: r.id):
         result = reader.read(row.body, row.headers or {})
         if isinstance(result, DeliveryNotUnderstood):
@@ -134,22 +142,27 @@ def process_deliveries(
             continue
         if row.id not in earlier:
             # A replayed delivery keeps the notification it already produced.
-            session.add(_notification(row.id, row.delivery_id, result, now))
+            fresh.append(_notification(row.id, row.delivery_id, result, now))
             earlier.add(row.id)
-        session.execute(
-            update(Delivery)
-            .where(Delivery.id == row.id)
-            .values(
-                state=PROCESSED,
-                processed_at=now,
-                error=None,
-                event_type=result.event_type,
-                shape_problem=None,
-            )
+        done.append(
+            {
+                "id": row.id,
+                "state": PROCESSED,
+                "processed_at": now,
+                "error": None,
+                "event_type": result.event_type,
+                "shape_problem": None,
+            }
         )
         outcome.processed.append(row.id)
         if result.transfer_ref is not None:
             outcome.transfers_named.append(result.transfer_ref)
+    # The batch's rows are written together, one INSERT and one UPDATE by primary key for the
+    # batch: written row by row, each UPDATE flushed the notification before it, two round
+    # trips a delivery, and a drain after an outage ran at the network's pace, not the CPU's.
+    session.add_all(fresh)
+    if done:
+        session.execute(update(Delivery), done)
     record_named_transfers(session, outcome.transfers_named, now)
     session.flush()
     outcome.shape_alerts = raise_shape_alerts(session, problems, reader.shapes, now)
@@ -193,16 +206,49 @@ def record_named_transfers(session: Session, refs: Sequence[uuid.UUID], now: dat
     )
 
 
-def pending_deliveries(session: Session, received_before: datetime, limit: int) -> list[int]:
-    """Deliveries still pending that arrived before the cutoff, oldest first (for the sweep)."""
+def pending_deliveries(
+    session: Session, received_before: datetime, limit: int, after_id: int = 0
+) -> list[int]:
+    """Deliveries still pending that arrived before the cutoff, above `after_id`, in id order
+    (for the sweep, which re-sends them a chunk at a time from where its last chunk ended)."""
     return list(
         session.scalars(
             select(Delivery.id)
-            .where(Delivery.state == PENDING, Delivery.received_at < received_before)
-            .order_by(Delivery.received_at, Delivery.id)
+            .where(
+                Delivery.state == PENDING,
+                Delivery.received_at < received_before,
+                Delivery.id > after_id,
+            )
+            .order_by(Delivery.id)
             .limit(limit)
         )
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ResendMark:
+    """How far the sweep's current round of re-sending has got: every pending delivery up to
+    `through` was handed to the broker once since `started`, and is not sent again this round."""
+
+    through: int
+    started: datetime
+
+
+def read_resend_mark(session: Session, now: datetime, round_age: timedelta) -> ResendMark:
+    """The current round, or a new one (from id 0) when the last began `round_age` ago."""
+    started_ms = watermarks.read(session, RESEND_ROUND_STARTED, 0)
+    if not started_ms or now - watermarks.from_millis(started_ms) >= round_age:
+        return ResendMark(through=0, started=now)
+    return ResendMark(
+        through=watermarks.read(session, RESENT_THROUGH, 0),
+        started=watermarks.from_millis(started_ms),
+    )
+
+
+def advance_resend_mark(session: Session, mark: ResendMark, through: int, now: datetime) -> None:
+    """Record that the round has sent everything pending up to `through`."""
+    watermarks.write(session, RESENT_THROUGH, max(mark.through, through), now)
+    watermarks.write(session, RESEND_ROUND_STARTED, watermarks.to_millis(mark.started), now)
 
 
 def _notified_by(session: Session, delivery_ids: Sequence[str]) -> dict[str, set[int]]:

@@ -37,6 +37,7 @@ from reconciliation.postings.activity_statements import (
     READ_LEASED,
     READ_TERMS,
     RELEASE_LEASE,
+    RENEW_LEASE,
     TAKE_LEASE,
     TAKE_LEASE_AFTER_READS,
 )
@@ -49,9 +50,11 @@ from upstream.activity_walk import ReadPosition
 from upstream.wire.balances import Posting as WirePosting
 from upstream.wire.common import HoldingAddress
 
-#: How long a lease lasts without renewal. Every stored page renews it, so only a worker that
-#: stalls (or died) for this long loses its holding to another.
-LEASE_SECONDS: Final = 60.0
+#: How long a lease lasts without renewal. Every stored page renews it, and a live reader's
+#: heartbeat renews it meanwhile (workers.lease_keeper), so only a worker that died (or stalled
+#: this long) loses its holding to another. Short, because a worker killed mid-catch-up leaves
+#: its holdings unread for this long: 60 s cost about a minute of catch-up per kill.
+LEASE_SECONDS: Final = 15.0
 
 #: The postings table itself (Core inserts on the hot path).
 POSTINGS: Final = Posting.__table__
@@ -324,6 +327,18 @@ def release_lease(
     }
     with transaction(factory) as session:
         session.connection().execute(RELEASE_LEASE, params)
+
+
+def renew_lease(
+    factory: sessionmaker[Session],
+    lease: LeasedHolding,
+    now: datetime,
+    seconds: float = LEASE_SECONDS,
+) -> bool:
+    """Push the lease's expiry to `now + seconds`; False when it is no longer ours."""
+    params = {"holding": lease.holding_id, "owner": lease.owner, "until": lease_until(now, seconds)}
+    with transaction(factory) as session:
+        return rows_touched(session.connection().execute(RENEW_LEASE, params)) == 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -127,3 +127,14 @@ RELEASE_LEASE: Final = (
         last_error=func.coalesce(bindparam("error"), ActivityCursor.last_error),
     )
 )
+
+#: Push the lease's expiry on, if still ours (params: holding, owner, until): the heartbeat of
+#: a reader waiting on a slow gateway page, so a short lease does not lapse under a live one.
+RENEW_LEASE: Final = (
+    update(ActivityCursor)
+    .where(
+        ActivityCursor.holding_id == bindparam("holding"),
+        ActivityCursor.lease_owner == bindparam("owner"),
+    )
+    .values(lease_expires_at=bindparam("until"))
+)

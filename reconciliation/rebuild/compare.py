@@ -69,8 +69,7 @@ def _one_way(
     rows = only.subquery("only")
     count = int(connection.execute(select(func.count()).select_from(rows)).scalar_one())
     sample = [
-        dict(r._mapping)
-        for r in connection.execute(select(rows).order_by(*rows.c).limit(shown))
+        dict(r._mapping) for r in connection.execute(select(rows).order_by(*rows.c).limit(shown))
     ]
     return count, sample
 

@@ -18,7 +18,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sqlalchemy import BigInteger, Connection, ColumnElement, cast, func, literal, select
+from sqlalchemy import BigInteger, ColumnElement, Connection, cast, func, literal, select
 from sqlalchemy.dialects.postgresql import BIT
 
 from reconciliation.rebuild.facets import FACETS, Facet, facet_rows, joined
@@ -90,7 +90,7 @@ def facet_digest(connection: Connection, facet: Facet, schema: str | None) -> Fa
     if dialect.name == "sqlite":
         register_sqlite_hash(connection)
     rows = facet_rows(facet, schema, dialect).subquery("facet")
-    text = joined([rows.c[c] for c in rows.c.keys()])
+    text = joined(list(rows.c))
     query = select(
         func.count(),
         func.coalesce(func.sum(_half(text, 0, dialect.name)), 0),

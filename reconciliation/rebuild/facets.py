@@ -16,10 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import reduce
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 from sqlalchemy import (
-    BigInteger,
     Boolean,
     ColumnElement,
     MetaData,
@@ -27,7 +26,6 @@ from sqlalchemy import (
     Table,
     Text,
     Uuid,
-    and_,
     case,
     cast,
     func,
@@ -39,6 +37,9 @@ from sqlalchemy.engine import Dialect
 
 from reconciliation.store.models import EXCEPTION, Base
 from reconciliation.store.types import UTCDateTime
+
+#: A SELECT of any columns (a facet's rows).
+Rows: TypeAlias = "Select[*tuple[Any, ...]]"
 
 #: What a NULL renders as (a value no column holds).
 NULL_TEXT: Final = "\\N"
@@ -89,11 +90,11 @@ class Facet:
 
     name: str
     columns: tuple[str, ...]
-    rows: Callable[[dict[str, Table], Dialect], Select[Any]]
+    rows: Callable[[dict[str, Table], Dialect], Rows]
 
 
-def _plain(table: str, columns: tuple[str, ...], *where: Any) -> Callable[..., Select[Any]]:
-    def build(t: dict[str, Table], dialect: Dialect) -> Select[Any]:
+def _plain(table: str, columns: tuple[str, ...], *where: Any) -> Callable[..., Rows]:
+    def build(t: dict[str, Table], dialect: Dialect) -> Rows:
         source = t[table]
         query = select(*(render(source.c[c], dialect).label(c) for c in columns))
         return query.where(*(w(source) for w in where))
@@ -121,7 +122,7 @@ _NOTIFICATION_COLUMNS: Final = (
 )
 
 
-def _matches(t: dict[str, Table], dialect: Dialect) -> Select[Any]:
+def _matches(t: dict[str, Table], dialect: Dialect) -> Rows:
     m = t["matches"]
     active = case((m.c.unmatched_at.is_(None), "1"), else_="0")
     return select(
@@ -133,7 +134,7 @@ def _matches(t: dict[str, Table], dialect: Dialect) -> Select[Any]:
     )
 
 
-def _exceptions(t: dict[str, Table], dialect: Dialect) -> Select[Any]:
+def _exceptions(t: dict[str, Table], dialect: Dialect) -> Rows:
     parts = [
         select(literal(kind).label("kind"), render(t[table].c.id, dialect).label("item_id")).where(
             t[table].c.match_status == EXCEPTION
@@ -148,7 +149,7 @@ def _exceptions(t: dict[str, Table], dialect: Dialect) -> Select[Any]:
     return select(every.c.kind, every.c.item_id)
 
 
-def _balance_checks(t: dict[str, Table], dialect: Dialect) -> Select[Any]:
+def _balance_checks(t: dict[str, Table], dialect: Dialect) -> Rows:
     checks, snapshots = t["balance_checks"], t["balance_snapshots"]
     latest = select(func.max(snapshots.c.id)).group_by(snapshots.c.holding_id)
     columns = ("snapshot_id", "holding_id", "settled_minor", "posted_minor", "drift_minor")
@@ -189,9 +190,6 @@ FACETS: Final[tuple[Facet, ...]] = (
 BY_NAME: Final = {f.name: f for f in FACETS}
 
 
-def facet_rows(facet: Facet, schema: str | None, dialect: Dialect) -> Select[Any]:
+def facet_rows(facet: Facet, schema: str | None, dialect: Dialect) -> Rows:
     """The facet's SELECT over the tables of `schema` (None: the live store)."""
     return facet.rows(tables_in(schema), dialect)
-
-
-

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from sqlalchemy import Connection, Table, and_, exists, literal, not_, or_, select, update
+from sqlalchemy import Connection, Table, and_, exists, func, literal, or_, select, update
 
 from reconciliation.alerts.lifecycle import AUTO_RESOLVER
 from reconciliation.drift import ALERT_KINDS
@@ -68,8 +68,10 @@ def _copy(
         literal(UNMATCHED).label(c.name) if status and c.name == "match_status" else c
         for c in source.columns
     ]
-    statement = target.insert().from_select(names, select(*columns).where(*where))
-    return int(connection.execute(statement).rowcount or 0)
+    before = connection.scalar(select(func.count()).select_from(target)) or 0
+    connection.execute(target.insert().from_select(names, select(*columns).where(*where)))
+    # Counted, not taken from rowcount: psycopg may report -1 for an INSERT .. SELECT.
+    return int(connection.scalar(select(func.count()).select_from(target)) or 0) - int(before)
 
 
 def copy_facts(connection: Connection, schema: str) -> CopiedFacts:
@@ -114,27 +116,27 @@ def copy_facts(connection: Connection, schema: str) -> CopiedFacts:
 
 
 def restore_unmatched_exceptions(connection: Connection, schema: str) -> None:
-    """Items a person took apart and nobody matched again are exceptions, as unmatch left them.
+    """Items a person took apart and left apart are exceptions again, as `recon unmatch` left them.
 
-    Run once the notifications are rebuilt (a person's decision may name one).
+    Whether an item was left in no active row when the person unmatched depends on the other
+    rows active then, which a rebuild only derives later; the outcome of the decision is what
+    the live store recorded on the item, so it is carried for exactly the items a person's
+    unmatch names. Exceptions from ambiguity are derived again by the pass. Run once the
+    notifications are rebuilt (a person's decision may name one).
     """
-    scratch = tables_in(schema)
-    matches = scratch["matches"]
+    live, scratch = tables_in(None), tables_in(schema)
+    matches = live["matches"]
     for table_name, column in (
         ("postings", "posting_id"),
         ("transfers", "transfer_id"),
         ("notifications", "notification_id"),
     ):
-        items = scratch[table_name]
-        taken_apart = exists().where(
-            matches.c[column] == items.c.id, matches.c.unmatched_at.is_not(None)
+        items = live[table_name]
+        decided = select(items.c.id).where(
+            items.c.match_status == EXCEPTION,
+            exists().where(matches.c[column] == items.c.id, matches.c.unmatched_at.is_not(None)),
         )
-        still_matched = exists().where(
-            matches.c[column] == items.c.id, matches.c.unmatched_at.is_(None)
-        )
+        target = scratch[table_name]
         connection.execute(
-            update(items)
-            .where(taken_apart, not_(still_matched))
-            .values(match_status=EXCEPTION)
+            update(target).where(target.c.id.in_(decided)).values(match_status=EXCEPTION)
         )
-

@@ -22,7 +22,6 @@ them yet.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
@@ -44,9 +43,7 @@ SECOND_STORY: Final = (
     "review. The body is kept unchanged; fix the cause and replay the delivery."
 )
 #: Why a body no shape reads is quarantined (`{why}`: the reader's own description).
-NOT_UNDERSTOOD: Final = (
-    "{why}. The body is kept unchanged; fix the cause and replay the delivery."
-)
+NOT_UNDERSTOOD: Final = "{why}. The body is kept unchanged; fix the cause and replay the delivery."
 
 
 @dataclass(slots=True)
@@ -157,7 +154,7 @@ def rebuild_notifications(
         .where(d.c.attempts > 0, d.c.original.is_not(False))
         .order_by(d.c.id)
     )
-    result = connection.execution_options(stream_results=True, yield_per=BATCH).execute(query)
+    result = connection.execute(query.execution_options(stream_results=True, yield_per=BATCH))
     for rows in result.partitions():
         for row in rows:
             next_id = _read_one(row, reader, tally, writer, repeated, told, next_id)
@@ -188,9 +185,7 @@ def _read_one(
         state, event_type = PROCESSED, outcome.event_type
         if row.delivery_id in repeated:
             told.add(row.delivery_id)
-        note = _notification(
-            row.id, row.delivery_id, outcome, row.processed_at or row.received_at
-        )
+        note = _notification(row.id, row.delivery_id, outcome, row.processed_at or row.received_at)
         if row.live_id is not None:
             note["id"] = row.live_id
         else:

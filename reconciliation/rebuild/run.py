@@ -133,6 +133,7 @@ def rebuild(
             scratch_store.create(scratch)
             with scratch_store.workbench(scratch) as connection:
                 mark = _fill(connection, scratch.schema, reader, result)
+            scratch_store.analyze(scratch)
             clock = time.perf_counter()
             scratch_sessions = make_session_factory(scratch.engine)
             with scratch_sessions.begin() as session:
@@ -154,7 +155,9 @@ def rebuild(
     return result
 
 
-def _swap(live: Engine, scratch: scratch_store.Scratch, mark: FactsMark, result: RebuildResult) -> None:
+def _swap(
+    live: Engine, scratch: scratch_store.Scratch, mark: FactsMark, result: RebuildResult
+) -> None:
     clock = time.perf_counter()
     sessions = make_session_factory(live)
     owner = pass_lease.lease_owner()

@@ -18,7 +18,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import Connection, Table, and_, delete, exists, func, not_, or_, select, update
+from sqlalchemy import (
+    Connection,
+    Table,
+    and_,
+    delete,
+    exists,
+    func,
+    literal_column,
+    not_,
+    or_,
+    select,
+    update,
+)
 
 from reconciliation.alerts.lifecycle import OPEN, RESOLVED
 from reconciliation.matching.vocabulary import RULE_MANUAL
@@ -65,8 +77,20 @@ def facts_mark(connection: Connection) -> FactsMark:
     return FactsMark(tuple(values))
 
 
+def live_schema(connection: Connection) -> str:
+    """The live tables' schema: `main` on SQLite, the search path's first on PostgreSQL."""
+    if connection.dialect.name == "sqlite":
+        return "main"
+    return str(connection.exec_driver_sql("SELECT current_schema()").scalar_one())
+
+
 def _same(live: Table, scratch: Table, columns: list[str]) -> Any:
     return and_(*(scratch.c[c].is_not_distinct_from(live.c[c]) for c in columns))
+
+
+def _inserted(connection: Connection, statement: Any) -> int:
+    """Rows an INSERT .. SELECT wrote (counted from RETURNING: psycopg may report -1)."""
+    return sum(1 for _ in connection.execute(statement.returning(literal_column("1"))))
 
 
 def _copy_rows(connection: Connection, source: Table, target: Table, *where: Any) -> int:
@@ -74,7 +98,7 @@ def _copy_rows(connection: Connection, source: Table, target: Table, *where: Any
     statement = target.insert().from_select(
         names, select(*(source.c[n] for n in names)).where(*where)
     )
-    return int(connection.execute(statement).rowcount or 0)
+    return _inserted(connection, statement)
 
 
 def swap(connection: Connection, schema: str, mark: FactsMark, now: datetime) -> dict[str, int]:
@@ -84,17 +108,23 @@ def swap(connection: Connection, schema: str, mark: FactsMark, now: datetime) ->
             "the live store received new facts after the rebuild read them (postings, "
             "deliveries, transfers or a person's match); run `recon rebuild --swap` again"
         )
-    live, scratch = tables_in(None), tables_in(schema)
+    # The live tables by their schema's own name: a DELETE correlated with a same-named table
+    # in the scratch schema must not see two tables called `notifications`.
+    live, scratch = tables_in(live_schema(connection)), tables_in(schema)
     written: dict[str, int] = {}
     written["notifications"] = _swap_notifications(connection, live, scratch)
     for name in ("postings", "transfers", "notifications"):
-        written[f"{name}.match_status"] = _restate(connection, live[name], scratch[name], ["match_status"])
+        written[f"{name}.match_status"] = _restate(
+            connection, live[name], scratch[name], ["match_status"]
+        )
     written["deliveries"] = _restate(
         connection, live["deliveries"], scratch["deliveries"], list(_DELIVERY_DERIVED)
     )
     written["matches"] = _swap_matches(connection, live["matches"], scratch["matches"])
     connection.execute(delete(live["match_backlog"]))
-    written["match_backlog"] = _copy_all(connection, scratch["match_backlog"], live["match_backlog"])
+    written["match_backlog"] = _copy_all(
+        connection, scratch["match_backlog"], live["match_backlog"]
+    )
     w_live, w_scratch = live["watermarks"], scratch["watermarks"]
     connection.execute(delete(w_live).where(w_live.c.name.in_(select(w_scratch.c.name))))
     written["watermarks"] = _copy_all(connection, w_scratch, w_live)
@@ -110,10 +140,12 @@ def swap(connection: Connection, schema: str, mark: FactsMark, now: datetime) ->
 def _copy_all(connection: Connection, source: Table, target: Table) -> int:
     names = [c.name for c in source.columns]
     statement = target.insert().from_select(names, select(*(source.c[n] for n in names)))
-    return int(connection.execute(statement).rowcount or 0)
+    return _inserted(connection, statement)
 
 
-def _swap_notifications(connection: Connection, live: dict[str, Table], scratch: dict[str, Table]) -> int:
+def _swap_notifications(
+    connection: Connection, live: dict[str, Table], scratch: dict[str, Table]
+) -> int:
     n_live, n_scratch = live["notifications"], scratch["notifications"]
     columns = [c.name for c in n_live.columns if c.name not in _NOTE_SKIP]
     kept = exists().where(_same(n_live, n_scratch, columns))
@@ -122,10 +154,11 @@ def _swap_notifications(connection: Connection, live: dict[str, Table], scratch:
     ).rowcount
     names = [c.name for c in n_scratch.columns]
     missing = not_(exists().where(n_live.c.id == n_scratch.c.id))
-    added = connection.execute(
-        n_live.insert().from_select(names, select(*(n_scratch.c[c] for c in names)).where(missing))
-    ).rowcount
-    return int(gone or 0) + int(added or 0)
+    added = _inserted(
+        connection,
+        n_live.insert().from_select(names, select(*(n_scratch.c[c] for c in names)).where(missing)),
+    )
+    return int(gone or 0) + added
 
 
 def _restate(connection: Connection, live: Table, scratch: Table, columns: list[str]) -> int:

@@ -5,18 +5,26 @@ Every amount goes through `foundation.money.format_money`, every time through
 and name when the store has them. `width` is the terminal's width when there is one (Rich then
 wraps long cells inside their column); without it the text takes its natural width, so a pipe
 or a file gets every value whole.
+
+Every value comes from the provider or the store, and some of it (ids, references, narrations,
+subjects) was chosen by whoever sent it. Rich reads `[...]` in a string as markup: an id with
+`[/]` in it made the whole report fail, and `[link=...]` put a hyperlink in an operator's
+terminal. So the console reads no markup and no emoji codes at all (nothing here uses them),
+and each cell goes through `foundation.printable`, which shows control characters as escapes
+instead of sending them to the terminal.
 """
 
 from __future__ import annotations
 
 import io
-from typing import Final
+from typing import Any, Final
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from foundation.money import format_money
+from foundation.printable import printable
 from foundation.readable import moment, words
 from reconciliation.reports.legend import grace_words, legend
 from reconciliation.reports.model import (
@@ -61,20 +69,40 @@ def window_line(report: Report) -> str:
     return f"{since} to {moment(window.until)}" + (f", {scope}" if scope else ", all holdings")
 
 
+class _DataTable(Table):
+    """A Rich table whose cells are data: every cell is made printable as it is added."""
+
+    def add_row(self, *cells: object, **options: Any) -> None:
+        super().add_row(*(None if c is None else printable(str(c)) for c in cells), **options)
+
+
 def _table(title: str, headers: tuple[str, ...], numeric: set[int]) -> Table:
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table = _DataTable(
+        title=printable(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False
+    )
     for index, header in enumerate(headers):
-        table.add_column(header, justify="right" if index in numeric else "left")
+        table.add_column(printable(header), justify="right" if index in numeric else "left")
     return table
+
+
+def _console(out: io.StringIO, width: int | None) -> Console:
+    """A console for data: no markup, no emoji codes, no highlighting, no colour."""
+    return Console(
+        file=out,
+        width=width or NATURAL_WIDTH,
+        color_system=None,
+        force_terminal=False,
+        markup=False,
+        emoji=False,
+        highlight=False,
+    )
 
 
 def render_text(report: Report, width: int | None = None) -> str:
     out = io.StringIO()
-    console = Console(
-        file=out, width=width or NATURAL_WIDTH, color_system=None, force_terminal=False
-    )
+    console = _console(out, width)
     console.print("Reconciliation report")
-    console.print(window_line(report))
+    console.print(printable(window_line(report)))
     console.print(
         f"Generated {moment(report.generated_at)}; "
         f"notification grace {grace_words(report.grace_seconds)}"

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Final
 
 from reconciliation.reports.model import ReportWindow
 from reconciliation.reports.query import ReportError
+
+#: The earliest and latest moments a report window may name: far beyond any real payment,
+#: far enough inside datetime's range that adding a grace period or an age cannot overflow.
+EARLIEST: Final = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST: Final = datetime(9000, 1, 1, tzinfo=UTC)
 
 
 def parse_moment(text: str, name: str) -> datetime:
@@ -15,17 +21,33 @@ def parse_moment(text: str, name: str) -> datetime:
     payments goes missing from it.
     """
     value = text.strip()
+    shown = text[:40]
     try:
         if len(value) == 10:
-            return datetime.fromisoformat(value).replace(tzinfo=UTC)
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            parsed = datetime.fromisoformat(value).replace(tzinfo=UTC)
+        else:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         raise ReportError(
-            f"{name} {text!r} is not a date or time: use 2026-11-22 or 2026-11-22T10:00:00Z"
+            f"{name} {shown!r} is not a date or time: use 2026-11-22 or 2026-11-22T10:00:00Z"
         ) from None
-    if moment.tzinfo is None:
-        raise ReportError(f"{name} {text!r} has no time zone: add Z (UTC) or an offset like +01:00")
-    return moment.astimezone(UTC)
+    if parsed.tzinfo is None:
+        raise ReportError(
+            f"{name} {shown!r} has no time zone: add Z (UTC) or an offset like +01:00"
+        )
+    moment: datetime | None
+    try:
+        moment = parsed.astimezone(UTC)
+    except OverflowError:  # its offset moves it past the calendar's first or last day
+        moment = None
+    if moment is None or not EARLIEST <= moment <= LATEST:
+        # Windows are widened by grace periods and ages; near year 1 or 9999 that arithmetic
+        # overflows (a 500), and no payment was ever made there.
+        raise ReportError(
+            f"{name} {shown!r} is out of range: use a time between "
+            f"{EARLIEST.date().isoformat()} and {LATEST.date().isoformat()}"
+        )
+    return moment
 
 
 def parse_window(

@@ -28,30 +28,28 @@ alerts: Table = Alert.__table__  # type: ignore[assignment]
 def prune_resolved_alerts(ctx: PruneContext, cutoff: datetime) -> None:
     """Remove alerts resolved before `cutoff`, batch by batch."""
     after: tuple[datetime, int] | None = None
+    picked: list[Any] = []
+
+    def work(session: Session) -> dict[str, list[dict[str, Any]]]:
+        nonlocal after
+        a = alerts
+        query = (
+            select(a.c.id, a.c.opened_at)
+            .where(a.c.state == RESOLVED, a.c.opened_at < cutoff, a.c.resolved_at < cutoff)
+            .order_by(a.c.opened_at, a.c.id)
+            .limit(ctx.batch_rows)
+        )
+        if after is not None:
+            at, row_id = after
+            query = query.where(a.c.opened_at >= at, or_(a.c.opened_at > at, and_(a.c.id > row_id)))
+        picked[:] = session.execute(query).all()
+        if not picked:
+            return {}
+        after = (picked[-1].opened_at, picked[-1].id)
+        doomed = and_(a.c.id.in_([p.id for p in picked]), a.c.state == RESOLVED)
+        return {KIND: take_rows(session, a, doomed, ctx.dry_run)}
+
     while True:
-        picked: list[Any] = []
-
-        def work(session: Session) -> dict[str, list[dict[str, Any]]]:
-            nonlocal after
-            a = alerts
-            query = (
-                select(a.c.id, a.c.opened_at)
-                .where(a.c.state == RESOLVED, a.c.opened_at < cutoff, a.c.resolved_at < cutoff)
-                .order_by(a.c.opened_at, a.c.id)
-                .limit(ctx.batch_rows)
-            )
-            if after is not None:
-                at, row_id = after
-                query = query.where(
-                    a.c.opened_at >= at, or_(a.c.opened_at > at, and_(a.c.id > row_id))
-                )
-            picked[:] = session.execute(query).all()
-            if not picked:
-                return {}
-            after = (picked[-1].opened_at, picked[-1].id)
-            doomed = and_(a.c.id.in_([p.id for p in picked]), a.c.state == RESOLVED)
-            return {KIND: take_rows(session, a, doomed, ctx.dry_run)}
-
         commit_batch(ctx, KIND, work)
         if len(picked) < ctx.batch_rows:
             return

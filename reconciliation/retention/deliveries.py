@@ -37,60 +37,68 @@ notifications: Table = Notification.__table__  # type: ignore[assignment]
 def prune_deliveries(ctx: PruneContext, cutoff: datetime) -> None:
     """Remove processed deliveries received and processed before `cutoff`, batch by batch."""
     after: tuple[datetime, int] | None = None
+    picked: list[Any] = []
+
+    def work(session: Session) -> dict[str, list[dict[str, Any]]]:
+        nonlocal after
+        picked[:] = _candidates(cutoff, after, ctx.batch_rows, session)
+        if not picked:
+            return {}
+        after = (picked[-1].received_at, picked[-1].id)
+        kept = _kept_for_notification(session, ctx, [r.id for r in picked])
+        doomed = [
+            r.id
+            for r in picked
+            if r.id not in kept
+            and not ctx.guard.names("delivery", r.id)
+            and r.delivery_id not in ctx.guard.delivery_ids
+        ]
+        if not doomed:
+            return {}
+        if not ctx.dry_run:
+            session.execute(
+                update(notifications)
+                .where(notifications.c.delivery_pk.in_(doomed))
+                .values(delivery_pk=None)
+            )
+        return {KIND: take_rows(session, deliveries, deliveries.c.id.in_(doomed), ctx.dry_run)}
+
     while True:
-        picked: list[Any] = []
-
-        def work(session: Session) -> dict[str, list[dict[str, Any]]]:
-            nonlocal after
-            picked[:] = _candidates(session, cutoff, after, ctx.batch_rows)
-            if not picked:
-                return {}
-            after = (picked[-1].received_at, picked[-1].id)
-            doomed = [
-                r.id
-                for r in picked
-                if not ctx.guard.names("delivery", r.id)
-                and r.delivery_id not in ctx.guard.delivery_ids
-                and (r.notification_id is None or not ctx.guard.names("notification", r.notification_id))
-            ]
-            if not doomed:
-                return {}
-            if not ctx.dry_run:
-                session.execute(
-                    update(notifications)
-                    .where(notifications.c.delivery_pk.in_(doomed))
-                    .values(delivery_pk=None)
-                )
-            return {KIND: take_rows(session, deliveries, deliveries.c.id.in_(doomed), ctx.dry_run)}
-
         commit_batch(ctx, KIND, work)
         if len(picked) < ctx.batch_rows:
             return
 
 
 def _candidates(
-    session: Session, cutoff: datetime, after: tuple[datetime, int] | None, limit: int
+    cutoff: datetime, after: tuple[datetime, int] | None, limit: int, session: Session
 ) -> list[Any]:
-    d, n = deliveries, notifications
+    """The next processed deliveries old enough, by the (state, received_at) index."""
+    d = deliveries
     query = (
-        select(d.c.id, d.c.received_at, d.c.delivery_id, n.c.id.label("notification_id"))
-        .outerjoin(n, n.c.delivery_pk == d.c.id)
+        select(d.c.id, d.c.received_at, d.c.delivery_id)
         .where(
             d.c.state == PROCESSED,
             d.c.received_at < cutoff,
             d.c.processed_at < cutoff,
             d.c.shape_problem.is_(None),
-            or_(
-                n.c.id.is_(None),
-                ~still_waiting(session, "notification", n.c.id, n.c.match_status),
-            ),
         )
         .order_by(d.c.received_at, d.c.id)
         .limit(limit)
     )
     if after is not None:
         at, row_id = after
-        query = query.where(
-            d.c.received_at >= at, or_(d.c.received_at > at, and_(d.c.id > row_id))
-        )
+        query = query.where(d.c.received_at >= at, or_(d.c.received_at > at, and_(d.c.id > row_id)))
     return list(session.execute(query))
+
+
+def _kept_for_notification(session: Session, ctx: PruneContext, ids: list[int]) -> set[int]:
+    """Of these deliveries, those whose notification is still waiting or an alert names."""
+    n = notifications
+    waiting = still_waiting(session, "notification", n.c.id, n.c.match_status)
+    kept: set[int] = set()
+    for delivery_pk, notification_id, is_waiting in session.execute(
+        select(n.c.delivery_pk, n.c.id, waiting).where(n.c.delivery_pk.in_(ids))
+    ):
+        if is_waiting or ctx.guard.names("notification", notification_id):
+            kept.add(int(delivery_pk))
+    return kept

@@ -32,30 +32,30 @@ requests: Table = OutboundRequest.__table__  # type: ignore[assignment]
 def prune_outbound_requests(ctx: PruneContext, cutoff: datetime) -> None:
     """Remove closed key records completed before `cutoff`, batch by batch."""
     after: tuple[datetime, int] | None = None
-    while True:
-        picked: list[Any] = []
+    picked: list[Any] = []
 
-        def work(session: Session) -> dict[str, list[dict[str, Any]]]:
-            nonlocal after
-            r = requests
-            query = (
-                select(r.c.id, r.c.completed_at)
-                .where(r.c.completed_at < cutoff, r.c.state.in_(CLOSED_STATES))
-                .order_by(r.c.completed_at, r.c.id)
-                .limit(ctx.batch_rows)
+    def work(session: Session) -> dict[str, list[dict[str, Any]]]:
+        nonlocal after
+        r = requests
+        query = (
+            select(r.c.id, r.c.completed_at)
+            .where(r.c.completed_at < cutoff, r.c.state.in_(CLOSED_STATES))
+            .order_by(r.c.completed_at, r.c.id)
+            .limit(ctx.batch_rows)
+        )
+        if after is not None:
+            at, row_id = after
+            query = query.where(
+                r.c.completed_at >= at, or_(r.c.completed_at > at, and_(r.c.id > row_id))
             )
-            if after is not None:
-                at, row_id = after
-                query = query.where(
-                    r.c.completed_at >= at, or_(r.c.completed_at > at, and_(r.c.id > row_id))
-                )
-            picked[:] = session.execute(query).all()
-            if not picked:
-                return {}
-            after = (picked[-1].completed_at, picked[-1].id)
-            doomed = r.c.id.in_([p.id for p in picked])
-            return {KIND: take_rows(session, r, doomed, ctx.dry_run)}
+        picked[:] = session.execute(query).all()
+        if not picked:
+            return {}
+        after = (picked[-1].completed_at, picked[-1].id)
+        doomed = r.c.id.in_([p.id for p in picked])
+        return {KIND: take_rows(session, r, doomed, ctx.dry_run)}
 
+    while True:
         commit_batch(ctx, KIND, work)
         if len(picked) < ctx.batch_rows:
             return

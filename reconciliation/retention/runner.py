@@ -20,8 +20,13 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from foundation.settings import RetentionSettings
-from reconciliation.retention import alert_history, deliveries, outbound, snapshots
-from reconciliation.retention import transfer_history
+from reconciliation.retention import (
+    alert_history,
+    deliveries,
+    outbound,
+    snapshots,
+    transfer_history,
+)
 from reconciliation.retention.archive import Archive
 from reconciliation.retention.batches import BATCH_ROWS, BatchReport, PruneContext
 from reconciliation.retention.protection import open_alert_refs

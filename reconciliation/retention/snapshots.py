@@ -106,7 +106,13 @@ def _predecessor(session: Session, row: Any) -> Seen | None:
     """The snapshot of the same holding just before `row`, by one index probe."""
     s = snapshots
     found = session.execute(
-        select(s.c.settled_minor, s.c.available_minor, s.c.reserved_minor, s.c.projection_state, s.c.observed_at)
+        select(
+            s.c.settled_minor,
+            s.c.available_minor,
+            s.c.reserved_minor,
+            s.c.projection_state,
+            s.c.observed_at,
+        )
         .where(
             s.c.holding_id == row.holding_id,
             s.c.observed_at <= row.observed_at,
@@ -136,6 +142,6 @@ def _latest_per_holding(session: Session) -> frozenset[int]:
         .scalar_subquery()
     )
     found: set[int] = set()
-    for a, b in session.execute(select(latest_snapshot, latest_checked)):
+    for a, b in session.execute(select(latest_snapshot, latest_checked).select_from(h)):
         found.update(x for x in (a, b) if x is not None)
     return frozenset(found)

@@ -46,23 +46,23 @@ def _micros(moment: datetime) -> int:
 def compact_transfer_history(ctx: PruneContext, cutoff: datetime) -> None:
     """Compact the history of transfers that turned terminal before `cutoff`, batch by batch."""
     after: tuple[datetime, int] | None = None
+    picked: list[Any] = []
+
+    def work(session: Session) -> dict[str, list[dict[str, Any]]]:
+        nonlocal after
+        picked[:] = _terminal(session, cutoff, after, ctx.batch_rows)
+        if not picked:
+            return {}
+        after = (picked[-1].terminal_at, picked[-1].id)
+        ids = [p.id for p in picked if not ctx.guard.names("transfer", p.id)]
+        removed = _compact(session, ids, ctx.dry_run) if ids else []
+        if not ctx.dry_run:
+            # Inclusive next time: a transfer sharing this instant is looked at again
+            # (compacting it twice removes nothing), never skipped.
+            watermarks.write(session, THROUGH, _micros(picked[-1].terminal_at), ctx.now)
+        return {KIND: removed}
+
     while True:
-        picked: list[Any] = []
-
-        def work(session: Session) -> dict[str, list[dict[str, Any]]]:
-            nonlocal after
-            picked[:] = _terminal(session, cutoff, after, ctx.batch_rows)
-            if not picked:
-                return {}
-            after = (picked[-1].terminal_at, picked[-1].id)
-            ids = [p.id for p in picked if not ctx.guard.names("transfer", p.id)]
-            removed = _compact(session, ids, ctx.dry_run) if ids else []
-            if not ctx.dry_run:
-                # Inclusive next time: a transfer sharing this instant is looked at again
-                # (compacting it twice removes nothing), never skipped.
-                watermarks.write(session, THROUGH, _micros(picked[-1].terminal_at), ctx.now)
-            return {KIND: removed}
-
         commit_batch(ctx, KIND, work)
         if len(picked) < ctx.batch_rows:
             return
@@ -86,9 +86,7 @@ def _terminal(
     )
     if after is not None:
         at, row_id = after
-        query = query.where(
-            t.c.terminal_at >= at, or_(t.c.terminal_at > at, and_(t.c.id > row_id))
-        )
+        query = query.where(t.c.terminal_at >= at, or_(t.c.terminal_at > at, and_(t.c.id > row_id)))
     return list(session.execute(query))
 
 

@@ -111,6 +111,10 @@ class ActivityCursor(Base):
     """
 
     __tablename__ = "activity_cursors"
+    # Every poll rewrites next_poll_at and the lease columns. No index covers them and pages
+    # are left half empty, so PostgreSQL updates the row in place (HOT) and prunes old versions
+    # as it reads the page, without VACUUM (once no older snapshot on the server needs them).
+    __table_args__ = ({"postgresql_with": {"fillfactor": 50}},)
 
     holding_id: Mapped[int] = mapped_column(ForeignKey("holdings.id"), primary_key=True)
     after_posted_at: Mapped[str | None] = mapped_column(Text)
@@ -119,7 +123,7 @@ class ActivityCursor(Base):
     sort_direction: Mapped[str | None] = mapped_column(Text)
     lease_owner: Mapped[str | None] = mapped_column(String(128))
     lease_expires_at: Mapped[datetime | None]
-    next_poll_at: Mapped[datetime | None] = mapped_column(index=True)
+    next_poll_at: Mapped[datetime | None]
     last_polled_at: Mapped[datetime | None]
     last_advanced_at: Mapped[datetime | None]
     consecutive_errors: Mapped[int] = mapped_column(Integer, default=0)
@@ -188,7 +192,15 @@ class Transfer(Base):
 
     __tablename__ = "transfers"
     __table_args__ = (
-        Index("ix_transfers_poll_due", "is_terminal", "next_poll_at"),
+        # Only transfers still polled are in it: the claim reads what is due, not the history.
+        Index(
+            "ix_transfers_poll_due",
+            "next_poll_at",
+            postgresql_where=text("NOT is_terminal"),
+            sqlite_where=text("is_terminal = 0"),
+        ),
+        # Retention compacts status histories in the order transfers turned terminal.
+        Index("ix_transfers_terminal_at", "terminal_at"),
         Index("ix_transfers_match_status_id", "match_status", "id"),
     )
 
@@ -279,6 +291,8 @@ class OutboundRequest(Base):
     __tablename__ = "outbound_requests"
     __table_args__ = (
         Index("ix_outbound_requests_fingerprint", "operation", "material_fingerprint"),
+        # Retention reads closed keys in the order they completed.
+        Index("ix_outbound_requests_completed_at", "completed_at"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import false, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from reconciliation.store.db import transaction
@@ -138,7 +138,8 @@ def claim_due_transfers(
     due = (
         select(Transfer.id)
         .where(
-            Transfer.is_terminal.is_(False),
+            # "= false", the form the partial poll-due index is defined by (store/models.py).
+            Transfer.is_terminal == false(),
             or_(Transfer.next_poll_at.is_(None), Transfer.next_poll_at <= now),
             or_(Transfer.lease_owner.is_(None), Transfer.lease_expires_at < now),
         )

@@ -125,9 +125,19 @@ def test_operator_walks_through_the_four_faults(
         with sessions() as s:
             assert s.get(Delivery, row_id).state == "pending"  # type: ignore[union-attr]
 
-        # A report: on the page, and as a file.
+        # A report: every holding as a file (the page says why it is not shown), one holding's
+        # last day on the page, reached from the holding.
         page.goto(f"{base}/console/reports")
-        assert page.locator("pre.report").inner_text().strip()
+        assert page.locator("pre.report").count() == 0
+        assert page.get_by_text(
+            "Not shown on the page because it covers every holding"
+        ).is_visible()
+        page.goto(f"{base}/console/holdings")
+        page.locator("table a.ref").first.click()
+        page.click("a.button:text-is('Report for this holding, last day')")
+        assert "/console/reports?holding=" in page.url
+        shown = page.locator("pre.report").inner_text()
+        assert shown.startswith("Reconciliation report") and ", holding " in shown
         _shot(page, screenshots, "10-reports")
         with page.expect_download() as download:
             page.click("a.button:text-is('CSV')")

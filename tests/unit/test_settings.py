@@ -111,7 +111,7 @@ def test_config_check_masks_every_secret(base_env: dict[str, str]) -> None:
     env = {
         **base_env,
         "RECON_WEBHOOK_SECRETS": "whsec_c2VjcmV0LW9uZS1zZWNyZXQtb25l,whsec_dHdvLXR3by10d28tdHdvLXR3bw==",
-        "RECON_ALERT_WEBHOOK_SECRET": "whsec_YWxlcnQtYWxlcnQtYWxlcnQtYWxlcnQ=",
+        "RECON_ALERT_WEBHOOK_SECRET": "whsec_YWxlcnQtYWxlcnQtYWxlcnQtYWxlcnQt",
         "DATABASE_URL": "postgresql://app:pa55word-xyz@127.0.0.1:1/recon",
     }
     result = _run_cli(env, "config", "check")

@@ -6,6 +6,7 @@ starting a Worker, so every queue is consumed.
 
 import workers.broker  # noqa: F401 - must come before any actor module
 from workers.actors.activity import poll_activity
+from workers.actors.audit import audit_ledger as audit_ledger
 from workers.actors.balances import snapshot_balances
 from workers.actors.holdings import discover_holdings
 from workers.actors.inbox import process_delivery

@@ -43,10 +43,12 @@ from reconciliation.postings.activity import (
 from upstream.activity import ActivityCursor, ActivityPage
 from upstream.activity_walk import ActivityReader, PagingTerms
 from upstream.errors import ProviderError
+from workers.lease_keeper import LeaseKeeper
 from workers.middleware.metrics import PAGE_WRITE_SECONDS, POSTINGS_STORED
 from workers.queues import POLLING, PRIORITY_BULK
 from workers.retry_policy import MINUTE_MS, NOT_RETRYABLE, SECOND_MS
 from workers.runtime import Runtime, current_runtime, worker_identity
+from workers.stop_signal import stopping
 
 #: Pages and seconds one message reads before handing the rest of a catch-up to the next.
 PAGE_BUDGET: Final = 100
@@ -69,6 +71,7 @@ class ActivityRead:
     continues: bool = False
     skipped: bool = False
     lease_lost: bool = False
+    stopped: bool = False
     error: str | None = None
 
 
@@ -116,7 +119,12 @@ def read_activity(
     try:
         # One connection for the whole read: each page's transaction then costs no pool
         # checkout and no liveness ping (a dead connection fails the page, as it would anyway).
-        with rt.engine.connect() as connection, rt.sessions(bind=connection) as session:
+        # The keeper renews the (short) lease while a slow page is being fetched.
+        with (
+            LeaseKeeper(rt.sessions, lease, lease_seconds, rt.clock),
+            rt.engine.connect() as connection,
+            rt.sessions(bind=connection) as session,
+        ):
             while True:
                 step = reader.read_page()
                 learned = reader.terms
@@ -138,6 +146,11 @@ def read_activity(
                     result.caught_up = True
                     break
                 if result.pages >= page_budget or time.monotonic() >= deadline:
+                    break
+                if stopping():
+                    # Give the holding back now; the next message (or worker) goes on from
+                    # the page just stored.
+                    result.stopped = True
                     break
     except LeaseLostError:
         result.lease_lost = True
@@ -161,6 +174,9 @@ def read_activity(
     if result.caught_up:
         interval = timedelta(seconds=settings.schedules.poll_activity_seconds)
         release_lease(rt.sessions, lease, now + interval, caught_up_at=now)
+    elif result.stopped:
+        release_lease(rt.sessions, lease, now)  # due at once, for whichever worker is left
+        result.continues = True
     else:
         release_lease(rt.sessions, lease, now + redo_after(settings))
         result.continues = True

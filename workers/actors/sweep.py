@@ -8,19 +8,32 @@ The scheduler only sends these small messages; the store is the truth about what
   after a heartbeat timeout and a random maintenance pass; a Redis restart without persistence
   drops them all). Deliveries still pending after the grace period are sent again, holdings
   whose poll is overdue are sent again, and watched holdings without a cursor row get one.
+
+Lost deliveries are re-sent all at once, in id order, as fast as the broker takes them: after
+an outage the workers, not the sweep, set the pace of recovery (a cap of 5,000 per 30 s sweep
+made a 20 s outage take ten minutes to drain). What stops a re-sent delivery from being sent
+again and again while it waits in the queue is a mark in the store: the highest id this round
+has re-sent (`reconciliation.notifications.processing.ResendMark`). Later sweeps send only what
+is above it; a delivery at or below it that is still pending when the round is
+`RESEND_ROUND_SECONDS` old was lost again, and the next round sends it once more.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Final
 
 import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
-from reconciliation.notifications.processing import pending_deliveries
+from reconciliation.notifications.processing import (
+    advance_resend_mark,
+    pending_deliveries,
+    read_resend_mark,
+)
 from reconciliation.postings.activity import (
     claim_due_holdings,
     ensure_cursor_rows,
@@ -28,13 +41,24 @@ from reconciliation.postings.activity import (
 )
 from reconciliation.store.db import transaction
 from workers.actors.activity import poll_activity, redo_after
-from workers.dispatch import enqueue_process_delivery
+from workers.dispatch import EnqueueError, send_process_delivery
 from workers.queues import PRIORITY_URGENT, TICKS
 from workers.retry_policy import MINUTE_MS
 from workers.runtime import Runtime, current_runtime
 
-#: Most deliveries one sweep re-sends (the rest wait for the next sweep).
-SWEEP_DELIVERY_LIMIT: Final = 5_000
+#: Deliveries read and sent per round trip of a sweep: a chunk's ids are a few hundred kB in
+#: memory and its 200 messages go to Redis in well under a second; a sweep goes on chunk after
+#: chunk until nothing is left or its time is up.
+SWEEP_DELIVERY_CHUNK: Final = 20_000
+
+#: How long a sweep may spend re-sending before it leaves the rest to the next one: half of its
+#: actor's time limit, so the holdings' polls after it still run.
+SWEEP_RESEND_SECONDS: Final = 30.0
+
+#: Age of a re-send round after which deliveries it sent that are still pending are sent again.
+#: Twice the time two workers take over a 100,000-row round (about a minute), so a slow drain
+#: is sent again at most once more per round; short: a message lost twice waits two minutes.
+RESEND_ROUND_SECONDS: Final = 120.0
 
 log = structlog.get_logger(__name__)
 
@@ -61,17 +85,44 @@ def sweep_store(rt: Runtime) -> SweepPass:
     """Re-send pending deliveries past the grace period and overdue holdings."""
     result = SweepPass()
     now = rt.clock()
-    grace = timedelta(seconds=rt.settings.schedules.delivery_grace_seconds)
     with transaction(rt.sessions) as session:
         missing = watched_without_cursor(session)
         ensure_cursor_rows(session, missing, now)
         result.cursors_created = len(missing)
-        stale = pending_deliveries(session, now - grace, SWEEP_DELIVERY_LIMIT)
-    if stale:
-        enqueue_process_delivery(stale)
-        result.deliveries = len(stale)
+    result.deliveries = resend_lost_deliveries(rt, now)
     result.holdings = send_due_activity_polls(rt)
     return result
+
+
+def resend_lost_deliveries(rt: Runtime, now: datetime) -> int:
+    """Send every delivery still pending after the grace period, once per round; return how many.
+
+    The mark moves only after the broker took a chunk, so a chunk the broker refused (Redis
+    down) is sent by the next sweep. Two sweeps at once (a tick delivered twice) may both send
+    a chunk: the inbox actor skips a delivery already processed, so that costs a little work,
+    once.
+    """
+    cutoff = now - timedelta(seconds=rt.settings.schedules.delivery_grace_seconds)
+    round_age = timedelta(seconds=RESEND_ROUND_SECONDS)
+    deadline = time.monotonic() + SWEEP_RESEND_SECONDS
+    sent = 0
+    while time.monotonic() < deadline:
+        with transaction(rt.sessions) as session:
+            mark = read_resend_mark(session, now, round_age)
+            stale = pending_deliveries(session, cutoff, SWEEP_DELIVERY_CHUNK, after_id=mark.through)
+        if not stale:
+            break
+        try:
+            send_process_delivery(stale)
+        except EnqueueError as exc:
+            log.info("sweep.resend_refused", deliveries=len(stale), error=str(exc))
+            break
+        with transaction(rt.sessions) as session:
+            advance_resend_mark(session, mark, max(stale), now)
+        sent += len(stale)
+        if len(stale) < SWEEP_DELIVERY_CHUNK:
+            break
+    return sent
 
 
 @dramatiq.actor(

@@ -1,4 +1,6 @@
-"""The operator console without a browser: sign-in cookie, CSRF refusal, audit rows, bounds.
+"""The operator console without a browser: sign-in cookie, CSRF refusal, audit rows, bounds,
+and the reports page bounded to one holding. The exception queue against the report is
+tests/integration/app/test_console_queue.py.
 
 Runs the real app (TestClient, lifespan included) on both databases. The browser walk through
 the demo's faults is tests/browser/test_console_browser.py.
@@ -9,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 from litestar.testing import TestClient
@@ -199,7 +202,8 @@ def statements(factory: sessionmaker[Session]) -> Iterator[list[str]]:
 #: What a bounded statement looks like: it has a LIMIT, or it only aggregates, or it reads one
 #: row by primary key.
 BOUNDED = re.compile(
-    r"\bLIMIT\b|\bcount\(|\bmax\(|\bmin\(|WHERE \w+\.(id|name|holding_id) = ", re.I
+    r"\bLIMIT\b|\bcount\(|\bmax\(|\bmin\(|WHERE \w+\.(id|name|holding_id|holding_ref) = ",
+    re.I,
 )
 
 
@@ -227,8 +231,11 @@ def test_every_page_reads_a_bounded_amount_whatever_the_store_holds(
         "/console/exceptions",
         "/console/deliveries",
         "/console/deliveries?state=quarantined",
+        "/console/exceptions?stream=posting&age=over+30&cursor=3",
         "/console/holdings",
         f"/console/holdings/{holding.id}",
+        "/console/reports",
+        f"/console/reports?holding={holding.holding_ref}&since=2026-11-20",
         "/console/audit",
     ]
     for path in pages:
@@ -274,3 +281,29 @@ def test_replay_all_puts_every_quarantined_delivery_back_and_says_which(
         "3 quarantined deliveries",
     )
     assert reason == "rows " + ", ".join(str(i) for i in ids)
+
+
+def test_the_reports_page_shows_one_holding_and_offers_the_rest_as_downloads(
+    client: Client, factory: sessionmaker[Session]
+) -> None:
+    store = Store(factory)
+    holding, other = store.holding(), store.holding()
+    store.posting(holding, 4_321_00, posted=utcnow() - timedelta(hours=2))
+    store.posting(other, 9_876_00, posted=utcnow() - timedelta(hours=2))
+    sign_in(client)
+
+    everyone = client.get("/console/reports").text
+    assert '<pre class="report">' not in everyone
+    assert "Not shown on the page because it covers every holding" in everyone
+    assert "download?format=csv" in everyone
+
+    mine = client.get(f"/console/reports?holding={holding.holding_ref}").text
+    assert '<pre class="report">' in mine
+    assert "4,321.00 NGN" in mine and "9,876.00 NGN" not in mine
+
+    month = client.get(f"/console/reports?holding={holding.holding_ref}&since=2026-01-01").text
+    assert '<pre class="report">' not in month
+    assert "its window is longer than 8 days" in month
+
+    refused = client.get("/console/reports?holding=not-a-uuid")
+    assert refused.status_code == 400 and "is not a holdingRef" in refused.text

@@ -84,7 +84,7 @@ def test_unreachable_database_is_503_never_2xx(
     assert unavailable_count() == before + 1
     ready = client.get("/ready")
     assert ready.status_code == 503
-    assert ready.json()["database"].startswith("unavailable")
+    assert ready.json()["store"].startswith("not writable")
 
 
 def test_outage_answers_503_and_nothing_is_lost_once_it_returns(

@@ -116,13 +116,16 @@ def test_health_and_openapi(client: TestClient[object]) -> None:
     assert "/deliveries" in schema.json()["paths"]
 
 
-def test_ready_checks_database_and_broker(
+def test_ready_checks_the_store_and_the_secret_and_parts_check_the_broker(
     make_client: Callable[..., TestClient[object]], recon_env: dict[str, str], redis_url: str
 ) -> None:
     with_redis = make_client(load_settings({**recon_env, "REDIS_URL": redis_url}))
-    assert with_redis.get("/ready").json() == {"ready": True, "database": "ok", "broker": "ok"}
+    assert with_redis.get("/ready").json() == {"ready": True, "store": "ok", "secret": "ok"}
+    assert with_redis.get("/health/parts").json()["broker"] == "ok"
     dead_redis = make_client(load_settings({**recon_env, "REDIS_URL": "redis://127.0.0.1:1/0"}))
-    response = dead_redis.get("/ready")
+    # Deliveries are still committed and acknowledged without Redis: ready, not a part down.
+    assert dead_redis.get("/ready").status_code == 200
+    response = dead_redis.get("/health/parts")
     assert response.status_code == 503
     assert response.json()["database"] == "ok"
     assert response.json()["broker"].startswith("unavailable")
@@ -156,7 +159,7 @@ def test_reporting_routes_are_behind_the_admin_guard(client: TestClient[object])
     paths = [
         route.path
         for route in client.app.routes
-        if route.path not in ("/health", "/ready", "/metrics", PATH)
+        if route.path not in ("/health", "/ready", "/health/parts", "/metrics", PATH)
         and not route.path.startswith(("/schema", "/deliveries"))
     ]
     assert paths, "app.reporting_routes mounted no route"

@@ -1,0 +1,185 @@
+"""`recon audit` and `recon rebuild`: prove the store's books against the gateway and its facts.
+
+`recon audit` re-reads every holding's posted activity from the gateway (at the shared gateway
+rate limit, the pollers' own, through the workers' runtime) and compares it with the stored
+postings; the live cursors are left exactly where they are. `recon rebuild` recomputes the
+derived state from the facts into a scratch schema and compares it with the live one. Both
+print the digest of the derived state, so two runs or two deployments compare at a glance.
+
+Exit status: 0 when everything agrees (or a swap was made), 1 when something differs, 2 for a
+usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, date, datetime
+from typing import Any
+from uuid import UUID
+
+import click
+
+from recon.cli.startup import existing_store, fail, settings_or_exit
+
+
+def parse_since(text: str | None) -> datetime | None:
+    """A date (its UTC midnight) or an ISO 8601 time with a zone; a zoneless time is refused."""
+    if text is None:
+        return None
+    try:
+        if len(text) == 10:
+            return datetime.combine(date.fromisoformat(text), datetime.min.time(), tzinfo=UTC)
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        fail(f"--since {text!r} is not a date (2026-11-01) or a time (2026-11-01T00:00:00Z)")
+    if when.tzinfo is None:
+        fail(f"--since {text!r} has no time zone: add Z (UTC) or an offset such as +01:00")
+    return when.astimezone(UTC)
+
+
+def _print_digest(title: str, digest: dict[str, Any]) -> None:
+    click.echo(f"{title}: {digest['digest']}")
+    for table, value in digest["tables"].items():
+        click.echo(f"  {table:<16} {value}")
+
+
+@click.command()
+@click.option("--holding", "holding", help="Audit only this holding (its holdingRef).")
+@click.option("--since", help="Only postings posted from this date or time on.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def audit(holding: str | None, since: str | None, as_json: bool) -> None:
+    """Re-read every holding's postings from the gateway and compare them with the store."""
+    from reconciliation.ledger_audit.run import AuditScopeError, audit_ledger, fetch_from
+    from reconciliation.rebuild.digest import state_digest
+    from workers.runtime import build_runtime
+
+    settings = settings_or_exit()
+    try:
+        holding_ref = UUID(holding) if holding else None
+    except ValueError:
+        fail(f"--holding {holding!r} is not a holdingRef (a UUID)")
+    window = parse_since(since)
+    with existing_store(settings):
+        pass  # the store exists and has its schema: the audit may run
+    runtime = build_runtime(settings)
+    try:
+        result = audit_ledger(
+            runtime.sessions,
+            fetch_from(runtime.gateway),
+            holding_ref=holding_ref,
+            since=window,
+            page_size=settings.provider.activity_page_size,
+        )
+        with runtime.engine.connect() as connection:
+            derived = state_digest(connection).as_dict()
+    except AuditScopeError as exc:
+        fail(str(exc))
+    finally:
+        runtime.close()
+    summary = result.as_dict() | {"derivedState": derived}
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        _print_audit(summary)
+    sys.exit(0 if result.status == "clean" else 1)
+
+
+def _print_audit(summary: dict[str, Any]) -> None:
+    click.echo(
+        f"audit {summary['run']}: {summary['status']}, {summary['holdings']:,} holdings, "
+        f"{summary['postings']:,} postings read from the gateway"
+    )
+    kinds = summary["byKind"]
+    click.echo(
+        "divergences: "
+        + ", ".join(f"{kind.removeprefix('audit_posting_')} {n}" for kind, n in kinds.items())
+    )
+    for h in summary["holdingsDiffering"]:
+        g, s = h["gateway"], h["store"]
+        click.echo(
+            f"  holding {h['holdingRef']}: gateway {g['count']} net {g['net']}, "
+            f"store {s['count']} net {s['net']}" + (f"; {h['error']}" if h["error"] else "")
+        )
+        for day in h["days"][:10]:
+            click.echo(
+                f"    {day['day']}: gateway {day['gateway']['count']} / {day['gateway']['net']}"
+                f", store {day['store']['count']} / {day['store']['net']}"
+            )
+    for d in summary["sample"]:
+        click.echo(f"  {d['kind']}: {d['subject']}")
+    click.echo(
+        f"alerts raised or refreshed {summary['alertsRaised']}, resolved {summary['alertsResolved']}"
+    )
+    click.echo(f"audit digest (the gateway's postings): {summary['digest']}")
+    _print_digest("derived state digest", summary["derivedState"])
+
+
+@click.command()
+@click.option("--dry-run", is_flag=True, help="Rebuild and compare, then drop the rebuilt state.")
+@click.option(
+    "--swap",
+    is_flag=True,
+    help="Rebuild, compare, then replace the live derived tables in one transaction.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def rebuild(dry_run: bool, swap: bool, as_json: bool) -> None:
+    """Recompute every derived table from the raw facts beside the live one, and compare."""
+    from reconciliation.policy import ReconcilePolicy
+    from reconciliation.rebuild.run import Mode, RebuildError
+    from reconciliation.rebuild.run import rebuild as run_rebuild
+    from reconciliation.rebuild.scratch import ScratchError
+    from reconciliation.rebuild.swap import StaleRebuildError
+    from upstream.webhooks.payloads import reader_for
+
+    if dry_run and swap:
+        fail("--dry-run and --swap contradict each other: a dry run changes nothing")
+    mode = Mode.SWAP if swap else (Mode.DRY_RUN if dry_run else Mode.KEEP)
+    settings = settings_or_exit()
+    with existing_store(settings) as factory:
+        engine = factory.kw["bind"]
+        try:
+            result = run_rebuild(
+                engine,
+                ReconcilePolicy.from_settings(settings),
+                reader_for(settings.webhooks),
+                mode=mode,
+            )
+        except (RebuildError, ScratchError, StaleRebuildError) as exc:
+            fail(str(exc))
+    summary = result.as_dict()
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, default=str))
+    else:
+        _print_rebuild(summary)
+    comparison = summary["comparison"]
+    sys.exit(0 if swap or comparison["same"] else 1)
+
+
+def _print_rebuild(summary: dict[str, Any]) -> None:
+    inbox = summary["inbox"]
+    click.echo(f"rebuilt as of {summary['asOf']} in {summary['scratch']} ({summary['mode']})")
+    click.echo(
+        f"inbox read again: {inbox['read']:,} deliveries, {inbox['notifications']:,} "
+        f"notifications, {inbox['quarantined']:,} quarantined, {inbox['restated']:,} restated"
+    )
+    comparison = summary["comparison"]
+    _print_digest("live derived state", comparison["live"])
+    _print_digest("rebuilt derived state", comparison["rebuilt"])
+    if comparison["same"]:
+        click.echo("the rebuilt state equals the live one")
+    for d in comparison["differences"]:
+        click.echo(f"{d['table']}: {d['liveOnly']} rows only live, {d['rebuiltOnly']} only rebuilt")
+        for row in d["liveSample"]:
+            click.echo(f"  - live    {row}")
+        for row in d["rebuiltSample"]:
+            click.echo(f"  + rebuilt {row}")
+    if summary["swapped"] is not None:
+        written = {k: v for k, v in summary["swapped"].items() if v}
+        click.echo(f"swapped: {written or 'nothing needed changing'}")
+        _print_digest("live derived state after the swap", summary["afterSwap"])
+    seconds = ", ".join(f"{k} {v:.2f}s" for k, v in summary["seconds"].items())
+    click.echo(f"took {seconds}")
+
+
+COMMANDS = [audit, rebuild]

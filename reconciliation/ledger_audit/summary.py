@@ -1,0 +1,96 @@
+"""The one line a report or the console overview says about the books: the last audit.
+
+"last audit: clean, 1,000 holdings, 1,000,000 postings" (or how many divergences, or that it
+failed, or that none ran yet). Reads the newest finished `audit_runs` row; cheap enough for a
+page that is rendered on every visit (one indexed row).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from reconciliation.store.models import AuditRun
+
+
+@dataclass(frozen=True, slots=True)
+class AuditSummary:
+    """The newest finished audit: when, its outcome, what it covered, what it found."""
+
+    run_id: int
+    finished_at: datetime
+    status: str
+    holdings: int
+    postings: int
+    divergences: int
+    missing: int
+    unknown: int
+    differing: int
+    digest: str | None
+    partial: bool
+
+    def line(self) -> str:
+        """The sentence a report prints."""
+        covered = f"{self.holdings:,} holdings, {self.postings:,} postings"
+        if self.partial:
+            covered += " (part of the store)"
+        if self.status == "clean":
+            return f"last audit: clean, {covered}"
+        if self.status == "diverged":
+            return (
+                f"last audit: {self.divergences:,} divergences ({self.missing:,} missing, "
+                f"{self.unknown:,} unknown, {self.differing:,} differing), {covered}"
+            )
+        return f"last audit: failed, {covered}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.run_id,
+            "finishedAt": self.finished_at.isoformat(),
+            "status": self.status,
+            "holdings": self.holdings,
+            "postings": self.postings,
+            "divergences": self.divergences,
+            "digest": self.digest,
+            "partial": self.partial,
+            "line": self.line(),
+        }
+
+
+#: What a report prints when no audit has finished yet.
+NEVER: str = "last audit: none yet (run `recon audit`)"
+
+
+def last_audit(session: Session) -> AuditSummary | None:
+    """The newest finished audit, or None when none has finished."""
+    run = session.scalars(
+        select(AuditRun)
+        .where(AuditRun.finished_at.is_not(None))
+        .order_by(AuditRun.finished_at.desc(), AuditRun.id.desc())
+        .limit(1)
+    ).first()
+    if run is None or run.finished_at is None:
+        return None
+    return AuditSummary(
+        run_id=run.id,
+        finished_at=run.finished_at,
+        status=run.status,
+        holdings=run.holdings,
+        postings=run.postings,
+        divergences=run.divergences,
+        missing=run.missing,
+        unknown=run.unknown,
+        differing=run.differing,
+        digest=run.digest,
+        partial=run.holding_ref is not None or run.since is not None,
+    )
+
+
+def last_audit_line(session: Session) -> str:
+    """`last_audit(session).line()`, or the sentence for no audit yet."""
+    found = last_audit(session)
+    return found.line() if found is not None else NEVER

@@ -1,0 +1,248 @@
+"""A small store built through recon's own live paths: inbox, processing, passes, people.
+
+Deliveries go in through `record_deliveries` (the receiver's path), become notifications through
+`process_deliveries`, are matched and alerted by `run_pass`, and a person unmatches one match:
+the live derived state is whatever those paths made of the facts, which is what a rebuild must
+reproduce. The world holds every kind of thing the rebuild derives: three match rules, an
+amount mismatch, a posting without a notification, a body no payload shape reads, a second
+body under a known delivery id, a transfer waiting for finality, a person's unmatch.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from reconciliation.matching.manual import manual_unmatch
+from reconciliation.notifications.inbox import InboundDelivery, record_deliveries
+from reconciliation.notifications.processing import process_deliveries
+from reconciliation.policy import ReconcilePolicy
+from reconciliation.reconcile import run_pass
+from reconciliation.store.db import transaction
+from reconciliation.store.models import (
+    BalanceSnapshot,
+    Delivery,
+    Holding,
+    Locator,
+    Match,
+    Posting,
+    Transfer,
+)
+
+T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+POLICY = ReconcilePolicy(
+    notification_grace_seconds=60,
+    finality_deadline_seconds=600,
+    projection_grace_seconds=60,
+    match_window_seconds=3600,
+)
+ACCOUNT_NUMBER = "1000000002"
+
+
+@dataclass
+class World:
+    """Refs a test may want to name."""
+
+    internal: Holding
+    external: Holding
+    settled_ref: uuid.UUID
+    pass_at: datetime
+
+
+def _body(event_id: str, kind: str, at: datetime, **data: object) -> bytes:
+    stamp = at.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    payload = {"id": event_id, "event": kind, "createdAt": stamp, "data": data}
+    return json.dumps(payload).encode()
+
+
+def _money(holding: Holding, amount: str, **refs: object) -> dict[str, object]:
+    return {
+        "accountRef": str(holding.account_ref),
+        "endpointRef": str(holding.endpoint_ref),
+        "holdingRef": str(holding.holding_ref),
+        "amount": amount,
+        "currency": "NGN",
+        "status": "SUCCESSFUL",
+        **{k: str(v) if v is not None else None for k, v in refs.items()},
+    }
+
+
+def _posting(holding: Holding, receipt: uuid.UUID, side: str, amount: int, at: datetime) -> Posting:
+    return Posting(
+        journal_ref=uuid.uuid4(),
+        line_ref=uuid.uuid4(),
+        receipt_ref=receipt,
+        holding_id=holding.id,
+        posted_at=at,
+        side=side,
+        effect="increase" if side == "credit" else "decrease",
+        kind="transfer_settlement",
+        amount_minor=amount,
+        currency="NGN",
+        partition="customer_liability",
+        normal_side="credit_normal",
+        ingested_at=at,
+    )
+
+
+def build_world(sessions: sessionmaker[Session]) -> World:
+    """Write the facts, process the inbox, run passes, unmatch one match; return the refs."""
+    settled, failed, waiting = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    r_settled, r_credit, r_silent, r_altered, r_window = (uuid.uuid4() for _ in range(5))
+    with transaction(sessions) as s:
+        internal = Holding(
+            account_ref=uuid.uuid4(),
+            endpoint_ref=uuid.uuid4(),
+            holding_ref=uuid.uuid4(),
+            currency="NGN",
+        )
+        external = Holding(
+            account_ref=uuid.uuid4(),
+            endpoint_ref=uuid.uuid4(),
+            holding_ref=uuid.uuid4(),
+            currency="NGN",
+        )
+        s.add_all([internal, external])
+        s.flush()
+        s.add(
+            Locator(
+                holding_id=external.id,
+                locator_ref=uuid.uuid4(),
+                form="nigerian_bank_account",
+                display=f"000:{ACCOUNT_NUMBER}:World",
+                bank_code="000",
+                account_number=ACCOUNT_NUMBER,
+                account_name="World",
+            )
+        )
+        for ref, status, done in (
+            (settled, "completed", True),
+            (failed, "failed", True),
+            (waiting, "awaiting_finality", False),
+        ):
+            s.add(
+                Transfer(
+                    transfer_ref=ref,
+                    source_holding_ref=internal.holding_ref,
+                    dest_holding_ref=external.holding_ref,
+                    currency="NGN",
+                    amount_minor=10_000,
+                    status=status,
+                    is_terminal=done,
+                    is_successful=status == "completed",
+                    requested_at=T0,
+                    origin="created",
+                )
+            )
+        s.add_all(
+            [
+                _posting(internal, r_settled, "debit", 10_000, T0 + timedelta(seconds=1)),
+                _posting(external, r_settled, "credit", 10_000, T0 + timedelta(seconds=1)),
+                _posting(external, r_credit, "credit", 50_000, T0 + timedelta(seconds=2)),
+                _posting(external, r_silent, "credit", 70_000, T0 + timedelta(seconds=3)),
+                _posting(external, r_altered, "credit", 90_000, T0 + timedelta(seconds=4)),
+                _posting(external, r_window, "credit", 30_000, T0 + timedelta(seconds=5)),
+            ]
+        )
+        s.add(
+            BalanceSnapshot(
+                holding_id=external.id,
+                settled_minor=250_000,
+                available_minor=250_000,
+                reserved_minor=0,
+                observed_at=T0 + timedelta(minutes=5),
+            )
+        )
+    at = T0 + timedelta(seconds=10)
+    bodies = [
+        (
+            "evt-completed",
+            _body(
+                "evt-completed",
+                "TRANSACTION_COMPLETED",
+                at,
+                **_money(internal, "100.00", transferRef=settled, receiptRef=r_settled),
+            ),
+        ),
+        (
+            "evt-failed",
+            _body(
+                "evt-failed",
+                "TRANSACTION_FAILED",
+                at,
+                **_money(internal, "100.00", transferRef=failed, receiptRef=None)
+                | {"status": "FAILED"},
+            ),
+        ),
+        (
+            "evt-credit",
+            _body(
+                "evt-credit",
+                "PAYMENT_RECEIVED",
+                at,
+                **_money(external, "500.00", receiptRef=r_credit),
+            ),
+        ),
+        (
+            "evt-altered",
+            _body(
+                "evt-altered",
+                "PAYMENT_RECEIVED",
+                at,
+                **_money(external, "900.01", receiptRef=r_altered),
+            ),
+        ),
+        (
+            "evt-window",
+            _body(
+                "evt-window",
+                "PAYMENT_RECEIVED",
+                at,
+                **_money(external, "300.00", accountNumber=ACCOUNT_NUMBER),
+            ),
+        ),
+        ("evt-shape", json.dumps({"kind": "something", "when": "later"}).encode()),
+        (
+            "evt-credit",
+            _body(
+                "evt-credit",
+                "PAYMENT_RECEIVED",
+                at,
+                **_money(external, "501.00", receiptRef=r_credit),
+            ),
+        ),
+    ]
+    with sessions() as s, s.begin():
+        record_deliveries(
+            s.connection(),
+            [
+                InboundDelivery(
+                    delivery_id=delivery_id,
+                    body=body,
+                    headers={},
+                    scheme="standard",
+                    event_type=None,
+                    received_at=at,
+                )
+                for delivery_id, body in bodies
+            ],
+        )
+    with transaction(sessions) as s:
+        pending = list(s.scalars(select(Delivery.id).where(Delivery.state == "pending")))
+        process_deliveries(s, pending, at + timedelta(seconds=1))
+    first = T0 + timedelta(minutes=10)
+    run_pass(sessions, POLICY, now=first, publish=False)
+    with transaction(sessions) as s:
+        completed = s.scalars(select(Match).where(Match.rule == "transfer_ref")).first()
+        assert completed is not None
+        manual_unmatch(
+            s, completed.id, by="tester", reason="the test takes this match apart", now=first
+        )
+    second = first + timedelta(minutes=1)
+    run_pass(sessions, POLICY, now=second, publish=False)
+    return World(internal=internal, external=external, settled_ref=settled, pass_at=second)

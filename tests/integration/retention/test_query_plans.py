@@ -1,0 +1,133 @@
+"""Every periodic query reads what is new or due, never a table that grows with history.
+
+A store with four months of reconciled history (tens of thousands of transfers, their legs,
+webhooks, matches, status changes, hourly balance snapshots) and a few minutes of new traffic
+is analysed (fresh statistics), then each periodic job of the worker runs once against it: the
+reconciliation pass (matching, drift rules, alerts), the transfer claim, the activity claim and
+lease, the sweep's queries, the balance job's read, and the retention run. Every statement they
+send is explained as it goes out (plan_capture.py); a sequential scan of a table that grows
+with history fails the test, naming the job and the statement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Final
+
+import pytest
+from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from bench.history_data import add_recent, fill_history
+from foundation.settings.groups import RetentionSettings
+from reconciliation.notifications.processing import pending_deliveries
+from reconciliation.policy import ReconcilePolicy
+from reconciliation.postings.activity import (
+    acquire_lease,
+    claim_due_holdings,
+    release_lease,
+    watched_without_cursor,
+)
+from reconciliation.postings.balances import endpoints_to_read
+from reconciliation.reconcile import run_pass
+from reconciliation.retention.runner import run_retention
+from reconciliation.store.db import make_engine, make_session_factory, transaction
+from reconciliation.transfers.polling import claim_due_transfers
+from tests.integration.retention.plan_capture import PlanLog, explain_everything
+
+pytestmark = pytest.mark.postgres
+
+#: Tables whose size follows the history: none of them may be read whole by a periodic job.
+GROWING: Final = frozenset(
+    {
+        "postings",
+        "notifications",
+        "deliveries",
+        "transfers",
+        "transfer_changes",
+        "transfer_intents",
+        "matches",
+        "balance_snapshots",
+        "balance_checks",
+        "outbound_requests",
+        "alerts",
+        "audit_events",
+    }
+)
+
+NOW: Final = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+RETENTION: Final = RetentionSettings(
+    delivery_days=90,
+    outbound_request_days=7,
+    snapshot_thin_days=2,
+    transfer_history_days=7,
+    resolved_alert_days=30,
+    run_seconds=3600.0,
+    archive_dir=None,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    engine: Engine
+    factory: sessionmaker[Session]
+    plans: PlanLog
+
+
+@pytest.fixture(scope="module")
+def history(fresh_postgres_url: str) -> Iterator[History]:
+    engine = make_engine(fresh_postgres_url)
+    fill_history(
+        engine, transfers=100_000, now=NOW - timedelta(minutes=10), days=120, snapshot_minutes=180
+    )
+    add_recent(engine, transfers=300, now=NOW - timedelta(minutes=2))
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("ANALYZE"))
+    plans = explain_everything(engine)
+    yield History(engine, make_session_factory(engine), plans)
+    engine.dispose()
+
+
+def _run_every_periodic_job(h: History) -> None:
+    policy = ReconcilePolicy()
+    with h.plans.running("reconcile pass"):
+        run_pass(h.factory, policy, now=NOW, publish=False)
+    with h.plans.running("transfer claim"):
+        claim_due_transfers(h.factory, "plan-test", NOW, limit=100)
+    with h.plans.running("activity claim"), transaction(h.factory) as session:
+        claim_due_holdings(session, NOW, timedelta(seconds=60))
+    with h.plans.running("activity lease"):
+        lease = acquire_lease(h.factory, 1, "plan-test", NOW)
+        assert lease is not None
+        release_lease(h.factory, lease, NOW + timedelta(seconds=15), caught_up_at=NOW)
+    with h.plans.running("sweep"), transaction(h.factory) as session:
+        watched_without_cursor(session)
+        pending_deliveries(session, NOW - timedelta(seconds=60), 5_000)
+    with h.plans.running("balance snapshots"), transaction(h.factory) as session:
+        endpoints_to_read(session)
+    with h.plans.running("retention"):
+        run_retention(h.factory, RETENTION, match_window_seconds=3600, now=NOW)
+
+
+def test_no_periodic_job_reads_a_growing_table_whole(history: History) -> None:
+    _run_every_periodic_job(history)
+    explained = history.plans.explained
+    assert {e.label for e in explained} >= {
+        "reconcile pass",
+        "transfer claim",
+        "activity claim",
+        "sweep",
+        "retention",
+    }, "the jobs ran no statement the listener could explain: the test would prove nothing"
+    offenders = sorted(
+        {
+            f"{e.label}: Seq Scan on {', '.join(e.seq_scans_of(GROWING))} in: {e.statement[:600]}"
+            for e in explained
+            if e.seq_scans_of(GROWING)
+        }
+    )
+    assert not offenders, f"{len(offenders)} statements read a growing table whole:\n\n" + (
+        "\n\n".join(offenders)
+    )

@@ -1,0 +1,152 @@
+"""Unauthenticated clients against the receiver of a real `recon web`: floods, tricks, stalls.
+
+Before: each refusal logged the sender's `webhook-id` whole (a 100 KB header made about
+25 MB/s of log from one client); a repeated `webhook-id` was silently resolved by the last
+copy; a client could trickle a body forever; connections had no cap.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Callable
+
+import httpx
+
+from tests.integration.app.receiver_helpers import PATH, event_body, signed_headers, wait_for
+from tests.security.conftest import WebProcess
+
+#: A claimed delivery id far longer than any real one, below uvicorn's own header limit.
+HUGE_ID = "x" * 15_000
+
+
+def _refusal_lines(web: WebProcess) -> list[dict[str, object]]:
+    lines = []
+    for line in web.log_text().splitlines():
+        if '"webhook.refused"' in line:
+            lines.append(json.loads(line))
+    return lines
+
+
+def test_refusals_with_huge_headers_make_few_short_log_lines(
+    security_env: dict[str, str], web_process: Callable[..., WebProcess]
+) -> None:
+    web = web_process(security_env)
+    before = web.log.stat().st_size
+    sent = 400
+    with httpx.Client(base_url=web.base, timeout=30) as client:
+        for _ in range(sent):
+            response = client.post(
+                PATH,
+                content=b"{}",
+                headers={
+                    "content-type": "application/json",
+                    "webhook-id": HUGE_ID,
+                    "webhook-timestamp": str(int(time.time())),
+                    "webhook-signature": "v1,AAAA",
+                },
+            )
+            assert response.status_code == 401
+    # The last refusal is logged once its second is over, with the count of those left out.
+    time.sleep(1.1)
+    response = httpx.post(
+        web.base + PATH, content=b"{}", headers={"content-type": "application/json"}, timeout=30
+    )
+    assert response.status_code == 401
+    wait_for(lambda: len(_refusal_lines(web)) >= 2, 10, "the refusal lines")
+    lines = _refusal_lines(web)
+    grown = web.log.stat().st_size - before
+    # 400 refusals of 15 KB ids: 6 MB of log before; now a handful of bounded lines.
+    assert grown < 20_000, grown
+    assert all(len(str(line.get("claimed_delivery_id") or "")) < 300 for line in lines)
+    assert sum(int(str(line["suppressed_since_last"])) for line in lines) + len(lines) == sent + 1
+
+
+def test_a_repeated_webhook_id_with_another_value_is_refused(
+    security_env: dict[str, str], web_process: Callable[..., WebProcess]
+) -> None:
+    web = web_process(security_env)
+    body = event_body(event_id="evt_genuine")
+    genuine = signed_headers(body, delivery_id="evt_genuine")
+    # The signature covers "evt_genuine"; a second copy names another id. Which one is filed?
+    headers = [(k, v) for k, v in genuine.items() if k != "webhook-id"]
+    headers += [("webhook-id", "evt_smuggled"), ("webhook-id", "evt_genuine")]
+    response = httpx.post(web.base + PATH, content=body, headers=headers, timeout=30)
+    assert response.status_code == 400
+    assert response.json()["error"] == "duplicate_header"
+    assert "webhook-id" in response.json()["detail"]
+    # The same delivery with the header once is accepted.
+    response = httpx.post(web.base + PATH, content=body, headers=genuine, timeout=30)
+    assert response.status_code == 200
+
+
+def _connect(base: str) -> socket.socket:
+    host, port = base.removeprefix("http://").split(":")
+    return socket.create_connection((host, int(port)), timeout=30)
+
+
+def _read_response(sock: socket.socket) -> bytes:
+    """Everything until the server closes the connection (or stops sending for 30 s)."""
+    chunks = []
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except TimeoutError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_a_body_trickled_too_slowly_is_cut_off_with_408(
+    security_env: dict[str, str], web_process: Callable[..., WebProcess]
+) -> None:
+    web = web_process({**security_env, "RECON_WEBHOOK_BODY_TIMEOUT_SECONDS": "1"})
+    with _connect(web.base) as sock:
+        sock.sendall(
+            f"POST {PATH} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            "content-length: 1000\r\n\r\n{".encode()
+        )
+        started = time.monotonic()
+        answer = _read_response(sock)
+        waited = time.monotonic() - started
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+    assert b"body_timeout" in answer
+    # Answered and closed soon after the deadline, not when the client gave up.
+    assert waited < 15, waited
+
+
+def test_connections_beyond_the_limit_are_refused_not_queued(
+    security_env: dict[str, str], web_process: Callable[..., WebProcess]
+) -> None:
+    web = web_process({**security_env, "RECON_WEB_MAX_CONNECTIONS": "4"})
+    idle = [_connect(web.base) for _ in range(4)]
+    try:
+        # Let the server register the idle connections before the next one arrives.
+        time.sleep(0.5)
+        response = httpx.get(f"{web.base}/health", timeout=30)
+        assert response.status_code == 503
+    finally:
+        for sock in idle:
+            sock.close()
+    wait_for(
+        lambda: httpx.get(f"{web.base}/health", timeout=30).status_code == 200,
+        30,
+        "the slots to free up",
+    )
+
+
+def test_an_idle_keep_alive_connection_is_closed(
+    security_env: dict[str, str], web_process: Callable[..., WebProcess]
+) -> None:
+    web = web_process({**security_env, "RECON_WEB_KEEP_ALIVE_SECONDS": "1"})
+    with _connect(web.base) as sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\n\r\n")
+        started = time.monotonic()
+        answer = _read_response(sock)
+        held = time.monotonic() - started
+    assert answer.startswith(b"HTTP/1.1 200")
+    # Closed after about 1 s of idleness (uvicorn's own default, before, was 5 s).
+    assert held < 4, held
