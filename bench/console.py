@@ -126,7 +126,7 @@ def unmatch_by_hand(url: str) -> None:
     """Take matches apart the way `recon unmatch` does, spread over the matches table."""
     from sqlalchemy import func, select
 
-    from reconciliation import operator_actions
+    from reconciliation.operator import actions as operator_actions
     from reconciliation.store.db import make_engine, make_session_factory
     from reconciliation.store.models import Match
 

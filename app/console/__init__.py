@@ -3,7 +3,7 @@
 `console_router(settings)` is the whole console as one Litestar Router (pages, forms, static
 assets); `TEMPLATE_CONFIG` is its Jinja set-up, which Litestar takes at the app level.
 `app.main.create_app` mounts both. Pages read through `reconciliation` query functions and
-change things only through `reconciliation.operator_actions`, each change with its audit row.
+change things only through `reconciliation.operator.actions`, each change with its audit row.
 Nothing here runs on the receiver's path: the receiver is dispatched before Litestar.
 """
 

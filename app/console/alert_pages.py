@@ -14,8 +14,9 @@ from sqlalchemy.orm import Session
 from app.console import forms
 from app.console.rendering import Outcome, act, page, read
 from app.console.session import console_guard
-from reconciliation import operator_actions
-from reconciliation.alert_evidence import (
+from reconciliation.alerts.lifecycle import SEVERITIES, STATES, AlertNotFoundError
+from reconciliation.operator import actions as operator_actions
+from reconciliation.operator.alert_evidence import (
     AGES,
     AlertFilter,
     AlertPage,
@@ -24,7 +25,6 @@ from reconciliation.alert_evidence import (
     alert_page,
     evidence_of,
 )
-from reconciliation.alerts.lifecycle import SEVERITIES, STATES, AlertNotFoundError
 from reconciliation.store.types import utcnow
 
 AnyRequest = Request[Any, Any, Any]

@@ -14,7 +14,7 @@ from litestar.response import Redirect, Template
 from app.auth import ADMIN_TOKEN_STATE_KEY
 from app.console import session as console_session
 from app.console.rendering import operator, store
-from reconciliation import operator_actions
+from reconciliation.operator import actions as operator_actions
 from reconciliation.store.db import transaction
 
 AnyRequest = Request[Any, Any, Any]

@@ -16,7 +16,6 @@ from sqlalchemy.orm import Session
 
 from app.console.rendering import Outcome, act, page, read
 from app.console.session import console_guard
-from reconciliation import operator_actions
 from reconciliation.notifications import inbox
 from reconciliation.notifications.inbox_views import (
     DeliveryDetail,
@@ -24,6 +23,7 @@ from reconciliation.notifications.inbox_views import (
     detail,
     summarise,
 )
+from reconciliation.operator import actions as operator_actions
 from reconciliation.store.models import Delivery, Notification
 
 AnyRequest = Request[Any, Any, Any]

@@ -14,8 +14,10 @@ from sqlalchemy.orm import Session
 from app.console import forms
 from app.console.rendering import Outcome, act, back_field, page, policy, read
 from app.console.session import console_guard
-from reconciliation import operator_actions
-from reconciliation.exception_queue import (
+from reconciliation.matching.candidates import CandidateError, Explanation, explain
+from reconciliation.operator import actions as operator_actions
+from reconciliation.operator.actions import ActionRefusedError
+from reconciliation.operator.exception_queue import (
     AGE_BUCKETS,
     COUNT_CAP,
     STREAMS,
@@ -23,8 +25,6 @@ from reconciliation.exception_queue import (
     QueuePage,
     queue_page,
 )
-from reconciliation.matching.candidates import CandidateError, Explanation, explain
-from reconciliation.operator_actions import ActionRefusedError
 from reconciliation.store.types import utcnow
 
 AnyRequest = Request[Any, Any, Any]

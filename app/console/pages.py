@@ -23,8 +23,9 @@ from sqlalchemy.orm import Session
 from app.console.chart import balance_chart
 from app.console.rendering import operator, page, policy, read
 from app.console.session import console_guard
-from reconciliation import audit, operator_actions
-from reconciliation.overview import read_overview
+from reconciliation.operator import actions as operator_actions
+from reconciliation.operator import audit_trail as audit
+from reconciliation.operator.overview import read_overview
 from reconciliation.postings.holding_history import (
     HoldingError,
     HoldingList,

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app import state_keys
 from app.console.session import OPERATOR_STATE_KEY, Operator, csrf_token, key_of
 from app.reporting_routes import POLICY_STATE_KEY
-from reconciliation.operator_actions import ActionRefusedError
+from reconciliation.operator.actions import ActionRefusedError
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.store.db import transaction
 from reconciliation.store.types import utcnow

@@ -6,8 +6,9 @@ bad value stops the process before it half-starts; `ConfigError` carries one lin
 each naming the variable and what it expects, and the CLI prints exactly those lines. Every
 problem is reported in one go: a deploy with three missing variables takes one run to fix.
 
-The settings are composed of small groups by concern (`groups.py`): store, broker, provider,
-web, webhooks, schedules, matching, alerts, logs. Loading them reads the environment and
+The settings are composed of small groups by concern: where things are and who may talk
+(`groups.py`: store, broker, provider, web, webhooks) and how often and how long
+(`timing.py`: schedules, matching, alerts, logs, retention). Loading them reads the environment and
 nothing else: no file is created and nothing is connected to.
 """
 
@@ -22,17 +23,19 @@ from foundation.settings._env import ConfigError, EnvReader, mask_url_password, 
 from foundation.settings.groups import (
     DEFAULT_STATE_DIR,
     SIGNATURE_SCHEMES,
-    AlertSettings,
     BrokerSettings,
-    LogSettings,
-    MatchingSettings,
     ProviderSettings,
-    RetentionSettings,
-    ScheduleSettings,
     StoreSettings,
     WebhookSettings,
     WebSettings,
     normalise_database_url,
+)
+from foundation.settings.timing import (
+    AlertSettings,
+    LogSettings,
+    MatchingSettings,
+    RetentionSettings,
+    ScheduleSettings,
 )
 
 __all__ = [

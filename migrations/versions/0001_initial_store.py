@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-22 02:21:35.011658
+Create Date: 2026-11-24 02:09:19.905158
 """
 
 from collections.abc import Sequence
@@ -54,6 +54,46 @@ def upgrade() -> None:
         batch_op.create_index("ix_alerts_state_opened", ["state", "opened_at"], unique=False)
 
     op.create_table(
+        "audit_events",
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
+        sa.Column("actor", sa.String(length=128), nullable=False),
+        sa.Column("action", sa.String(length=64), nullable=False),
+        sa.Column("subject", sa.String(length=255), nullable=False),
+        sa.Column("reason", sa.Text(), nullable=True),
+        sa.Column(
+            "occurred_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+        ),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_audit_events")),
+    )
+    with op.batch_alter_table("audit_events", schema=None) as batch_op:
+        batch_op.create_index("ix_audit_events_subject", ["subject", "id"], unique=False)
+
+    op.create_table(
+        "audit_runs",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column(
+            "started_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+        ),
+        sa.Column(
+            "finished_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+        ),
+        sa.Column("status", sa.String(length=16), nullable=False),
+        sa.Column("holding_ref", sa.Uuid(), nullable=True),
+        sa.Column("since", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("holdings", sa.Integer(), nullable=False),
+        sa.Column("postings", sa.BigInteger(), nullable=False),
+        sa.Column("divergences", sa.BigInteger(), nullable=False),
+        sa.Column("missing", sa.BigInteger(), nullable=False),
+        sa.Column("unknown", sa.BigInteger(), nullable=False),
+        sa.Column("differing", sa.BigInteger(), nullable=False),
+        sa.Column("digest", sa.String(length=64), nullable=True),
+        sa.Column("error", sa.Text(), nullable=True),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_audit_runs")),
+    )
+    with op.batch_alter_table("audit_runs", schema=None) as batch_op:
+        batch_op.create_index("ix_audit_runs_finished", ["finished_at"], unique=False)
+
+    op.create_table(
         "deliveries",
         sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column("delivery_id", sa.String(length=255), nullable=False),
@@ -72,12 +112,16 @@ def upgrade() -> None:
             "processed_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.Column("original", sa.Boolean(), nullable=True),
+        sa.Column("shape_problem", sa.String(length=128), nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_deliveries")),
         sa.UniqueConstraint(
             "delivery_id", "body_sha256", name=op.f("uq_deliveries_delivery_id_body_sha256")
         ),
     )
     with op.batch_alter_table("deliveries", schema=None) as batch_op:
+        batch_op.create_index(
+            batch_op.f("ix_deliveries_shape_problem"), ["shape_problem"], unique=False
+        )
         batch_op.create_index(
             "ix_deliveries_state_received", ["state", "received_at"], unique=False
         )
@@ -180,6 +224,7 @@ def upgrade() -> None:
         sa.UniqueConstraint("idempotency_key", name=op.f("uq_outbound_requests_idempotency_key")),
     )
     with op.batch_alter_table("outbound_requests", schema=None) as batch_op:
+        batch_op.create_index("ix_outbound_requests_completed_at", ["completed_at"], unique=False)
         batch_op.create_index(
             "ix_outbound_requests_fingerprint", ["operation", "material_fingerprint"], unique=False
         )
@@ -211,6 +256,40 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_subscriptions")),
         sa.UniqueConstraint("webhook_id", name=op.f("uq_subscriptions_webhook_id")),
     )
+    op.create_table(
+        "transfer_intents",
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
+        sa.Column("idempotency_key", sa.Uuid(), nullable=False),
+        sa.Column("client_key", sa.Uuid(), nullable=True),
+        sa.Column("requested_via", sa.String(length=16), nullable=False),
+        sa.Column("source_account_ref", sa.Uuid(), nullable=False),
+        sa.Column("source_endpoint_ref", sa.Uuid(), nullable=False),
+        sa.Column("source_holding_ref", sa.Uuid(), nullable=False),
+        sa.Column("dest_account_ref", sa.Uuid(), nullable=False),
+        sa.Column("dest_endpoint_ref", sa.Uuid(), nullable=False),
+        sa.Column("dest_holding_ref", sa.Uuid(), nullable=False),
+        sa.Column("currency", sa.String(length=8), nullable=False),
+        sa.Column("amount_minor", sa.BigInteger(), nullable=False),
+        sa.Column("material_fingerprint", sa.String(length=64), nullable=False),
+        sa.Column("outcome", sa.String(length=16), nullable=False),
+        sa.Column("transfer_ref", sa.Uuid(), nullable=True),
+        sa.Column("detail", sa.Text(), nullable=True),
+        sa.Column(
+            "created_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+        ),
+        sa.Column(
+            "answered_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+        ),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_transfer_intents")),
+        sa.UniqueConstraint("client_key", name=op.f("uq_transfer_intents_client_key")),
+        sa.UniqueConstraint("idempotency_key", name=op.f("uq_transfer_intents_idempotency_key")),
+    )
+    with op.batch_alter_table("transfer_intents", schema=None) as batch_op:
+        batch_op.create_index("ix_transfer_intents_outcome_id", ["outcome", "id"], unique=False)
+        batch_op.create_index(
+            batch_op.f("ix_transfer_intents_transfer_ref"), ["transfer_ref"], unique=False
+        )
+
     op.create_table(
         "transfers",
         sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
@@ -270,8 +349,14 @@ def upgrade() -> None:
     with op.batch_alter_table("transfers", schema=None) as batch_op:
         batch_op.create_index("ix_transfers_match_status_id", ["match_status", "id"], unique=False)
         batch_op.create_index(
-            "ix_transfers_poll_due", ["is_terminal", "next_poll_at"], unique=False
+            "ix_transfers_poll_due",
+            ["next_poll_at"],
+            unique=False,
+            postgresql_where=sa.text("NOT is_terminal"),
+            sqlite_where=sa.text("is_terminal = 0"),
         )
+        batch_op.create_index("ix_transfers_source_holding", ["source_holding_ref"], unique=False)
+        batch_op.create_index("ix_transfers_terminal_at", ["terminal_at"], unique=False)
 
     op.create_table(
         "watermarks",
@@ -306,16 +391,18 @@ def upgrade() -> None:
         sa.Column("last_error", sa.Text(), nullable=True),
         sa.Column("postings_read", sa.BigInteger(), nullable=False),
         sa.Column("reads_completed", sa.BigInteger(), nullable=False),
+        sa.Column("cursor_source", sa.String(length=16), nullable=True),
+        sa.Column("walk_top_posted_at", sa.Text(), nullable=True),
+        sa.Column("high_water_posted_at", sa.Text(), nullable=True),
+        sa.Column("largest_page", sa.Integer(), nullable=True),
+        sa.Column("page_size", sa.Integer(), nullable=True),
+        sa.Column("oldest_first", sa.Boolean(), nullable=True),
         sa.ForeignKeyConstraint(
             ["holding_id"], ["holdings.id"], name=op.f("fk_activity_cursors_holding_id_holdings")
         ),
         sa.PrimaryKeyConstraint("holding_id", name=op.f("pk_activity_cursors")),
+        postgresql_with={"fillfactor": 50},
     )
-    with op.batch_alter_table("activity_cursors", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("ix_activity_cursors_next_poll_at"), ["next_poll_at"], unique=False
-        )
-
     op.create_table(
         "balance_snapshots",
         sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
@@ -384,6 +471,8 @@ def upgrade() -> None:
             "created_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.Column("match_status", sa.String(length=16), nullable=False),
+        sa.Column("body_id", sa.String(length=255), nullable=True),
+        sa.Column("payload_shape", sa.String(length=32), nullable=True),
         sa.ForeignKeyConstraint(
             ["delivery_pk"], ["deliveries.id"], name=op.f("fk_notifications_delivery_pk_deliveries")
         ),
@@ -395,6 +484,9 @@ def upgrade() -> None:
             batch_op.f("ix_notifications_account_number"), ["account_number"], unique=False
         )
         batch_op.create_index(batch_op.f("ix_notifications_event_id"), ["event_id"], unique=False)
+        batch_op.create_index(
+            "ix_notifications_holding_occurred", ["holding_ref", "occurred_at"], unique=False
+        )
         batch_op.create_index(
             "ix_notifications_match_status_id", ["match_status", "id"], unique=False
         )
@@ -550,6 +642,7 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f("ix_notifications_transfer_ref"))
         batch_op.drop_index(batch_op.f("ix_notifications_receipt_ref"))
         batch_op.drop_index("ix_notifications_match_status_id")
+        batch_op.drop_index("ix_notifications_holding_occurred")
         batch_op.drop_index(batch_op.f("ix_notifications_event_id"))
         batch_op.drop_index(batch_op.f("ix_notifications_account_number"))
 
@@ -563,19 +656,28 @@ def downgrade() -> None:
         batch_op.drop_index("ix_balance_snapshots_holding_observed")
 
     op.drop_table("balance_snapshots")
-    with op.batch_alter_table("activity_cursors", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_activity_cursors_next_poll_at"))
-
     op.drop_table("activity_cursors")
     op.drop_table("watermarks")
     with op.batch_alter_table("transfers", schema=None) as batch_op:
-        batch_op.drop_index("ix_transfers_poll_due")
+        batch_op.drop_index("ix_transfers_terminal_at")
+        batch_op.drop_index("ix_transfers_source_holding")
+        batch_op.drop_index(
+            "ix_transfers_poll_due",
+            postgresql_where=sa.text("NOT is_terminal"),
+            sqlite_where=sa.text("is_terminal = 0"),
+        )
         batch_op.drop_index("ix_transfers_match_status_id")
 
     op.drop_table("transfers")
+    with op.batch_alter_table("transfer_intents", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_transfer_intents_transfer_ref"))
+        batch_op.drop_index("ix_transfer_intents_outcome_id")
+
+    op.drop_table("transfer_intents")
     op.drop_table("subscriptions")
     with op.batch_alter_table("outbound_requests", schema=None) as batch_op:
         batch_op.drop_index("ix_outbound_requests_fingerprint")
+        batch_op.drop_index("ix_outbound_requests_completed_at")
 
     op.drop_table("outbound_requests")
     with op.batch_alter_table("matches", schema=None) as batch_op:
@@ -597,8 +699,17 @@ def downgrade() -> None:
             sqlite_where=sa.text("original"),
         )
         batch_op.drop_index("ix_deliveries_state_received")
+        batch_op.drop_index(batch_op.f("ix_deliveries_shape_problem"))
 
     op.drop_table("deliveries")
+    with op.batch_alter_table("audit_runs", schema=None) as batch_op:
+        batch_op.drop_index("ix_audit_runs_finished")
+
+    op.drop_table("audit_runs")
+    with op.batch_alter_table("audit_events", schema=None) as batch_op:
+        batch_op.drop_index("ix_audit_events_subject")
+
+    op.drop_table("audit_events")
     with op.batch_alter_table("alerts", schema=None) as batch_op:
         batch_op.drop_index("ix_alerts_state_opened")
 

@@ -1,7 +1,7 @@
 """What no prune may remove: items an open alert names, and items still waiting to match.
 
 An alert's evidence names its items by our row ids (and deliveries also by the provider's
-delivery id); see reconciliation/drift/evidence.py and reconciliation/alert_evidence.py. The
+delivery id); see reconciliation/drift/evidence.py and reconciliation/operator/alert_evidence.py. The
 evidence of every alert that is not resolved is read once per run (alerts are few: a pass opens
 at most a capped number) and walked for those names, so whatever a person may still open from
 an alert stays in the store.

@@ -30,6 +30,7 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
+from foundation.logs import log_item
 from foundation.settings import Settings
 from reconciliation.postings.activity import (
     LEASE_SECONDS,
@@ -218,13 +219,16 @@ def poll_activity(holding_id: int, after_reads: int | None = None) -> None:
     if result.continues:
         poll_activity.send(holding_id, after_reads)
     if result.pages or result.error or result.lease_lost:
-        log.info(
-            "activity.read",
-            holding_id=holding_id,
-            pages=result.pages,
-            postings=result.postings,
-            caught_up=result.caught_up,
-            continues=result.continues,
-            lease_lost=result.lease_lost,
-            error=result.error,
-        )
+        fields = {
+            "holding_id": holding_id,
+            "pages": result.pages,
+            "postings": result.postings,
+            "caught_up": result.caught_up,
+            "continues": result.continues,
+            "lease_lost": result.lease_lost,
+            "error": result.error,
+        }
+        if result.error or result.lease_lost:
+            log.info("activity.read", **fields)
+        else:  # a routine read of one holding: a per-item line
+            log_item(log, "activity.read", **fields)

@@ -14,6 +14,7 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
+from foundation.logs import log_item
 from reconciliation.notifications.processing import ProcessOutcome, process_deliveries
 from reconciliation.store.db import transaction
 from upstream.webhooks.payloads import reader_for
@@ -31,12 +32,15 @@ def handle_deliveries(rt: Runtime, delivery_pks: Sequence[int]) -> ProcessOutcom
             session, delivery_pks, rt.clock(), reader_for(rt.settings.webhooks)
         )
     if outcome.processed or outcome.quarantined:
-        log.info(
-            "inbox.processed",
-            processed=len(outcome.processed),
-            quarantined=outcome.quarantined,
-            transfers_named=len(outcome.transfers_named),
-        )
+        fields = {
+            "processed": len(outcome.processed),
+            "quarantined": outcome.quarantined,
+            "transfers_named": len(outcome.transfers_named),
+        }
+        if outcome.quarantined:  # a delivery set aside is news
+            log.info("inbox.processed", **fields)
+        else:
+            log_item(log, "inbox.processed", **fields)
     return outcome
 
 

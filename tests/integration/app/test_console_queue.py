@@ -1,6 +1,6 @@
 """The console's exception queue counts and lists exactly what the report calls an exception.
 
-`reconciliation.exception_queue` reads only the unmatched branches (marked, backlog, above the
+`reconciliation.operator.exception_queue` reads only the unmatched branches (marked, backlog, above the
 watermark) for speed; these tests hold it to the report's own figures on generated stores, on
 both databases, and walk its cursors through pages that stop at their scan cap.
 """
@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation.exception_queue import AGE_BUCKETS, STREAMS, counts, queue_page
+from reconciliation.operator.exception_queue import AGE_BUCKETS, STREAMS, counts, queue_page
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.reconcile import run_pass
 from reconciliation.reports import ReportWindow, build_report

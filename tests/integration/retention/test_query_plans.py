@@ -21,7 +21,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from bench.history_data import add_recent, fill_history
-from foundation.settings.groups import RetentionSettings
+from foundation.settings.timing import RetentionSettings
 from reconciliation.notifications.processing import pending_deliveries
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.postings.activity import (

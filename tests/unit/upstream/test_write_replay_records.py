@@ -51,9 +51,7 @@ def test_a_record_naming_nothing_usable_is_still_a_replay(record: dict[str, obje
 
 def test_each_write_looks_for_its_own_reference() -> None:
     sim = uuid.uuid4()
-    assert (
-        read({"simulationRef": str(sim)}, "sandbox.inbound_credit").subject_ref == sim
-    )
+    assert read({"simulationRef": str(sim)}, "sandbox.inbound_credit").subject_ref == sim
     assert read({"simulationRef": str(sim)}, "endpoint.create").subject_ref is None
     act = uuid.uuid4()
     assert read({"activationRef": str(act)}, "receiving.create").subject_ref == act

@@ -15,10 +15,10 @@ from typing import Final
 
 from sqlalchemy.orm import Session
 
-from reconciliation import audit
 from reconciliation.alerts.lifecycle import AlertError, acknowledge_alert, resolve_alert
 from reconciliation.matching.manual import ManualMatchError, manual_match, manual_unmatch
 from reconciliation.notifications import inbox
+from reconciliation.operator import audit_trail as audit
 from reconciliation.store.models import Alert, Delivery, Match
 
 #: Most quarantined deliveries one "replay all" resets: the rest wait for the next press, so a

@@ -5,7 +5,7 @@ million postings in the store: inbox depth by state (the state index), the oldes
 delivery (state, received_at), the activity cursors that lag most (one index probe per listed
 holding for its newest posting), the webhook registrations, the last reconciliation pass (its
 watermarks), active alerts by severity with the age of the oldest, and the exceptions to look
-at (`reconciliation.exception_queue`: the report's definition over the unmatched branches only,
+at (`reconciliation.operator.exception_queue`: the report's definition over the unmatched branches only,
 counted up to a cap per stream).
 """
 
@@ -19,8 +19,8 @@ from sqlalchemy import func, nulls_first, select
 from sqlalchemy.orm import Session
 
 from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, SEVERITIES
-from reconciliation.exception_queue import counts as exception_counts
 from reconciliation.notifications.inbox import PENDING, QUARANTINED, inbox_depth
+from reconciliation.operator.exception_queue import counts as exception_counts
 from reconciliation.reconcile import LAST_PASS_AT, LAST_PASS_MILLIS
 from reconciliation.store import watermarks
 from reconciliation.store.models import (

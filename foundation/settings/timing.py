@@ -1,0 +1,171 @@
+"""Settings groups for how often recon works and how long it keeps and tolerates things.
+
+Schedules, the matching window and graces, alerts, logs and retention: the knobs an operator
+turns after the first deploy, apart from `groups.py`'s where-and-who (store, broker, provider,
+web, receiver).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from foundation.secret import Secret
+from foundation.settings._env import EnvReader, positive_int
+from foundation.settings.strength import alert_secret_problem
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleSettings:
+    """How often each periodic job runs, and how a transfer's polls back off."""
+
+    poll_activity_seconds: float
+    poll_transfers_seconds: float
+    transfer_backoff_first_seconds: float
+    transfer_backoff_cap_seconds: float
+    snapshot_balances_seconds: float
+    discover_holdings_seconds: float
+    check_subscription_seconds: float
+    sweep_seconds: float
+    reconcile_seconds: float
+    delivery_grace_seconds: float
+    # The audit of every holding's postings against the gateway (recon audit): daily.
+    audit_seconds: float = 86_400.0
+
+    @classmethod
+    def from_env(cls, r: EnvReader) -> ScheduleSettings:
+        # Waits between polls of a transfer still awaiting finality: first, then doubling to a cap.
+        backoff_first = r.seconds("RECON_TRANSFER_BACKOFF_FIRST_SECONDS", 2.0)
+        backoff_cap = r.seconds("RECON_TRANSFER_BACKOFF_CAP_SECONDS", 300.0)
+        r.check(
+            backoff_cap >= backoff_first,
+            f"RECON_TRANSFER_BACKOFF_CAP_SECONDS={backoff_cap:g} is not valid: it must be at "
+            f"least RECON_TRANSFER_BACKOFF_FIRST_SECONDS ({backoff_first:g})",
+        )
+        return cls(
+            poll_activity_seconds=r.seconds("RECON_POLL_ACTIVITY_SECONDS", 15.0),
+            poll_transfers_seconds=r.seconds("RECON_POLL_TRANSFERS_SECONDS", 5.0),
+            transfer_backoff_first_seconds=backoff_first,
+            transfer_backoff_cap_seconds=backoff_cap,
+            snapshot_balances_seconds=r.seconds("RECON_SNAPSHOT_BALANCES_SECONDS", 60.0),
+            discover_holdings_seconds=r.seconds("RECON_DISCOVER_HOLDINGS_SECONDS", 300.0),
+            check_subscription_seconds=r.seconds("RECON_CHECK_SUBSCRIPTION_SECONDS", 120.0),
+            sweep_seconds=r.seconds("RECON_SWEEP_SECONDS", 30.0),
+            reconcile_seconds=r.seconds("RECON_RECONCILE_SECONDS", 30.0),
+            delivery_grace_seconds=r.seconds("RECON_DELIVERY_GRACE_SECONDS", 60.0),
+            audit_seconds=r.seconds("RECON_AUDIT_SECONDS", 86_400.0),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class MatchingSettings:
+    """The matching window and how long an absence is tolerated before it is drift."""
+
+    match_window_seconds: int
+    notification_grace_seconds: int
+    projection_grace_seconds: int
+    finality_deadline_seconds: int
+
+    @classmethod
+    def from_env(cls, r: EnvReader) -> MatchingSettings:
+        return cls(
+            match_window_seconds=r.whole_seconds("RECON_MATCH_WINDOW_SECONDS", 3600),
+            notification_grace_seconds=r.whole_seconds("RECON_NOTIFICATION_GRACE_SECONDS", 900),
+            projection_grace_seconds=r.whole_seconds("RECON_PROJECTION_GRACE_SECONDS", 120),
+            finality_deadline_seconds=r.whole_seconds("RECON_FINALITY_DEADLINE_SECONDS", 3600),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AlertSettings:
+    """How many new alerts one pass may open, and where alert changes are sent."""
+
+    cap_per_pass: int
+    webhook_url: str | None
+    webhook_secret: Secret | None
+
+    @classmethod
+    def from_env(cls, r: EnvReader) -> AlertSettings:
+        secret = r.secret("RECON_ALERT_WEBHOOK_SECRET")
+        if secret is not None:
+            problem = alert_secret_problem(secret.reveal())
+            r.check(problem is None, f"RECON_ALERT_WEBHOOK_SECRET is not valid: {problem}")
+        return cls(
+            cap_per_pass=r.convert(
+                "RECON_ALERT_CAP_PER_PASS", 50, positive_int, "a whole number of alerts > 0"
+            ),
+            webhook_url=r.url("RECON_ALERT_WEBHOOK_URL", None, ("http", "https")),
+            webhook_secret=secret,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LogSettings:
+    """Log format (JSON lines off a terminal), level, and the sampled share of per-item lines."""
+
+    format: str
+    level: str
+    item_sample: float
+
+    @classmethod
+    def from_env(cls, r: EnvReader) -> LogSettings:
+        return cls(
+            format=r.choice("RECON_LOG_FORMAT", "auto", ("auto", "json", "console")),
+            level=r.choice("RECON_LOG_LEVEL", "info", ("debug", "info", "warning", "error")),
+            item_sample=r.convert(
+                "RECON_LOG_ITEM_SAMPLE", 0.0, _share, "a share from 0 to 1, e.g. 0.01"
+            ),
+        )
+
+
+def _share(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(text)
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionSettings:
+    """How long each kind of record stays in the hot store, and how often pruning runs.
+
+    Ages are whole days. What recon reconciled (postings, transfers, notifications, matches)
+    is kept for good; alert history too unless `resolved_alert_days` is set. Pruning never
+    reaches inside the matching window whatever these say (reconciliation.retention).
+    """
+
+    #: Raw delivery bytes (the inbox row) this many days after the delivery was processed.
+    delivery_days: int
+    #: A closed Idempotency-Key record this many days after its request completed. The provider
+    #: does not say how long it honours a key; a week outlasts every common retention.
+    outbound_request_days: int
+    #: Balance snapshots older than this keep only changes of balance and one per holding a day.
+    snapshot_thin_days: int
+    #: A terminal transfer's status history is compacted (first and last kept) after this long.
+    transfer_history_days: int
+    #: Resolved alerts are removed this long after resolution; None keeps them for good.
+    resolved_alert_days: int | None
+    #: How often the scheduled prune runs.
+    run_seconds: float
+    #: Where the scheduled prune writes what it removes (.jsonl.gz); None writes nothing.
+    archive_dir: Path | None
+
+    @classmethod
+    def from_env(cls, r: EnvReader) -> RetentionSettings:
+        days = "a whole number of days > 0"
+        archive = r.raw("RECON_RETENTION_ARCHIVE_DIR")
+        return cls(
+            delivery_days=r.convert("RECON_RETAIN_DELIVERIES_DAYS", 90, positive_int, days),
+            outbound_request_days=r.convert(
+                "RECON_RETAIN_OUTBOUND_REQUESTS_DAYS", 7, positive_int, days
+            ),
+            snapshot_thin_days=r.convert("RECON_RETAIN_SNAPSHOTS_DAYS", 2, positive_int, days),
+            transfer_history_days=r.convert(
+                "RECON_RETAIN_TRANSFER_HISTORY_DAYS", 7, positive_int, days
+            ),
+            resolved_alert_days=r.convert(
+                "RECON_RETAIN_RESOLVED_ALERTS_DAYS", None, positive_int, days
+            ),
+            run_seconds=r.seconds("RECON_RETENTION_SECONDS", 3600.0),
+            archive_dir=Path(archive) if archive else None,
+        )
