@@ -54,9 +54,14 @@ class RunningWorker:
         page and gives its lease back rather than holding it through the stop timeout.
         """
         mark_stopping()
-        self.worker.stop(timeout=timeout_ms)
-        self.broker.close()
-        release_runtime(self.runtime)
+        try:
+            self.worker.stop(timeout=timeout_ms)
+            self.broker.close()
+            release_runtime(self.runtime)
+        finally:
+            # Nothing of this worker runs any more: the flag must not outlive it and cut short
+            # reads that other code in this process (the CLI, the next worker) does later.
+            mark_stopping(False)
 
 
 def start_worker(

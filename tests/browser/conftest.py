@@ -32,9 +32,13 @@ def _unavailable(what: str, how: str) -> None:
     pytest.skip(f"{what} unavailable: {how}")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
-    """A headless Chromium, shared by the session's tests."""
+    """A headless Chromium, shared by one module's tests.
+
+    Not by the session: Playwright's sync API keeps an event loop running in this thread for as
+    long as it is open, and tests that run later and call asyncio.run() would fail.
+    """
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
