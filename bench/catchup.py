@@ -34,21 +34,29 @@ import math
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 from asgi_transport import InProcessASGITransport
-from cryptography.fernet import Fernet
+from catchup_services import (
+    PAGE_SIZE,
+    POLL_STORED_SECONDS,
+    environment,
+    free_port,
+    peak_rss_mb,
+    postgres_database,
+    private_redis,
+    sqlite_database,
+    stored_counter,
+    verify,
+    wait_until,
+)
 from sandbox_host import (
     ACTIVITY_PATH,
     COUNTS_PATH,
@@ -56,20 +64,17 @@ from sandbox_host import (
     Summary,
     build_world,
     ledger_summary,
-    line_checksum,
 )
-from sqlalchemy import create_engine, func, select, text
+from sqlalchemy import func, select
 
 from foundation.logs import configure_logging
-from foundation.settings import Settings, load_settings
-from migrations import runner as migrate
+from foundation.settings import load_settings
 from reconciliation.store.db import make_engine, make_session_factory
-from reconciliation.store.models import ActivityCursor, Holding, Posting
+from reconciliation.store.models import Holding, Posting
 from sandbox.app import create_app
 from sandbox.variants import VARIANT_VARIABLE, ProviderVariant, parse_variant
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGE_SIZE = 200
 #: `--variant all`: the three presets, and a cap far below what recon asks, served silently
 #: with a cursor on the last page (the case where a capped page and the last look alike).
 ALL_VARIANTS = ("recon", "standard", "sparse", "recon,page_cap=7,over_cap=clamp")
@@ -145,174 +150,6 @@ def minimum_requests(summary: Summary, variant: ProviderVariant) -> int:
         ambiguous = count == 0 or (count % size == 0 and variant.last_page_cursor == "last-entry")
         total += pages + (1 if ambiguous else 0)
     return total
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def postgres_database(admin_url: str) -> Iterator[str]:
-    """A fresh, migrated database, dropped afterwards."""
-    name = f"recon_bench_catchup_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(
-        admin_url.replace("postgresql://", "postgresql+psycopg://", 1), isolation_level="AUTOCOMMIT"
-    )
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = admin_url.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
-    url = f"{url}/{name}"
-    migrate.upgrade(url)
-    try:
-        yield url
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-
-@contextmanager
-def sqlite_database(workdir: Path) -> Iterator[str]:
-    url = f"sqlite:///{workdir / 'bench.db'}"
-    migrate.upgrade(url)
-    yield url
-
-
-@contextmanager
-def private_redis(workdir: Path) -> Iterator[str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(workdir),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_until(lambda: _answers_ping(port), 10, "redis-server")
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        process.terminate()
-        process.wait()
-
-
-def _answers_ping(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock:
-            sock.sendall(b"PING\r\n")
-            return sock.recv(16).startswith(b"+PONG")
-    except OSError:
-        return False
-
-
-def wait_until(condition: Any, seconds: float, what: str, every: float = 0.05) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise SystemExit(f"bench: {what} did not happen within {seconds:.0f}s")
-        time.sleep(every)
-
-
-def environment(workdir: Path, database_url: str, gateway_url: str) -> dict[str, str]:
-    """Settings for a pure catch-up: everything but activity polling is left idle."""
-    return {
-        "RECON_STATE_DIR": str(workdir / "state"),
-        "DATABASE_URL": database_url,
-        "RECON_GATEWAY_URL": gateway_url,
-        "RECON_GATEWAY_API_KEY": "ak_test_recon",
-        "RECON_COMPANY_API_KEY": "ck_test_recon",
-        "RECON_SECRET_KEY": Fernet.generate_key().decode(),
-        "RECON_ADMIN_TOKEN": "bench-admin-token-0123456789",
-        "RECON_GATEWAY_RPS": "1000000",
-        "RECON_ACTIVITY_PAGE_SIZE": str(PAGE_SIZE),
-        # One read per holding, to its end: no steady-state polls during the measurement.
-        "RECON_POLL_ACTIVITY_SECONDS": "86400",
-        "RECON_POLL_TRANSFERS_SECONDS": "86400",
-        "RECON_SNAPSHOT_BALANCES_SECONDS": "86400",
-        "RECON_DISCOVER_HOLDINGS_SECONDS": "86400",
-        "RECON_CHECK_SUBSCRIPTION_SECONDS": "86400",
-        "RECON_RECONCILE_SECONDS": "86400",
-        "RECON_SWEEP_SECONDS": "86400",
-        "RECON_LOG_LEVEL": "warning",
-        "RECON_LOG_FORMAT": "json",
-    }
-
-
-#: How often the run checks whether every posting is stored (it ends the run, nothing more:
-#: the rate is taken from the postings' own ingestion times).
-POLL_STORED_SECONDS = 1.0
-
-
-@contextmanager
-def stored_counter(settings: Settings) -> Iterator[Callable[[int], bool]]:
-    """`all_stored(n)`: are n postings stored? Checked on one connection kept for the run.
-
-    A fresh engine per check costs the measured process (in-process runs) tens of milliseconds
-    of CPU each time, and counting a table of up to a million rows costs the server a scan; so
-    the cursors' read counts (a thousand rows) are summed first, and the postings are counted
-    only once that sum says they may all be there (it counts a re-read page twice, so it can
-    only run ahead of the stored count, never behind).
-    """
-    engine = make_engine(settings.store.database_url)
-
-    def all_stored(target: int) -> bool:
-        with engine.connect() as conn:
-            read = conn.scalar(select(func.coalesce(func.sum(ActivityCursor.postings_read), 0)))
-            if int(read or 0) < target:
-                return False
-            return int(conn.scalar(select(func.count()).select_from(Posting)) or 0) >= target
-
-    try:
-        yield all_stored
-    finally:
-        engine.dispose()
-
-
-def verify(settings: Settings, expected: Summary) -> tuple[bool, float]:
-    """Exactly once per holding (count, sum, checksum); also the first-to-last stored span."""
-    engine = make_engine(settings.store.database_url)
-    got: dict[str, list[int]] = {}
-    try:
-        with engine.connect() as conn:
-            rows = conn.execution_options(yield_per=20_000).execute(
-                select(Holding.holding_ref, Posting.line_ref, Posting.amount_minor).join(
-                    Holding, Holding.id == Posting.holding_id
-                )
-            )
-            for ref, line, amount in rows:
-                entry = got.setdefault(str(ref), [0, 0, 0])
-                entry[0] += 1
-                entry[1] += amount
-                entry[2] ^= line_checksum(line.int)
-            first, last = conn.execute(
-                select(func.min(Posting.ingested_at), func.max(Posting.ingested_at))
-            ).one()
-    finally:
-        engine.dispose()
-    same = all(got.get(ref, [0, 0, 0]) == want for ref, want in expected.items())
-    return same and sum(v[0] for v in got.values()) == sum(v[0] for v in expected.values()), (
-        last - first
-    ).total_seconds() if first and last else 0.0
-
-
-def peak_rss_mb(pid: int) -> float:
-    """The process's high-water RSS, from /proc (Linux)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def run_http(args: argparse.Namespace, workdir: Path, variant: ProviderVariant) -> Figures:

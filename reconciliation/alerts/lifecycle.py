@@ -17,6 +17,7 @@ from typing import Any, Final
 
 import structlog
 from sqlalchemy import case, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from reconciliation.store.models import Alert
@@ -135,7 +136,7 @@ def raise_alert(
     now = now or utcnow()
     alert = session.scalars(select(Alert).where(Alert.fingerprint == fingerprint)).one_or_none()
     if alert is None:
-        alert = Alert(
+        fresh = Alert(
             kind=kind,
             severity=severity,
             subject=subject,
@@ -146,10 +147,17 @@ def raise_alert(
             last_seen_at=now,
             occurrences=1,
         )
-        session.add(alert)
-        session.flush()
-        log_change("alert.opened", AlertChange.of(alert))
-        return alert
+        try:
+            # A savepoint: two workers may open the same alert at once (two inbox batches with
+            # the same unreadable shape); the loser refreshes the winner's row instead of
+            # failing its whole batch.
+            with session.begin_nested():
+                session.add(fresh)
+        except IntegrityError:
+            alert = session.scalars(select(Alert).where(Alert.fingerprint == fingerprint)).one()
+        else:
+            log_change("alert.opened", AlertChange.of(fresh))
+            return fresh
     alert.last_seen_at = now
     alert.occurrences += 1
     alert.evidence = evidence

@@ -3,8 +3,11 @@ reopen, the per-pass cap with its one summary alert."""
 
 from __future__ import annotations
 
+import threading
+import uuid
+
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from reconciliation.alerts.lifecycle import (
@@ -150,3 +153,39 @@ def test_the_cap_holds_back_a_storm_behind_one_summary_alert(store: Store) -> No
     by_kind = {(a.kind, a.state) for a in alerts(store)}
     assert by_kind == {("finality_overdue", "open"), ("alert_storm", "resolved")}
     assert len([a for a in alerts(store) if a.kind == "finality_overdue"]) == 5
+
+
+def test_two_writers_opening_one_alert_at_once_make_one_alert(
+    db_url: str, session_factory: sessionmaker[Session]
+) -> None:
+    """The loser of the race refreshes the winner's row; its own transaction goes on."""
+    if not db_url.startswith("postgresql"):
+        pytest.skip("SQLite serialises writers; the race exists only on PostgreSQL")
+    first_inserted = threading.Event()
+    results: list[str] = []
+
+    def first() -> None:
+        with session_factory.begin() as s:
+            raise_alert(s, kind="k", severity="low", subject="one", fingerprint="race", evidence={})
+            first_inserted.set()
+            # Hold the uncommitted row while the second writer runs into it.
+            threading.Event().wait(0.5)
+        results.append("first")
+
+    def second() -> None:
+        first_inserted.wait(5)
+        with session_factory.begin() as s:
+            raise_alert(s, kind="k", severity="low", subject="two", fingerprint="race", evidence={})
+            s.add(Transfer(transfer_ref=uuid.uuid4(), origin="created"))
+        results.append("second")
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert sorted(results) == ["first", "second"]
+    (alert,) = alerts(Store(session_factory))
+    assert alert.occurrences == 2
+    with session_factory() as s:
+        assert s.scalar(select(func.count()).select_from(Transfer)) == 1
