@@ -33,7 +33,9 @@ from reconciliation.notifications.inbox_insert import (
     insert_originals,
     insert_others,
 )
+from reconciliation.store import watermarks
 from reconciliation.store.models import Delivery
+from reconciliation.store.types import utcnow
 
 #: Delivery states (docs/architecture.md, the store): waiting for the processor, done, or set aside.
 PENDING: Final = "pending"
@@ -322,7 +324,27 @@ def reset_for_replay(session: Session, row_id: int) -> Delivery:
         .values(state=PENDING, attempts=0, error=None, processed_at=None)
     )
     session.refresh(delivery)
+    due_for_resend(session, [row_id])
     return delivery
+
+
+#: Watermark: the sweep's current round has re-sent every pending delivery up to this id.
+RESENT_THROUGH: Final = "sweep.deliveries.resent_through"
+
+
+def due_for_resend(session: Session, row_ids: Sequence[int]) -> None:
+    """Make rows put back to pending due for the sweep again, should their message be lost.
+
+    The sweep re-sends each pending delivery once per round, by id; a row reset below the
+    round's mark (a replay by a CLI without a broker, say) would otherwise wait for the next
+    round.
+    """
+    if not row_ids:
+        return
+    through = watermarks.read(session, RESENT_THROUGH, 0)
+    lowest = min(row_ids) - 1
+    if lowest < through:
+        watermarks.write(session, RESENT_THROUGH, lowest, utcnow())
 
 
 #: States a bulk replay takes: quarantined rows (after recon learned their shape, or a fix),
@@ -376,6 +398,7 @@ def replay_deliveries(session: Session, *, state: str, limit: int = MAX_REPLAY) 
             )
         )
     remaining = max(int(waiting) - len(chosen), 0)
+    due_for_resend(session, row_ids)
     return BulkReplay(state, row_ids, remaining)
 
 

@@ -30,7 +30,13 @@ from typing import Final
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
-from reconciliation.notifications.inbox import PENDING, PROCESSED, QUARANTINED, stored_delivery_id
+from reconciliation.notifications.inbox import (
+    PENDING,
+    PROCESSED,
+    QUARANTINED,
+    RESENT_THROUGH,
+    stored_delivery_id,
+)
 from reconciliation.notifications.shape_alerts import (
     ShapeProblem,
     raise_shape_alerts,
@@ -55,7 +61,6 @@ ORIGIN_NOTIFIED: Final = "notified"
 
 #: Watermarks of the sweep's re-send round (see ResendMark): the highest delivery row id sent,
 #: and when the round began, in milliseconds.
-RESENT_THROUGH: Final = "sweep.deliveries.resent_through"
 RESEND_ROUND_STARTED: Final = "sweep.deliveries.round_started_ms"
 
 #: Every built-in shape in the default order: what a caller without settings reads with.
