@@ -11,7 +11,7 @@ from litestar.params import QueryParameter
 from litestar.response import Redirect, Template
 from sqlalchemy.orm import Session
 
-from app.console import forms
+import app.console.forms as form_fields
 from app.console.rendering import Outcome, act, page, read
 from app.console.session import console_guard
 from reconciliation.alerts.lifecycle import SEVERITIES, STATES, AlertNotFoundError
@@ -46,7 +46,7 @@ def _evidence(session: Session, alert_id: int) -> Evidence:
 
 def _acknowledge(alert_id: int) -> Any:
     def change(session: Session, who: str, form: FormMultiDict) -> Outcome:
-        operator_actions.acknowledge(session, who, alert_id, forms.text(form, "comment"))
+        operator_actions.acknowledge(session, who, alert_id, form_fields.text(form, "comment"))
         return Outcome(f"/console/alerts/{alert_id}", f"Alert {alert_id} acknowledged.")
 
     return change
@@ -54,7 +54,7 @@ def _acknowledge(alert_id: int) -> Any:
 
 def _resolve(alert_id: int) -> Any:
     def change(session: Session, who: str, form: FormMultiDict) -> Outcome:
-        operator_actions.resolve(session, who, alert_id, forms.text(form, "comment"))
+        operator_actions.resolve(session, who, alert_id, form_fields.text(form, "comment"))
         return Outcome(f"/console/alerts/{alert_id}", f"Alert {alert_id} resolved.")
 
     return change

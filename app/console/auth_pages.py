@@ -11,8 +11,8 @@ from litestar import Controller, Request, get, post
 from litestar.datastructures import Cookie
 from litestar.response import Redirect, Template
 
+import app.console.session as console_session
 from app.auth import ADMIN_TOKEN_STATE_KEY
-from app.console import session as console_session
 from app.console.rendering import operator, store
 from reconciliation.operator import actions as operator_actions
 from reconciliation.store.db import transaction

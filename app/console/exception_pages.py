@@ -11,7 +11,7 @@ from litestar.exceptions import NotFoundException, ValidationException
 from litestar.response import Redirect, Template
 from sqlalchemy.orm import Session
 
-from app.console import forms
+import app.console.forms as form_fields
 from app.console.rendering import Outcome, act, back_field, page, policy, read
 from app.console.session import console_guard
 from reconciliation.matching.candidates import CandidateError, Explanation, explain
@@ -50,14 +50,14 @@ def _explain(session: Session, kind: str, item_id: int, window: int) -> Explanat
 
 def _match(session: Session, who: str, form: FormMultiDict) -> Outcome:
     """The anchor item and the counterparts ticked, matched together with the reason."""
-    picked: dict[str, list[int]] = {k: forms.row_ids(form, k) for k in STREAMS}
+    picked: dict[str, list[int]] = {k: form_fields.row_ids(form, k) for k in STREAMS}
     for kind in ("transfer", "notification"):
         if len(picked[kind]) > 1:
             raise ActionRefusedError(f"tick at most one {kind}: a match row names one of each")
     rows = operator_actions.match(
         session,
         who,
-        forms.text(form, "reason"),
+        form_fields.text(form, "reason"),
         posting_ids=picked["posting"],
         transfer_id=picked["transfer"][0] if picked["transfer"] else None,
         notification_id=picked["notification"][0] if picked["notification"] else None,
@@ -67,9 +67,9 @@ def _match(session: Session, who: str, form: FormMultiDict) -> Outcome:
 
 
 def _unmatch(session: Session, who: str, form: FormMultiDict) -> Outcome:
-    match_id = forms.row_id(form, "match")
+    match_id = form_fields.row_id(form, "match")
     assert match_id is not None
-    operator_actions.unmatch(session, who, match_id, forms.text(form, "reason"))
+    operator_actions.unmatch(session, who, match_id, form_fields.text(form, "reason"))
     return Outcome(back_field(form), f"Match {match_id} taken apart.")
 
 

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 
-from upstream.webhooks.payloads import flat, recon_shape, standard_webhooks
+import upstream.webhooks.payloads.flat as flat_shape
+import upstream.webhooks.payloads.recon_shape as recon_guess
+import upstream.webhooks.payloads.standard_webhooks as standard_shape
 from upstream.webhooks.payloads.base import (
     DeliveryNotification,
     NotUnderstood,
@@ -30,9 +32,9 @@ if TYPE_CHECKING:
 #: The shapes recon reads without configuration, in the order tried by default: our first
 #: guess, then the Standard Webhooks recommendation, then a flat object.
 BUILT_IN: Final[dict[str, PayloadAdapter]] = {
-    recon_shape.NAME: recon_shape.ADAPTER,
-    standard_webhooks.NAME: standard_webhooks.ADAPTER,
-    flat.NAME: flat.ADAPTER,
+    recon_guess.NAME: recon_guess.ADAPTER,
+    standard_shape.NAME: standard_shape.ADAPTER,
+    flat_shape.NAME: flat_shape.ADAPTER,
 }
 #: Every name RECON_PAYLOAD_SHAPES may list.
 SHAPE_NAMES: Final = (*BUILT_IN, FIELD_MAP)
