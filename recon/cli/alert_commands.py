@@ -66,6 +66,8 @@ def terminal_lines(found: list[dict[str, Any]], width: int, now: datetime) -> li
             initial_indent=SUBJECT_INDENT,
             subsequent_indent=SUBJECT_INDENT,
             break_long_words=True,
+            # A reference (uuid) stays whole on one line, so it can be copied and searched.
+            break_on_hyphens=False,
         )
         if len(wrapped) > SUBJECT_LINES:
             wrapped = wrapped[:SUBJECT_LINES]
