@@ -23,8 +23,9 @@ from sqlalchemy import select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from reconciliation.store.db import transaction
-from reconciliation.store.models import OutboundRequest
+from reconciliation.store.models import OutboundRequest, TransferIntent
 from reconciliation.store.types import utcnow
+from reconciliation.transfers.intents import PENDING
 from upstream.idempotency import Outcome, canonical_json, material_fingerprint
 
 OPEN_STATES = ("pending", "sent")
@@ -75,6 +76,9 @@ class StoreIdempotencyKeys:
             ).first()
             if existing is not None:
                 return existing
+            unanswered = _settled_but_unrecorded(session, operation, fingerprint)
+            if unanswered is not None:
+                return unanswered
             key = uuid.uuid4()
             body: dict[str, Any] = _as_json(material)
             session.add(
@@ -127,6 +131,30 @@ class StoreIdempotencyKeys:
             return session.scalars(
                 select(OutboundRequest).where(OutboundRequest.idempotency_key == key)
             ).first()
+
+
+def _settled_but_unrecorded(session: Session, operation: str, fingerprint: str) -> UUID | None:
+    """A closed key for this material whose transfer intent still waits for its answer.
+
+    The gateway client closes a key as soon as the gateway answers, and the intent records that
+    answer a moment later, in its own transaction. A process killed in between leaves the key
+    done and the intent pending: the answer is lost to us, not to the gateway. Taking a new key
+    then would move the money a second time, so the rerun goes out under this key again and the
+    gateway replays what it did. Only a transfer create has intents; for other operations this
+    finds nothing.
+    """
+    return session.scalars(
+        select(OutboundRequest.idempotency_key)
+        .join(TransferIntent, TransferIntent.idempotency_key == OutboundRequest.idempotency_key)
+        .where(
+            OutboundRequest.operation == operation,
+            OutboundRequest.material_fingerprint == fingerprint,
+            OutboundRequest.state == "done",
+            TransferIntent.outcome == PENDING,
+        )
+        .order_by(OutboundRequest.id.desc())
+        .limit(1)
+    ).first()
 
 
 def _as_json(material: Mapping[str, object]) -> dict[str, Any]:

@@ -26,6 +26,8 @@ from recon.cli.main import cli
 from reconciliation.reconcile import run_pass
 from reconciliation.store.models import Alert, Transfer, TransferIntent
 from reconciliation.store.types import utcnow
+from reconciliation.transfers.intents import intent_fingerprint, record_intent
+from reconciliation.transfers.outbound import StoreIdempotencyKeys
 from reconciliation.transfers.polling import Backoff
 from sandbox.bulk import build_bulk
 from sandbox.server import SandboxServer
@@ -239,3 +241,63 @@ def test_http_create_is_recorded_polled_and_idempotent_for_the_caller(
     poll_until(runtime, lambda: rows(runtime.sessions)[held].status is not None)
     assert rows(runtime.sessions)[held].is_terminal is False
     assert overdue_refs(runtime, worker_settings) == {str(held)}
+
+
+def test_a_rerun_after_a_kill_between_answer_and_record_resends_under_the_same_key(
+    runtime: Runtime,
+    worker_settings: Settings,
+    sandbox: SandboxServer,
+    holdings: tuple[dict[str, str], dict[str, str]],
+    run_cli: Callable[..., tuple[int, str]],
+) -> None:
+    """The gateway answered and the key was closed, then the process died before the intent
+    recorded the answer. Running the same command again must not move the money twice."""
+    source, target = holdings
+    request = TransferRequest(
+        source=address(source),
+        destination=Destination.internal(address(target)),
+        value_unit=ValueUnit.fiat("NGN"),
+        amount_minor_units=100,
+    )
+    keys = StoreIdempotencyKeys(runtime.sessions)
+    client = GatewayClient(
+        worker_settings.provider.gateway_url,
+        worker_settings.provider.gateway_api_key.reveal(),
+        idempotency=keys,
+    )
+
+    def record(key: uuid.UUID) -> None:
+        record_intent(
+            runtime.sessions,
+            key,
+            request,
+            via="cli",
+            fingerprint=intent_fingerprint(request),
+            client_key=None,
+            now=utcnow(),
+        )
+
+    with client:
+        # What request_transfer does, up to the moment the kill lands: no record_answer.
+        first = client.create_transfer(request, before_send=record)
+    assert isinstance(first, TransferAccepted)
+    assert keys.find(first.idempotency_key).state == "done"  # type: ignore[union-attr]
+
+    code, out = run_cli(
+        "transfer", "create", "--from", arg(source), "--to", arg(target), "--amount", "100"
+    )
+    assert code == 0, out
+    assert f"already sent: the gateway replayed transfer {first.transfer_ref}" in out, out
+    assert f"idempotency key: {first.idempotency_key}" in out
+    assert len(sandbox.state.transfers) == 1
+    with runtime.sessions() as session:
+        intent = session.scalars(select(TransferIntent)).one()
+    assert (intent.outcome, intent.transfer_ref) == ("replayed", first.transfer_ref)
+    assert first.transfer_ref in rows(runtime.sessions)
+
+    # The answer is now recorded: the same command once more is a new, second transfer.
+    code, out = run_cli(
+        "transfer", "create", "--from", arg(source), "--to", arg(target), "--amount", "100"
+    )
+    assert code == 0 and out.startswith("accepted: transfer "), out
+    assert len(sandbox.state.transfers) == 2
