@@ -24,7 +24,7 @@ from foundation.settings import load_settings
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.reconcile import run_pass
 from reconciliation.store.db import transaction
-from reconciliation.store.models import Alert, Delivery, Holding, Transfer
+from reconciliation.store.models import Alert, BalanceSnapshot, Delivery, Holding, Transfer
 from reconciliation.store.types import utcnow
 from reconciliation.transfers.polling import record_created_transfer
 from sandbox.endpoints import COLLECTION_CHILD
@@ -83,6 +83,14 @@ def _address(ep: object) -> HoldingAddress:
 def _open_kinds(sessions: sessionmaker[Session]) -> set[str]:
     with sessions() as s:
         return set(s.scalars(select(Alert.kind).where(Alert.state != "resolved")))
+
+
+def _snapshot(sessions: sessionmaker[Session], total: int) -> None:
+    """Have the workers read every watched balance, as the scheduler's tick does."""
+    from workers.actors import snapshot_balances
+
+    snapshot_balances.send()
+    wait_for("balance snapshots", lambda: _count(sessions, BalanceSnapshot) >= total)
 
 
 def build_fault_store(base_env: dict[str, str], db_url: str) -> None:
@@ -152,6 +160,7 @@ def _drive(sandbox: SandboxServer, sessions: sessionmaker[Session]) -> None:
             faults.add_delivery(Fault(target="ACCOUNT_CREATED", kind="same_id_other_body", count=1))
             state.create_endpoint(COLLECTION_CHILD, str(uuid.uuid4()), "business-entity", "NGN")
             wait_for("the payer's money", lambda: state.posted_sum(payer.holding_ref) == 2_100_000)
+            _snapshot(sessions, 2)
             for amount, outcome in ((100_000, "settle"), (200_000, "hold")):
                 state.outcomes.queue_next(outcome)  # type: ignore[arg-type]
                 created = gateway.create_transfer(
@@ -169,6 +178,7 @@ def _drive(sandbox: SandboxServer, sessions: sessionmaker[Session]) -> None:
                 and _count(sessions, Delivery, Delivery.state == "pending") == 0
             ),
         )
+        _snapshot(sessions, 4)  # a second balance per holding: the holding page draws a line
         time.sleep(POLICY.finality_deadline_seconds + 0.5)  # the grace and the deadline pass
         deadline = time.monotonic() + 60
         while not _open_kinds(sessions) >= FAULT_KINDS:

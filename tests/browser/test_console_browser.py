@@ -148,6 +148,9 @@ def test_operator_walks_through_the_four_faults(
         page.goto(f"{base}/console/holdings")
         _shot(page, screenshots, "11-holdings")
         page.locator("table a.ref").first.click()
+        chart = page.locator("svg").first
+        assert chart.is_visible()
+        assert "No balance checks yet" not in page.inner_text("main")
         _shot(page, screenshots, "12-holding")
 
         # Everything done above is in the audit trail, by name.
