@@ -13,10 +13,11 @@ import msgspec
 from litestar import Response, get, post
 from litestar.datastructures import State
 from litestar.exceptions import NotFoundException, ValidationException
-from litestar.params import FromPath, JSONBody, QueryParameter
+from litestar.params import JSONBody, QueryParameter
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import state_keys
+from app.path_ids import RowId
 from reconciliation.alerts.lifecycle import (
     AlertError,
     AlertNotFoundError,
@@ -108,15 +109,13 @@ def _act(state: State, alert_id: int, action: AlertAction, *, resolve: bool) -> 
 
 
 @post("/alerts/{alert_id:int}/ack", sync_to_thread=True, status_code=200, tags=["alerts"])
-def acknowledge(
-    state: State, alert_id: FromPath[int], data: JSONBody[AlertAction]
-) -> dict[str, Any]:
+def acknowledge(state: State, alert_id: RowId, data: JSONBody[AlertAction]) -> dict[str, Any]:
     """A person has seen the alert and owns it."""
     return _act(state, alert_id, data, resolve=False)
 
 
 @post("/alerts/{alert_id:int}/resolve", sync_to_thread=True, status_code=200, tags=["alerts"])
-def resolve(state: State, alert_id: FromPath[int], data: JSONBody[AlertAction]) -> dict[str, Any]:
+def resolve(state: State, alert_id: RowId, data: JSONBody[AlertAction]) -> dict[str, Any]:
     """A person closes the alert (it reopens if its condition clears and comes back)."""
     return _act(state, alert_id, data, resolve=True)
 

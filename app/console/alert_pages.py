@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 import app.console.forms as form_fields
 from app.console.rendering import Outcome, act, page, read
 from app.console.session import console_guard
+from app.path_ids import RowId
 from reconciliation.alerts.lifecycle import SEVERITIES, STATES, AlertNotFoundError
 from reconciliation.operator import actions as operator_actions
 from reconciliation.operator.alert_evidence import (
@@ -88,14 +89,14 @@ class AlertPages(Controller):
         )
 
     @get("/{alert_id:int}", sync_to_thread=True)
-    def alert(self, request: AnyRequest, alert_id: int) -> Template:
+    def alert(self, request: AnyRequest, alert_id: RowId) -> Template:
         """One alert: what, since when, and the items its evidence names, side by side."""
         return page(request, "alert.html", view=read(request, _evidence, alert_id))
 
     @post("/{alert_id:int}/acknowledge")
-    async def acknowledge(self, request: AnyRequest, alert_id: int) -> Redirect:
+    async def acknowledge(self, request: AnyRequest, alert_id: RowId) -> Redirect:
         return await act(request, _acknowledge(alert_id), f"/console/alerts/{alert_id}")
 
     @post("/{alert_id:int}/resolve")
-    async def resolve(self, request: AnyRequest, alert_id: int) -> Redirect:
+    async def resolve(self, request: AnyRequest, alert_id: RowId) -> Redirect:
         return await act(request, _resolve(alert_id), f"/console/alerts/{alert_id}")

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.console.rendering import Outcome, act, page, read
 from app.console.session import console_guard
+from app.path_ids import RowId
 from reconciliation.notifications import inbox
 from reconciliation.notifications.inbox_views import (
     DeliveryDetail,
@@ -123,12 +124,12 @@ class DeliveryPages(Controller):
         )
 
     @get("/{row_id:int}", sync_to_thread=True)
-    def delivery(self, request: AnyRequest, row_id: int) -> Template:
+    def delivery(self, request: AnyRequest, row_id: RowId) -> Template:
         """The exact bytes (escaped), the headers kept, the outcome."""
         return page(request, "delivery.html", view=read(request, _show, row_id))
 
     @post("/{row_id:int}/replay")
-    async def replay(self, request: AnyRequest, row_id: int) -> Redirect:
+    async def replay(self, request: AnyRequest, row_id: RowId) -> Redirect:
         return await act(request, _replay(row_id), f"/console/deliveries/{row_id}")
 
     @post("/replay-quarantined")

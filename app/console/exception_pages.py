@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 import app.console.forms as form_fields
 from app.console.rendering import Outcome, act, back_field, page, policy, read
 from app.console.session import console_guard
+from app.path_ids import RowId
 from reconciliation.matching.candidates import CandidateError, Explanation, explain
 from reconciliation.operator import actions as operator_actions
 from reconciliation.operator.actions import ActionRefusedError
@@ -101,7 +102,7 @@ class ExceptionPages(Controller):
         )
 
     @get("/{kind:str}/{item_id:int}", sync_to_thread=True)
-    def item(self, request: AnyRequest, kind: str, item_id: int) -> Template:
+    def item(self, request: AnyRequest, kind: str, item_id: RowId) -> Template:
         """One item, its counterparts and why each is apart, and the match form."""
         view = read(request, _explain, kind, item_id, policy(request).match_window_seconds)
         return page(request, "exception.html", view=view)

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from app.console.chart import balance_chart
 from app.console.rendering import operator, page, policy, read
 from app.console.session import console_guard
+from app.path_ids import RowId
 from reconciliation.operator import actions as operator_actions
 from reconciliation.operator import audit_trail as audit
 from reconciliation.operator.overview import read_overview
@@ -139,7 +140,9 @@ class ReadPages(Controller):
         )
 
     @get("/holdings/{holding_id:int}", sync_to_thread=True)
-    def holding(self, request: AnyRequest, holding_id: int, cursor: str | None = None) -> Template:
+    def holding(
+        self, request: AnyRequest, holding_id: RowId, cursor: str | None = None
+    ) -> Template:
         """Balance against posted sum, drift history, postings."""
         view = read(request, _holding, holding_id, cursor)
         return page(

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from litestar.testing import TestClient
 from sqlalchemy import event, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -307,3 +308,45 @@ def test_the_reports_page_shows_one_holding_and_offers_the_rest_as_downloads(
 
     refused = client.get("/console/reports?holding=not-a-uuid")
     assert refused.status_code == 400 and "is not a holdingRef" in refused.text
+
+
+#: Past what a database row id can be (a signed 64-bit integer): the driver cannot bind it.
+HUGE = 2**64 + 1
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"/console/alerts/{HUGE}",
+        f"/console/holdings/{HUGE}",
+        f"/console/exceptions/posting/{HUGE}",
+        f"/console/deliveries/{HUGE}",
+    ],
+)
+def test_a_page_for_an_id_no_row_can_have_is_not_found(client: Client, path: str) -> None:
+    sign_in(client)
+    answer = client.get(path)
+    assert answer.status_code in (400, 404), answer.text
+    assert "Internal" not in answer.text
+
+
+@pytest.mark.parametrize(
+    "path",
+    [f"/console/alerts/{HUGE}/acknowledge", f"/console/deliveries/{HUGE}/replay"],
+)
+def test_an_action_on_an_id_no_row_can_have_changes_nothing_and_says_so(
+    client: Client, path: str
+) -> None:
+    sign_in(client)
+    answer = client.post(path, data={"csrf_token": csrf_of(client), "note": "n"})
+    assert answer.status_code in (400, 404), answer.text
+
+
+@pytest.mark.parametrize("action", ["ack", "resolve"])
+def test_the_alert_api_refuses_an_id_no_row_can_have(client: Client, action: str) -> None:
+    answer = client.post(
+        f"/alerts/{HUGE}/{action}",
+        json={"by": "Grace", "note": "n"},
+        headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+    )
+    assert answer.status_code in (400, 404), answer.text
