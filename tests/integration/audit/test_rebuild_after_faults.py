@@ -1,49 +1,49 @@
 """A rebuild after the demo-like fault scenario reproduces the live state exactly.
 
-The same world as tests/integration/reconciliation/test_end_to_end_faults.py (its fixtures: the
-sandbox over HTTP with its fault injection, recon's embedded workers): an altered credit, a
-dropped credit, a second body under one delivery id, a transfer the rail holds, and healthy
-traffic beside them. After the live pass, the state rebuilt from the facts equals the live one,
+The world of tests/integration/reconciliation/fault_world.py (the sandbox over HTTP with its
+fault injection, recon's embedded workers): an altered credit, a dropped credit, a second body
+under one delivery id, a transfer the rail holds, and healthy traffic beside them. After the live pass, the state rebuilt from the facts equals the live one,
 table by table; after the held transfer settles and another pass resolves its alert, again.
 """
 
 from __future__ import annotations
 
 import time
-import uuid
+from collections.abc import Iterator
 
+import pytest
 from sqlalchemy import select
 
 from reconciliation.rebuild.run import Mode, rebuild
 from reconciliation.reconcile import run_pass
 from reconciliation.store.db import transaction
-from reconciliation.store.models import Alert, Delivery, Holding, Notification, Transfer
-from reconciliation.store.types import utcnow
-from reconciliation.transfers.polling import record_created_transfer
-from sandbox.endpoints import COLLECTION_CHILD
-from sandbox.faults import Fault
+from reconciliation.store.models import Alert, Delivery, Notification, Transfer
 from sandbox.server import SandboxServer
-from tests.integration.reconciliation.test_end_to_end_faults import (
-    EVENT_TYPES,
+from tests.integration.reconciliation.fault_world import (
     POLICY,
-    address,
     count,
-    sandbox,
+    embedded_workers,
+    inject_faults,
     wait_for,
-    workers,
 )
-from tests.integration.workers.inbox_receiver import inbox_receiver
-from tests.integration.workers.scenario import SECRET, transfer_request
-from upstream.company import CompanyClient
+from tests.integration.workers.conftest import fast_sandbox_config
 from upstream.gateway import GatewayClient
 from upstream.webhooks.payloads import configured_reader
-from upstream.wire.balances import CreditRequest
-from upstream.wire.common import ValueUnit
-from upstream.wire.company_types import WebhookRequest
-from upstream.wire.transfers import TransferAccepted
 from workers.embedded import EmbeddedWorkers
 
-__all__ = ["sandbox", "workers"]  # the fault scenario's fixtures, used by name below
+
+@pytest.fixture
+def sandbox() -> Iterator[SandboxServer]:
+    with SandboxServer(fast_sandbox_config()) as server:
+        yield server
+
+
+@pytest.fixture
+def workers(
+    base_env: dict[str, str], db_url: str, sandbox: SandboxServer
+) -> Iterator[EmbeddedWorkers]:
+    with embedded_workers(base_env, db_url, sandbox) as embedded:
+        yield embedded
 
 
 def test_rebuild_reproduces_the_state_the_fault_scenario_left(
@@ -52,56 +52,8 @@ def test_rebuild_reproduces_the_state_the_fault_scenario_left(
     sessions = workers.running.runtime.sessions
     engine = workers.running.runtime.engine
     state = sandbox.state
-    payer = state.create_endpoint(
-        COLLECTION_CHILD, str(uuid.uuid4()), "business-entity", "NGN", emit=False
-    )
-    payee = state.create_endpoint(
-        COLLECTION_CHILD, str(uuid.uuid4()), "business-entity", "NGN", emit=False
-    )
-    with inbox_receiver(sessions) as url:
-        with CompanyClient(
-            sandbox.base_url, "ck_test_recon", sandbox.config.company_app_id
-        ) as company:
-            company.register_webhook(
-                WebhookRequest(url=url, event_types=EVENT_TYPES, secret=SECRET)
-            )
-        from workers.actors import discover_holdings
-
-        discover_holdings.send()
-        wait_for("holdings discovered", lambda: count(sessions, Holding) == 2)
-        faults = state.faults
-        with GatewayClient(sandbox.base_url, "ak_test_recon") as gateway:
-
-            def credit(amount: int) -> None:
-                gateway.simulate_inbound_credit(
-                    CreditRequest(
-                        target=address(payer),
-                        value_unit=ValueUnit.fiat("NGN"),
-                        amount_minor_units=amount,
-                    )
-                )
-
-            faults.add_delivery(Fault(target="PAYMENT_RECEIVED", kind="altered_amount", count=1))
-            credit(500_000)
-            wait_for("the altered credit", lambda: faults.delivery_faults[-1].fired == 1)
-            faults.add_delivery(Fault(target="PAYMENT_RECEIVED", kind="drop", count=1))
-            credit(700_000)
-            wait_for("the dropped credit", lambda: faults.delivery_faults[-1].fired == 1)
-            credit(900_000)
-            faults.add_delivery(Fault(target="ACCOUNT_CREATED", kind="same_id_other_body", count=1))
-            state.create_endpoint(COLLECTION_CHILD, str(uuid.uuid4()), "business-entity", "NGN")
-            wait_for("the payer's money", lambda: state.posted_sum(payer.holding_ref) == 2_100_000)
-            refs = []
-            for amount, outcome in ((100_000, "settle"), (200_000, "hold")):
-                state.outcomes.queue_next(outcome)  # type: ignore[arg-type]
-                created = gateway.create_transfer(
-                    transfer_request(address(payer), address(payee), amount)
-                )
-                assert isinstance(created, TransferAccepted)
-                with transaction(sessions) as session:
-                    record_created_transfer(session, created.transfer, utcnow())
-                refs.append(created.transfer_ref)
-        held = refs[1]
+    with inject_faults(sandbox, sessions) as world:
+        refs, held = [world.settled, world.held], world.held
 
         def heard_everything() -> bool:
             with sessions() as s:

@@ -17,51 +17,27 @@ new opens.
 from __future__ import annotations
 
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.settings import load_settings
 from reconciliation.alerts.lifecycle import fingerprint
 from reconciliation.notifications.inbox import body_conflict_fingerprint
-from reconciliation.policy import ReconcilePolicy
 from reconciliation.reconcile import run_pass
-from reconciliation.store.db import transaction
-from reconciliation.store.models import Alert, Delivery, Holding, Notification, Posting, Transfer
-from reconciliation.store.types import utcnow
-from reconciliation.transfers.polling import record_created_transfer
-from sandbox.endpoints import COLLECTION_CHILD
-from sandbox.faults import Fault
+from reconciliation.store.models import Alert, Delivery, Notification, Posting, Transfer
 from sandbox.server import SandboxServer
-from tests.integration.workers.conftest import fast_sandbox_config
-from tests.integration.workers.inbox_receiver import inbox_receiver
-from tests.integration.workers.ledger_compare import sandbox_ledger, stored_ledger
-from tests.integration.workers.scenario import SECRET, transfer_request
-from upstream.company import CompanyClient
-from upstream.gateway import GatewayClient
-from upstream.wire.balances import CreditRequest
-from upstream.wire.common import HoldingAddress, ValueUnit
-from upstream.wire.company_types import WebhookRequest
-from upstream.wire.transfers import TransferAccepted
-from workers.embedded import EmbeddedWorkers, start_embedded
-
-#: Short thresholds, so the injected gaps become drift within the test's time.
-POLICY = ReconcilePolicy(
-    notification_grace_seconds=1,
-    finality_deadline_seconds=2,
-    projection_grace_seconds=60,
-    match_window_seconds=600,
+from tests.integration.reconciliation.fault_world import (
+    POLICY,
+    count,
+    embedded_workers,
+    inject_faults,
+    wait_for,
 )
-EVENT_TYPES = [
-    "PAYMENT_RECEIVED",
-    "TRANSACTION_COMPLETED",
-    "TRANSACTION_FAILED",
-    "ACCOUNT_CREATED",
-    "KYC_VERIFIED",
-]
+from tests.integration.workers.conftest import fast_sandbox_config
+from tests.integration.workers.ledger_compare import sandbox_ledger, stored_ledger
+from workers.embedded import EmbeddedWorkers
 
 
 @pytest.fixture
@@ -74,48 +50,8 @@ def sandbox() -> Iterator[SandboxServer]:
 def workers(
     base_env: dict[str, str], db_url: str, sandbox: SandboxServer
 ) -> Iterator[EmbeddedWorkers]:
-    settings = load_settings(
-        {
-            **base_env,
-            "DATABASE_URL": db_url,
-            "RECON_GATEWAY_URL": sandbox.base_url,
-            "RECON_GATEWAY_RPS": "1000",
-            "RECON_POLL_ACTIVITY_SECONDS": "0.5",
-            "RECON_POLL_TRANSFERS_SECONDS": "0.3",
-            "RECON_SNAPSHOT_BALANCES_SECONDS": "3600",
-            "RECON_DISCOVER_HOLDINGS_SECONDS": "3600",
-            "RECON_CHECK_SUBSCRIPTION_SECONDS": "3600",
-            "RECON_RECONCILE_SECONDS": "3600",  # the test runs the passes itself
-            "RECON_SWEEP_SECONDS": "1",
-            "RECON_DELIVERY_GRACE_SECONDS": "1",
-        }
-    )
-    embedded = start_embedded(settings, lock_seconds=3)
-    yield embedded
-    embedded.stop()
-
-
-def wait_for(what: str, done: Callable[[], bool | list[str]], seconds: float = 30.0) -> None:
-    """Poll until `done` is true (or returns no problems); fail saying what is still missing."""
-    deadline = time.monotonic() + seconds
-    outcome = done()
-    while outcome is False or (isinstance(outcome, list) and outcome):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}: {outcome}"
-        time.sleep(0.1)
-        outcome = done()
-
-
-def address(ep: object) -> HoldingAddress:
-    return HoldingAddress(
-        account_ref=uuid.UUID(ep.account_ref),  # type: ignore[attr-defined]
-        endpoint_ref=uuid.UUID(ep.endpoint_ref),  # type: ignore[attr-defined]
-        holding_ref=uuid.UUID(ep.holding_ref),  # type: ignore[attr-defined]
-    )
-
-
-def count(sessions: sessionmaker[Session], model: type, *where: object) -> int:
-    with sessions() as s:
-        return int(s.scalar(select(func.count()).select_from(model).where(*where)) or 0)  # type: ignore[arg-type]
+    with embedded_workers(base_env, db_url, sandbox) as embedded:
+        yield embedded
 
 
 def open_alerts(sessions: sessionmaker[Session]) -> set[str]:
@@ -128,64 +64,11 @@ def test_sandbox_faults_become_exactly_their_alerts(
 ) -> None:
     sessions = workers.running.runtime.sessions
     state = sandbox.state
-    payer = state.create_endpoint(
-        COLLECTION_CHILD, str(uuid.uuid4()), "business-entity", "NGN", emit=False
-    )
-    payee = state.create_endpoint(
-        COLLECTION_CHILD, str(uuid.uuid4()), "business-entity", "NGN", emit=False
-    )
-    with inbox_receiver(sessions) as url:
-        with CompanyClient(
-            sandbox.base_url, "ck_test_recon", sandbox.config.company_app_id
-        ) as company:
-            company.register_webhook(
-                WebhookRequest(url=url, event_types=EVENT_TYPES, secret=SECRET)
-            )
-        from workers.actors import discover_holdings
-
-        discover_holdings.send()
-        wait_for("holdings discovered", lambda: count(sessions, Holding) == 2)
-
-        faults = state.faults
-        with GatewayClient(sandbox.base_url, "ak_test_recon") as gateway:
-
-            def credit(amount: int) -> None:
-                gateway.simulate_inbound_credit(
-                    CreditRequest(
-                        target=address(payer),
-                        value_unit=ValueUnit.fiat("NGN"),
-                        amount_minor_units=amount,
-                    )
-                )
-
-            faults.add_delivery(Fault(target="PAYMENT_RECEIVED", kind="altered_amount", count=1))
-            credit(500_000)
-            wait_for("the altered credit", lambda: faults.delivery_faults[-1].fired == 1)
-            faults.add_delivery(Fault(target="PAYMENT_RECEIVED", kind="drop", count=1))
-            credit(700_000)
-            wait_for("the dropped credit", lambda: faults.delivery_faults[-1].fired == 1)
-            credit(900_000)  # healthy
-            faults.add_delivery(Fault(target="ACCOUNT_CREATED", kind="same_id_other_body", count=1))
-            state.create_endpoint(COLLECTION_CHILD, str(uuid.uuid4()), "business-entity", "NGN")
-            wait_for(
-                "the payer's money to land",
-                lambda: state.posted_sum(payer.holding_ref) == 2_100_000,
-            )
-
-            refs = []
-            for amount, outcome in ((100_000, "settle"), (200_000, "hold")):
-                state.outcomes.queue_next(outcome)  # type: ignore[arg-type]
-                created = gateway.create_transfer(
-                    transfer_request(address(payer), address(payee), amount)
-                )
-                assert isinstance(created, TransferAccepted)
-                with transaction(sessions) as session:
-                    record_created_transfer(session, created.transfer, utcnow())
-                refs.append(created.transfer_ref)
-        held = refs[1]
+    with inject_faults(sandbox, sessions) as world:
+        held, refs = world.held, [world.settled, world.held]
 
         def still_missing() -> list[str]:
-            holdings = [payer.holding_ref, payee.holding_ref]
+            holdings = world.holding_refs
             missing = []
             if stored_ledger(sessions) != sandbox_ledger(state, holdings):
                 missing.append("ledger")
@@ -231,8 +114,7 @@ def test_sandbox_faults_become_exactly_their_alerts(
                     sessions, Notification, Notification.event_type == "TRANSACTION_COMPLETED"
                 )
                 == 2
-                and stored_ledger(sessions)
-                == sandbox_ledger(state, [payer.holding_ref, payee.holding_ref])
+                and stored_ledger(sessions) == sandbox_ledger(state, world.holding_refs)
             ),
         )
         result = run_pass(sessions, POLICY, publish=False)
