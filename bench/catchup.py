@@ -15,6 +15,14 @@ postings per second (first to last stored posting), and the peak RSS of each wor
 third run measures the store's write path alone: pre-parsed pages committed by one and two
 writer threads, nothing else in the way.
 
+The goals (issue #16): at least 40,000 postings/s through the in-process transport on
+PostgreSQL, at least 60,000/s on the store's write path alone, activity requests at the minimum
+(at most 1.01x), worker peak RSS at most 150 MB whatever the backlog. Each figure with a goal
+prints its ratio to it, as time over the goal's time (goal rate / rate, or requests over the
+minimum, or peak over the cap): under 1.0 meets it. With `--rounds N` every run is repeated and
+the summary gives min/median/max of each ratio; the machine's load moves the figures, so
+compare rounds of one run.
+
 The sandbox plays the provider `--variant` names (the spec strings RECON_SANDBOX_VARIANT takes,
 such as `standard` or `recon,page_cap=7,over_cap=clamp`); `--variant all` runs the three presets
 and a tiny silent cap one after the other, since the real provider may be any of them.
@@ -23,6 +31,7 @@ and a tiny silent cap one after the other, since the real provider may be any of
     python bench/catchup.py --holdings 100 --postings 100000 --only inprocess
     python bench/catchup.py --holdings 50 --postings 50000 --only inprocess \
         --databases SQLite --variant all
+    python bench/catchup.py --only writepath --databases PostgreSQL --rounds 3
 """
 
 from __future__ import annotations
@@ -30,7 +39,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import math
 import os
 import shutil
 import signal
@@ -39,11 +47,18 @@ import sys
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 from asgi_transport import InProcessASGITransport
+from catchup_figures import (
+    GOAL_INPROCESS_POSTGRES_RATE,
+    GOAL_WRITE_PATH_RATE,
+    Figures,
+    minimum_requests,
+    pages_with_entries,
+    round_summary,
+)
 from catchup_services import (
     PAGE_SIZE,
     POLL_STORED_SECONDS,
@@ -79,77 +94,6 @@ ROOT = Path(__file__).resolve().parent.parent
 #: with a cursor on the last page (the case where a capped page and the last look alike).
 ALL_VARIANTS = ("recon", "standard", "sparse", "recon,page_cap=7,over_cap=clamp")
 DEFAULT_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
-
-
-@dataclass
-class Figures:
-    """What one run measured."""
-
-    name: str
-    postings: int
-    holdings: int
-    activity_requests: int = 0
-    minimum_requests: int = 0
-    pages_with_entries: int = 0
-    other_requests: dict[str, int] = field(default_factory=dict)
-    exactly_once: bool = False
-    seconds: float = 0.0
-    worker_peak_mb: list[float] = field(default_factory=list)
-    note: str = ""
-
-    def lines(self) -> list[str]:
-        ratio = self.activity_requests / self.minimum_requests if self.minimum_requests else 0
-        rate = self.postings / self.seconds if self.seconds else 0
-        out = [f"== {self.name}: {self.postings:,} postings over {self.holdings:,} holdings"]
-        if self.minimum_requests:
-            pages = self.pages_with_entries or 1
-            out += [
-                f"   activity requests   {self.activity_requests:,} for a minimum of "
-                f"{self.minimum_requests:,} ({ratio:.4f} x; goal <= 1.01 x)",
-                f"   per page w/ entries {self.activity_requests / pages:.4f} "
-                f"(minimum {self.minimum_requests / pages:.4f}) over {pages:,} pages",
-                f"   other requests      {self.other_requests}",
-            ]
-        out += [
-            f"   stored exactly once {'yes' if self.exactly_once else 'NO'}",
-            f"   catch-up            {self.seconds:.1f} s, {rate:,.0f} postings/s",
-        ]
-        if self.worker_peak_mb:
-            peaks = ", ".join(f"{mb:.0f}" for mb in self.worker_peak_mb)
-            out.append(f"   worker peak RSS     {peaks} MB (goal <= 300 MB)")
-        if self.note:
-            out.append(f"   note                {self.note}")
-        return out
-
-
-def effective_page_size(variant: ProviderVariant, asked: int = PAGE_SIZE) -> int:
-    """Entries per full page: what recon asks, or the provider's cap when that is lower.
-
-    Above a cap that refuses (400), recon settles on the cap (the refusal names it); above one
-    that clamps, it is served the cap.
-    """
-    return min(asked, variant.page_cap)
-
-
-def pages_with_entries(summary: Summary, variant: ProviderVariant) -> int:
-    size = effective_page_size(variant)
-    return sum(math.ceil(count / size) for count, _, _ in summary.values())
-
-
-def minimum_requests(summary: Summary, variant: ProviderVariant) -> int:
-    """The fewest requests any reader needs that knows the provider's cap but not the ledger.
-
-    One per page with entries; one for an empty holding; and one more after a full last page
-    when the provider puts a cursor on its last page too (nothing tells it from a full page
-    with more behind it). A provider without a cursor on its last page says where it ends.
-    """
-    size = effective_page_size(variant)
-    total = 0
-    for count, _, _ in summary.values():
-        pages = math.ceil(count / size)
-        ambiguous = count == 0 or (count % size == 0 and variant.last_page_cursor == "last-entry")
-        total += pages + (1 if ambiguous else 0)
-    return total
 
 
 def run_http(args: argparse.Namespace, workdir: Path, variant: ProviderVariant) -> Figures:
@@ -248,6 +192,8 @@ def run_inprocess(
 
     name = f"in-process transport, {database}, {variant.name}"
     figures = Figures(name, args.postings, args.holdings)
+    if database == "PostgreSQL":
+        figures.goal_rate = GOAL_INPROCESS_POSTGRES_RATE
     state = build_world(args.holdings, args.postings, args.seed)
     state.config.variant = variant
     expected = ledger_summary(state)
@@ -315,6 +261,8 @@ def run_write_path(args: argparse.Namespace, workdir: Path, database: str, write
 
     total = min(args.postings, args.write_path_postings)
     figures = Figures(f"store write path only, {database}, {writers} writer(s)", total, writers)
+    if database == "PostgreSQL":
+        figures.goal_rate = GOAL_WRITE_PATH_RATE
     unit = ValueUnit.fiat("NGN")
     start = datetime(2026, 1, 1, tzinfo=UTC)
     per_writer = total // writers
@@ -423,6 +371,7 @@ def main() -> None:
         default=200_000,
         help="postings for the write-path-only runs",
     )
+    parser.add_argument("--rounds", type=int, default=1, help="repeat every run this often")
     args = parser.parse_args()
     configure_logging("console", "warning")
 
@@ -432,24 +381,28 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="recon-bench-catchup-"))
     try:
         databases = [d.strip() for d in args.databases.split(",") if d.strip()]
-        for variant in variants:
-            if args.only in (None, "http"):
-                results.append(run_http(args, workdir, variant))
-                _print(results[-1])
-            if args.only in (None, "inprocess"):
+        for _ in range(args.rounds):
+            for variant in variants:
+                if args.only in (None, "http"):
+                    results.append(run_http(args, workdir, variant))
+                    _print(results[-1])
+                if args.only in (None, "inprocess"):
+                    for database in databases:
+                        results.append(run_inprocess(args, workdir, database, variant))
+                        _print(results[-1])
+            if args.only in (None, "writepath"):
                 for database in databases:
-                    results.append(run_inprocess(args, workdir, database, variant))
-                    _print(results[-1])
-        if args.only in (None, "writepath"):
-            for database in databases:
-                for writers in (1, 2):
-                    results.append(run_write_path(args, workdir, database, writers))
-                    _print(results[-1])
+                    for writers in (1, 2):
+                        results.append(run_write_path(args, workdir, database, writers))
+                        _print(results[-1])
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print("\nsummary")
     for figures in results:
         _print(figures)
+    print("\nover rounds (min / median / max)")
+    for line in round_summary(results):
+        print(line)
 
 
 def _print(figures: Figures) -> None:

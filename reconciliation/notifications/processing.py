@@ -15,8 +15,13 @@ only the body), as Standard Webhooks has it; a body id that differs is kept on t
 notification as evidence, never a reason to refuse. A delivery no shape reads is quarantined
 with its bytes untouched and a `delivery_not_understood` alert naming what is missing
 (reconciliation.notifications.shape_alerts); it is read again by a replay once recon learns the
-shape. Processing is idempotent: only `pending` deliveries are claimed, and the claim is a write
-(UPDATE .. RETURNING), so two workers handed the same delivery never both process it.
+shape. Processing is idempotent: only `pending` deliveries are claimed, and the claim holds the
+row until the commit (a row lock on PostgreSQL, the write lock on SQLite), so two workers handed
+the same delivery never both process it.
+
+A batch costs a few statements whatever its size (reconciliation.notifications.processing_writes):
+the drain after a broker outage, when the sweep re-sends every pending delivery in large
+batches, runs at the pace of reading the bodies.
 """
 
 from __future__ import annotations
@@ -25,17 +30,17 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Final
+from typing import Any, Final
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciliation.notifications.inbox import (
-    PENDING,
-    PROCESSED,
-    QUARANTINED,
-    RESENT_THROUGH,
-    stored_delivery_id,
+from reconciliation.notifications.inbox import PENDING, RESENT_THROUGH
+from reconciliation.notifications.processing_writes import (
+    ORIGIN_NOTIFIED,
+    BatchWrites,
+    notification_values,
+    unstorable_text,
 )
 from reconciliation.notifications.shape_alerts import (
     ShapeProblem,
@@ -44,8 +49,7 @@ from reconciliation.notifications.shape_alerts import (
     shape_problem_fingerprint,
 )
 from reconciliation.store import watermarks
-from reconciliation.store.models import Delivery, Notification, Transfer
-from reconciliation.store.write_statements import insert_ignoring_conflicts
+from reconciliation.store.models import Delivery
 from upstream.webhooks.payloads import (
     MONEY_EVENTS,
     DeliveryNotification,
@@ -55,9 +59,6 @@ from upstream.webhooks.payloads import (
 )
 
 __all__ = ["MONEY_EVENTS", "ORIGIN_NOTIFIED", "ProcessOutcome", "process_deliveries"]
-
-#: How a transfer row first learned of a transfer named by a notification.
-ORIGIN_NOTIFIED: Final = "notified"
 
 #: Watermarks of the sweep's re-send round (see ResendMark): the highest delivery row id sent,
 #: and when the round began, in milliseconds.
@@ -106,39 +107,38 @@ def process_deliveries(
     Deliveries already processed or quarantined (or claimed by another worker that committed
     first) are skipped. A delivery whose id already produced a notification from a different
     body is quarantined: two stories under one id are for a person to judge, not to add up.
+    The batch is written set-wise, a few statements whatever its size
+    (reconciliation.notifications.processing_writes), so a large batch (the sweep's re-sends
+    after an outage) costs little more than the reading of its bodies.
     """
     outcome = ProcessOutcome()
     if not delivery_pks:
         return outcome
-    claimed = session.execute(
-        update(Delivery)
-        .where(Delivery.id.in_(sorted(set(delivery_pks))), Delivery.state == PENDING)
-        .values(attempts=Delivery.attempts + 1)
-        .returning(
-            Delivery.id,
-            Delivery.delivery_id,
-            Delivery.body,
-            Delivery.headers,
-            Delivery.shape_problem,
-        )
-    ).all()
+    writes = BatchWrites(session)
+    claimed = writes.claim(delivery_pks)
     earlier_problems = {row.shape_problem for row in claimed if row.shape_problem}
     problems: dict[str, ShapeProblem] = {}
-    notified = _notified_by(session, [row.delivery_id for row in claimed])
-    fresh: list[Notification] = []
-    done: list[dict[str, object]] = []
-    for row in sorted(claimed, key=lambda r: r.id):
+    notified = writes.notified_by([row.delivery_id for row in claimed])
+    fresh: list[dict[str, Any]] = []
+    done: list[tuple[int, str]] = []
+    for row in claimed:
         result = reader.read(row.body, row.headers or {})
         if isinstance(result, DeliveryNotUnderstood):
             fp = shape_problem_fingerprint(result)
             problems.setdefault(fp, ShapeProblem(result)).row_ids.append(row.id)
-            _quarantine(session, row.id, result.describe(), shape_problem=fp)
+            writes.quarantine(row.id, result.describe(), shape_problem=fp)
+            outcome.quarantined.append(row.id)
+            continue
+        unstorable = unstorable_text(result)
+        if unstorable is not None:
+            writes.quarantine(
+                row.id, f"its {unstorable} holds a lone surrogate (an unpaired \\u escape)"
+            )
             outcome.quarantined.append(row.id)
             continue
         earlier = notified.setdefault(row.delivery_id, set())
         if earlier - {row.id}:
-            _quarantine(
-                session,
+            writes.quarantine(
                 row.id,
                 f"delivery id {row.delivery_id!r} was already processed with a different body; "
                 "kept for review (see the other delivery with this id)",
@@ -147,32 +147,20 @@ def process_deliveries(
             continue
         if row.id not in earlier:
             # A replayed delivery keeps the notification it already produced.
-            fresh.append(_notification(row.id, row.delivery_id, result, now))
+            fresh.append(notification_values(row.id, row.delivery_id, result))
             earlier.add(row.id)
-        done.append(
-            {
-                "id": row.id,
-                "state": PROCESSED,
-                "processed_at": now,
-                "error": None,
-                "event_type": result.event_type,
-                "shape_problem": None,
-            }
-        )
+        done.append((row.id, result.event_type))
         outcome.processed.append(row.id)
         if result.transfer_ref is not None:
             outcome.transfers_named.append(result.transfer_ref)
-    # The batch's rows are written together, one INSERT and one UPDATE by primary key for the
-    # batch: written row by row, each UPDATE flushed the notification before it, two round
-    # trips a delivery, and a drain after an outage ran at the network's pace, not the CPU's.
-    session.add_all(fresh)
-    if done:
-        session.execute(update(Delivery), done)
-    record_named_transfers(session, outcome.transfers_named, now)
-    session.flush()
-    outcome.shape_alerts = raise_shape_alerts(session, problems, reader.shapes, now)
-    outcome.resolved_alerts = resolve_cleared(session, earlier_problems - set(problems))
-    session.flush()
+    writes.store_processed(fresh, done, now)
+    writes.record_transfers(outcome.transfers_named, now)
+    if problems or earlier_problems:
+        # Counted over the store, so the rows just marked must be visible to the count.
+        session.flush()
+        outcome.shape_alerts = raise_shape_alerts(session, problems, reader.shapes, now)
+        outcome.resolved_alerts = resolve_cleared(session, earlier_problems - set(problems))
+        session.flush()
     return outcome
 
 
@@ -182,33 +170,7 @@ def record_named_transfers(session: Session, refs: Sequence[uuid.UUID], now: dat
     A notification is a hint that something changed; the gateway's status read is the truth,
     so a non-terminal transfer in backoff is brought forward rather than left to wait.
     """
-    if not refs:
-        return
-    unique = sorted(set(refs))
-    session.execute(
-        insert_ignoring_conflicts(session, Transfer, ["transfer_ref"]),
-        [
-            {
-                "transfer_ref": ref,
-                "origin": ORIGIN_NOTIFIED,
-                "is_terminal": False,
-                "next_poll_at": now,
-                "poll_attempts": 0,
-                "created_at": now,
-                "updated_at": now,
-            }
-            for ref in unique
-        ],
-    )
-    session.execute(
-        update(Transfer)
-        .where(
-            Transfer.transfer_ref.in_(unique),
-            Transfer.is_terminal.is_(False),
-            or_(Transfer.next_poll_at.is_(None), Transfer.next_poll_at > now),
-        )
-        .values(next_poll_at=now)
-    )
+    BatchWrites(session).record_transfers(refs, now)
 
 
 def pending_deliveries(
@@ -254,54 +216,3 @@ def advance_resend_mark(session: Session, mark: ResendMark, through: int, now: d
     """Record that the round has sent everything pending up to `through`."""
     watermarks.write(session, RESENT_THROUGH, max(mark.through, through), now)
     watermarks.write(session, RESEND_ROUND_STARTED, watermarks.to_millis(mark.started), now)
-
-
-def _notified_by(session: Session, delivery_ids: Sequence[str]) -> dict[str, set[int]]:
-    """Event id -> the deliveries that already produced a notification under it."""
-    found: dict[str, set[int]] = {}
-    if not delivery_ids:
-        return found
-    for event_id, delivery_pk in session.execute(
-        select(Notification.event_id, Notification.delivery_pk).where(
-            Notification.event_id.in_(set(delivery_ids))
-        )
-    ):
-        if delivery_pk is not None:
-            found.setdefault(event_id, set()).add(delivery_pk)
-    return found
-
-
-def _quarantine(session: Session, pk: int, reason: str, shape_problem: str | None = None) -> None:
-    session.execute(
-        update(Delivery)
-        .where(Delivery.id == pk)
-        .values(
-            state=QUARANTINED,
-            shape_problem=shape_problem,
-            error=f"{reason}. The body is kept unchanged; fix the cause and replay the delivery.",
-        )
-    )
-
-
-def _notification(
-    delivery_pk: int, delivery_id: str, d: DeliveryNotification, now: datetime
-) -> Notification:
-    return Notification(
-        delivery_pk=delivery_pk,
-        event_id=delivery_id,
-        body_id=stored_delivery_id(d.body_id) if d.body_id is not None else None,
-        payload_shape=d.shape,
-        event_type=d.event_type,
-        transfer_ref=d.transfer_ref,
-        receipt_ref=d.receipt_ref,
-        account_ref=d.account_ref,
-        endpoint_ref=d.endpoint_ref,
-        holding_ref=d.holding_ref,
-        account_number=d.account_number,
-        amount_minor=d.amount_minor,
-        currency=d.currency,
-        claimed_status=d.claimed_status,
-        narration=d.narration,
-        occurred_at=d.occurred_at,
-        created_at=now,
-    )

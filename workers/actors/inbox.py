@@ -1,7 +1,8 @@
 """process_delivery: inbox deliveries become notifications (reconciliation.notifications.processing).
 
 One message carries a batch of delivery row ids (the receiver commits deliveries in groups and
-hands each group over at once); the batch is processed in one transaction. Idempotent: a
+hands each group over at once, up to `workers.dispatch.DELIVERY_BATCH`; the sweep re-sends lost
+ones `RESEND_BATCH` at a time); the batch is processed in one transaction. Idempotent: a
 delivery already processed is skipped, so a message delivered twice, or a delivery sent both by
 the receiver and by the sweep, changes nothing the second time.
 """

@@ -9,12 +9,13 @@ The scheduler only sends these small messages; the store is the truth about what
   drops them all). Deliveries still pending after the grace period are sent again, holdings
   whose poll is overdue are sent again, and watched holdings without a cursor row get one.
 
-Lost deliveries are re-sent all at once, in id order, as fast as the broker takes them: after
-an outage the workers, not the sweep, set the pace of recovery (a cap of 5,000 per 30 s sweep
-made a 20 s outage take ten minutes to drain). What stops a re-sent delivery from being sent
-again and again while it waits in the queue is a mark in the store: the highest id this round
-has re-sent (`reconciliation.notifications.processing.ResendMark`). Later sweeps send only what
-is above it; a delivery at or below it that is still pending when the round is
+Lost deliveries are re-sent all at once, in id order, as fast as the broker takes them, in
+messages of `workers.dispatch.RESEND_BATCH` rows (larger than the receiver's: a batch costs a
+few statements whatever its size): after an outage the workers, not the sweep, set the pace of
+recovery (a cap of 5,000 per 30 s sweep made a 20 s outage take ten minutes to drain). What
+stops a re-sent delivery from being sent again and again while it waits in the queue is a mark
+in the store: the highest id this round has re-sent
+(`reconciliation.notifications.processing.ResendMark`). Later sweeps send only what is above it; a delivery at or below it that is still pending when the round is
 `RESEND_ROUND_SECONDS` old was lost again, and the next round sends it once more.
 """
 
@@ -41,14 +42,14 @@ from reconciliation.postings.activity import (
 )
 from reconciliation.store.db import transaction
 from workers.actors.activity import poll_activity, redo_after
-from workers.dispatch import EnqueueError, send_process_delivery
+from workers.dispatch import RESEND_BATCH, EnqueueError, send_process_delivery
 from workers.queues import PRIORITY_URGENT, TICKS
 from workers.retry_policy import MINUTE_MS
 from workers.runtime import Runtime, current_runtime
 
 #: Deliveries read and sent per round trip of a sweep: a chunk's ids are a few hundred kB in
-#: memory and its 200 messages go to Redis in well under a second; a sweep goes on chunk after
-#: chunk until nothing is left or its time is up.
+#: memory and its 40 messages (`RESEND_BATCH` rows each) go to Redis in well under a second; a
+#: sweep goes on chunk after chunk until nothing is left or its time is up.
 SWEEP_DELIVERY_CHUNK: Final = 20_000
 
 #: How long a sweep may spend re-sending before it leaves the rest to the next one: half of its
@@ -56,8 +57,9 @@ SWEEP_DELIVERY_CHUNK: Final = 20_000
 SWEEP_RESEND_SECONDS: Final = 30.0
 
 #: Age of a re-send round after which deliveries it sent that are still pending are sent again.
-#: Twice the time two workers take over a 100,000-row round (about a minute), so a slow drain
-#: is sent again at most once more per round; short: a message lost twice waits two minutes.
+#: Well above the time two workers take over a 100,000-row round (15 s on the bench machine,
+#: a minute under heavy load), so a slow drain is sent again at most once more per round;
+#: short: a message lost twice waits two minutes.
 RESEND_ROUND_SECONDS: Final = 120.0
 
 log = structlog.get_logger(__name__)
@@ -113,7 +115,7 @@ def resend_lost_deliveries(rt: Runtime, now: datetime) -> int:
         if not stale:
             break
         try:
-            send_process_delivery(stale)
+            send_process_delivery(stale, batch=RESEND_BATCH)
         except EnqueueError as exc:
             log.info("sweep.resend_refused", deliveries=len(stale), error=str(exc))
             break

@@ -134,7 +134,7 @@ def test_two_workers_with_the_same_deliveries_make_one_notification_each(
     assert errors == []
     with session_factory() as session:
         notes = session.scalars(select(Notification.delivery_pk)).all()
-    assert sorted(notes) == sorted(pks)
+    assert sorted(pk or 0 for pk in notes) == sorted(pks)
 
 
 def test_an_unreadable_delivery_is_quarantined_with_its_reason_and_bytes(
@@ -173,3 +173,86 @@ def test_a_named_transfer_waiting_in_backoff_is_polled_sooner(
         rows = session.execute(select(Transfer.transfer_ref, Transfer.next_poll_at)).all()
     polls = dict(rows)
     assert polls == {waiting: NOW, done: None}
+
+
+def test_a_large_mixed_batch_is_written_set_wise_and_each_delivery_counted_once(
+    session_factory: sessionmaker[Session],
+) -> None:
+    """A re-send batch (hundreds of rows) mixing every case processing meets: readable bodies,
+    unreadable ones, one already processed, a second body under a known id replayed beside the
+    first, and transfers named twice."""
+    shared_transfer = str(uuid.uuid4())
+    bodies = []
+    for n in range(600):
+        amount = f"{n + 1}.{n % 100:02d}"
+        transfer = shared_transfer if n % 200 == 0 else str(uuid.uuid4())
+        bodies.append((f"evt-m{n}", payload(f"evt-m{n}", transfer, amount=amount)))
+    unreadable = {17, 411}
+    for n in unreadable:
+        bodies[n] = (f"evt-m{n}", payload(f"evt-m{n}", None, amount="1.234"))
+    pks = store(session_factory, *bodies)
+    process(session_factory, [pks[5]])  # done before: skipped, not counted again
+    # Another body under a known id is stored quarantined; replayed, it joins the batch.
+    [other] = store(session_factory, ("evt-m9", payload("evt-m9", None, amount="9.99")))
+    with transaction(session_factory) as session:
+        reset_for_replay(session, other)
+
+    outcome = process(session_factory, [*pks, other, pks[3]])
+
+    readable = [pk for n, pk in enumerate(pks) if n not in unreadable and n != 5]
+    assert outcome.processed == readable
+    assert sorted(outcome.quarantined) == sorted([pks[17], pks[411], other])
+    with session_factory() as session:
+        notes = {n.delivery_pk or 0: n for n in session.scalars(select(Notification)).all()}
+        rows = {d.id: d for d in session.scalars(select(Delivery)).all()}
+        transfers = session.scalars(select(Transfer.transfer_ref)).all()
+    assert sorted(notes) == sorted([*readable, pks[5]])
+    for n, pk in enumerate(pks):
+        if n in unreadable:
+            continue
+        note = notes[pk]
+        assert (note.event_id, note.amount_minor) == (f"evt-m{n}", (n + 1) * 100 + n % 100)
+        assert (note.match_status, note.payload_shape, note.created_at) == (
+            "unmatched",
+            "recon",
+            NOW,
+        )
+        assert note.occurred_at == datetime(2026, 11, 22, 1, 59, 58, 250000, tzinfo=UTC)
+        delivery = rows[pk]
+        assert (delivery.state, delivery.event_type, delivery.processed_at) == (
+            "processed",
+            "TRANSACTION_COMPLETED",
+            NOW,
+        )
+    # Every claimed row counted one attempt, whatever became of it; the bytes set aside stay.
+    assert {rows[pk].attempts for pk in pks} == {1}
+    assert rows[other].attempts == 1
+    assert rows[other].state == "quarantined" and "already processed" in (rows[other].error or "")
+    assert rows[pks[17]].body == bodies[17][1]
+    assert "more decimal places" in (rows[pks[411]].error or "")
+    assert len(transfers) == len(set(transfers)) == 600 - 2 - 2  # unreadable, shared thrice
+
+
+def test_a_body_whose_text_no_database_can_store_is_set_aside_not_the_batch(
+    session_factory: sessionmaker[Session],
+) -> None:
+    """JSON can spell a lone surrogate (`\\ud800`), which neither database stores: written, it
+    failed its whole batch on every retry and re-send, holding back every delivery beside it."""
+    doc = json.loads(payload("evt-s", str(uuid.uuid4())))
+    doc["data"]["narration"] = "paid \ud800 twice"
+    unstorable = json.dumps(doc).encode()  # ASCII bytes: the escape stays an escape
+    pks = store(
+        session_factory,
+        ("evt-r", payload("evt-r", str(uuid.uuid4()))),
+        ("evt-s", unstorable),
+        ("evt-t", payload("evt-t", str(uuid.uuid4()))),
+    )
+    outcome = process(session_factory, pks)
+    assert (outcome.processed, outcome.quarantined) == ([pks[0], pks[2]], [pks[1]])
+    with session_factory() as session:
+        notes = session.scalars(select(Notification.event_id)).all()
+        set_aside = session.get(Delivery, pks[1])
+    assert sorted(notes) == ["evt-r", "evt-t"]
+    assert set_aside is not None and set_aside.state == "quarantined"
+    assert "narration holds a lone surrogate" in (set_aside.error or "")
+    assert set_aside.body == unstorable

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from dramatiq import Message
 from sqlalchemy.orm import Session, sessionmaker
 
+from foundation.settings import load_settings
 from reconciliation.notifications.processing import (
     advance_resend_mark,
     pending_deliveries,
@@ -14,6 +16,11 @@ from reconciliation.notifications.processing import (
 )
 from reconciliation.store.db import transaction
 from tests.integration.workers.test_inbox_processing import NOW, payload, process, store
+from workers.actors.sweep import resend_lost_deliveries
+from workers.broker import install_broker
+from workers.dispatch import RESEND_BATCH
+from workers.queues import INBOX
+from workers.runtime import build_runtime, release_runtime
 
 ROUND = timedelta(seconds=120)
 
@@ -62,3 +69,28 @@ def test_a_chunk_the_broker_refused_is_sent_by_the_next_sweep(
         assert pending_deliveries(session, NOW, 10, after_id=mark.through) == pks
         # Sending failed (Redis down): the sweep does not move the mark.
     assert sweep_once(session_factory, 5, chunk=10) == pks
+
+
+def test_a_sweep_re_sends_lost_deliveries_in_large_batches_each_once(
+    base_env: dict[str, str], db_url: str, session_factory: sessionmaker[Session]
+) -> None:
+    """After an outage the sweep hands the workers RESEND_BATCH rows a message, not the
+    receiver's small batches: fewer messages, statements and commits for the same drain."""
+    count = 2 * RESEND_BATCH + 7
+    pks = store(session_factory, *((f"evt-{n}", payload(f"evt-{n}", None)) for n in range(count)))
+    process(session_factory, pks[:3])  # processed before the outage: not re-sent
+    broker = install_broker(None)
+    rt = build_runtime(load_settings({**base_env, "DATABASE_URL": db_url}))
+    try:
+        sent = resend_lost_deliveries(rt, NOW + timedelta(minutes=5))
+        messages = []
+        while broker.queues[INBOX].qsize():
+            messages.append(Message.decode(broker.queues[INBOX].get()))
+    finally:
+        release_runtime(rt)
+        install_broker(None)
+    batches = [m.args[0] for m in messages]
+    assert [m.actor_name for m in messages] == ["process_delivery"] * len(messages)
+    assert [len(b) for b in batches] == [RESEND_BATCH, RESEND_BATCH, count - 3 - 2 * RESEND_BATCH]
+    assert sent == count - 3
+    assert [pk for batch in batches for pk in batch] == pks[3:]
