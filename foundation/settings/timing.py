@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from foundation.secret import Secret
 from foundation.settings._env import EnvReader, positive_int
@@ -125,47 +126,83 @@ def _share(text: str) -> float:
     return value
 
 
+#: The longest age a retention setting takes (about 100 years): far past any real need, and
+#: far below what a `timedelta` can hold, so every cutoff is a valid moment.
+MAX_RETENTION_DAYS: Final = 36_500.0
+
+#: What a RECON_RETAIN_*_DAYS value may be, as the refusal says it.
+RETENTION_DAYS_EXPECTED: Final = (
+    "a number of days > 0, decimals allowed (e.g. 90, or 0.01 for about 15 minutes)"
+)
+
+
+def positive_days(text: str) -> float:
+    """A retention age in days: a decimal number above zero, so tests and soaks can use minutes.
+
+    `nan`, `inf` and anything beyond `MAX_RETENTION_DAYS` are refused: each would make a cutoff
+    that is no moment at all.
+    """
+    value = float(text)
+    if not 0.0 < value <= MAX_RETENTION_DAYS:
+        raise ValueError(text)
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class RetentionSettings:
     """How long each kind of record stays in the hot store, and how often pruning runs.
 
-    Ages are whole days. What recon reconciled (postings, transfers, notifications, matches)
-    is kept for good; alert history too unless `resolved_alert_days` is set. Pruning never
-    reaches inside the matching window whatever these say (reconciliation.retention).
+    Ages are days, decimals allowed (0.01 is about a quarter of an hour: for tests and soaks).
+    What recon reconciled (postings, transfers, notifications, matches) is kept for good
+    unless the operator sets a limit for it; alert history too unless `resolved_alert_days` is
+    set. Pruning never reaches inside the matching window, nor anything unmatched or under an
+    open alert, whatever these say (reconciliation.retention).
     """
 
     #: Raw delivery bytes (the inbox row) this many days after the delivery was processed.
-    delivery_days: int
+    delivery_days: float
     #: A closed Idempotency-Key record this many days after its request completed. The provider
     #: does not say how long it honours a key; a week outlasts every common retention.
-    outbound_request_days: int
+    outbound_request_days: float
     #: Balance snapshots older than this keep only changes of balance and one per holding a day.
-    snapshot_thin_days: int
+    snapshot_thin_days: float
     #: A terminal transfer's status history is compacted (first and last kept) after this long.
-    transfer_history_days: int
+    transfer_history_days: float
     #: Resolved alerts are removed this long after resolution; None keeps them for good.
-    resolved_alert_days: int | None
+    resolved_alert_days: float | None
     #: How often the scheduled prune runs.
     run_seconds: float
     #: Where the scheduled prune writes what it removes (.jsonl.gz); None writes nothing.
     archive_dir: Path | None
+    #: Reconciled facts: a settled match group (its match rows and every member) goes as one
+    #: unit once each of its kinds is past its own limit; None keeps that kind, and so every
+    #: group it belongs to, for good (reconciliation.retention.reconciled).
+    posting_days: float | None = None
+    transfer_days: float | None = None
+    notification_days: float | None = None
+    match_days: float | None = None
 
     @classmethod
     def from_env(cls, r: EnvReader) -> RetentionSettings:
-        days = "a whole number of days > 0"
+        days = RETENTION_DAYS_EXPECTED
         archive = r.raw("RECON_RETENTION_ARCHIVE_DIR")
+
+        def age(name: str, default: float | None) -> float | None:
+            return r.convert(name, default, positive_days, days)
+
+        def required_age(name: str, default: float) -> float:
+            return r.convert(name, default, positive_days, days)
+
         return cls(
-            delivery_days=r.convert("RECON_RETAIN_DELIVERIES_DAYS", 90, positive_int, days),
-            outbound_request_days=r.convert(
-                "RECON_RETAIN_OUTBOUND_REQUESTS_DAYS", 7, positive_int, days
-            ),
-            snapshot_thin_days=r.convert("RECON_RETAIN_SNAPSHOTS_DAYS", 2, positive_int, days),
-            transfer_history_days=r.convert(
-                "RECON_RETAIN_TRANSFER_HISTORY_DAYS", 7, positive_int, days
-            ),
-            resolved_alert_days=r.convert(
-                "RECON_RETAIN_RESOLVED_ALERTS_DAYS", None, positive_int, days
-            ),
+            delivery_days=required_age("RECON_RETAIN_DELIVERIES_DAYS", 90.0),
+            outbound_request_days=required_age("RECON_RETAIN_OUTBOUND_REQUESTS_DAYS", 7.0),
+            snapshot_thin_days=required_age("RECON_RETAIN_SNAPSHOTS_DAYS", 2.0),
+            transfer_history_days=required_age("RECON_RETAIN_TRANSFER_HISTORY_DAYS", 7.0),
+            resolved_alert_days=age("RECON_RETAIN_RESOLVED_ALERTS_DAYS", None),
             run_seconds=r.seconds("RECON_RETENTION_SECONDS", 3600.0),
             archive_dir=Path(archive) if archive else None,
+            posting_days=age("RECON_RETAIN_POSTINGS_DAYS", None),
+            transfer_days=age("RECON_RETAIN_TRANSFERS_DAYS", None),
+            notification_days=age("RECON_RETAIN_NOTIFICATIONS_DAYS", None),
+            match_days=age("RECON_RETAIN_MATCHES_DAYS", None),
         )

@@ -28,6 +28,7 @@ from recon.cli.startup import existing_store, fail, settings_or_exit
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def prune(dry_run: bool, archive_dir: Path | None, as_json: bool) -> None:
     """Remove records past their retention (RECON_RETAIN_*), in small committed batches."""
+    from reconciliation import pass_lease
     from reconciliation.retention.archive import ArchiveError
     from reconciliation.retention.runner import run_retention
 
@@ -40,8 +41,10 @@ def prune(dry_run: bool, archive_dir: Path | None, as_json: bool) -> None:
                 factory,
                 settings.retention,
                 match_window_seconds=settings.matching.match_window_seconds,
+                projection_grace_seconds=settings.matching.projection_grace_seconds,
                 dry_run=dry_run,
                 archive_dir=archive_dir or settings.retention.archive_dir,
+                pass_lease=pass_lease,
             )
         except ArchiveError as exc:
             fail(f"{exc}; the batches before it were archived and removed, nothing after it")
@@ -56,6 +59,10 @@ def prune(dry_run: bool, archive_dir: Path | None, as_json: bool) -> None:
         click.echo(f"  {kind}: older than {cutoff}")
     for path in summary["archived"]:
         click.echo(f"archived to {path}")
+    if summary["deferred"]:
+        click.echo("reconciled facts: a running pass kept the lease; the next prune takes them")
+    if summary["vacuumed"]:
+        click.echo(f"vacuumed {', '.join(summary['vacuumed'])} ({summary['vacuumSeconds']:.2f}s)")
     click.echo(
         f"took {summary['seconds']:.2f}s" + ("; nothing was removed (dry run)" if dry_run else "")
     )

@@ -5,7 +5,9 @@ order) are kept per holding and per UTC day, for the gateway's postings within t
 horizon and for the store's, so a report can point at the day where they part. Divergences
 are per posting:
 
-- `missing`: the gateway shows it, within the horizon, and the store lacks it;
+- `missing`: the gateway shows it, within the horizon, and the store lacks it (unless it is at
+  or before the holding's pruned horizon: retention removed it, so it is counted as `pruned`
+  and left out of both tallies);
 - `unknown`: the store has it and the gateway does not show it (any more);
 - `differs`: both have it and a compared field differs (each field listed, both values).
 """
@@ -112,6 +114,8 @@ class HoldingAudit:
     days: dict[date, tuple[Tally, Tally]] = field(default_factory=dict)
     #: Postings the gateway showed beyond the poller's horizon (not polled yet: not compared).
     beyond_horizon: int = 0
+    #: Postings the gateway showed that retention removed from the store (not compared).
+    pruned: int = 0
     read: int = 0
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     error: str | None = None
@@ -147,6 +151,9 @@ def compare_holding(
         seen.add(key)
         audit.read += 1
         mine = stored.pop(key, None)
+        if mine is None and horizon.pruned(line):
+            audit.pruned += 1
+            continue
         covered = horizon.covers(key[1], line)
         if covered or mine is not None:
             audit.gateway.add(key[1], line)

@@ -11,19 +11,25 @@ read. A posting the gateway shows beyond the horizon is not missing, only not po
 at or behind it that the store lacks is missing (the provider added it behind the cursor, or
 it was lost). The horizon is read before the postings, so a page the poller stores meanwhile
 can only make the store look ahead of it, never behind.
+
+Retention may remove reconciled postings (RECON_RETAIN_POSTINGS_DAYS). It records, per holding,
+the newest `postedAt` it removed (`PRUNED_THROUGH`); at or before that moment the store holds
+only what retention had to keep, so a posting the gateway shows there and the store lacks was
+pruned (it is in the prune archive, when one was kept), and is counted as such, not as missing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
 from uuid import UUID
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from reconciliation.store import watermarks
 from reconciliation.store.models import ActivityCursor, Posting
 from upstream.activity import OLDEST_FIRST, ActivityPage
 from upstream.activity import ActivityCursor as WireCursor
@@ -48,6 +54,27 @@ FIELDS = (
 #: (journal_ref, line_ref): a posting's identity, on both sides.
 Key = tuple[UUID, UUID]
 
+#: Watermark per holding: the newest postedAt retention removed, in microseconds since the
+#: epoch (reconciliation.retention writes it; see the module docstring).
+PRUNED_THROUGH: Final = "retention.postings.pruned_through_us."
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def pruned_through_name(holding_id: int) -> str:
+    """The watermark holding how far retention has removed this holding's postings."""
+    return f"{PRUNED_THROUGH}{holding_id}"
+
+
+def to_micros(moment: datetime) -> int:
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+def read_pruned_through(session: Session, holding_id: int) -> datetime | None:
+    """The newest postedAt retention removed from this holding; None when it removed none."""
+    micros = watermarks.read(session, pruned_through_name(holding_id), -1)
+    return None if micros < 0 else _EPOCH + timedelta(microseconds=micros)
+
 
 @dataclass(frozen=True, slots=True)
 class Line:
@@ -67,6 +94,8 @@ class Horizon:
 
     position: tuple[datetime, UUID, UUID] | None = None
     walk_top: datetime | None = None
+    #: The newest postedAt retention removed from this holding (None: it removed none).
+    pruned_through: datetime | None = None
 
     def covers(self, line_ref: UUID, line: Line) -> bool:
         """Whether the poller has read past this posting (so the store must have it)."""
@@ -76,9 +105,15 @@ class Horizon:
             return line.posted_at <= self.walk_top
         return False
 
+    def pruned(self, line: Line) -> bool:
+        """Whether retention may have removed this posting from the store (see the docstring)."""
+        return self.pruned_through is not None and line.posted_at <= self.pruned_through
+
 
 def read_horizon(session: Session, holding_id: int) -> Horizon:
-    """The poller's horizon for a holding, from its cursor row (only read, never written)."""
+    """The poller's horizon for a holding, from its cursor row (only read, never written), and
+    how far retention has removed its postings."""
+    pruned = read_pruned_through(session, holding_id)
     row = session.execute(
         select(
             ActivityCursor.after_posted_at,
@@ -89,13 +124,16 @@ def read_horizon(session: Session, holding_id: int) -> Horizon:
         ).where(ActivityCursor.holding_id == holding_id)
     ).first()
     if row is None:
-        return Horizon()
+        return Horizon(pruned_through=pruned)
     posted, receipt, line, direction, high_water = row
     if direction == OLDEST_FIRST and posted and receipt and line:
-        return Horizon(position=(datetime.fromisoformat(posted), UUID(receipt), UUID(line)))
+        return Horizon(
+            position=(datetime.fromisoformat(posted), UUID(receipt), UUID(line)),
+            pruned_through=pruned,
+        )
     if high_water:
-        return Horizon(walk_top=datetime.fromisoformat(high_water))
-    return Horizon()
+        return Horizon(walk_top=datetime.fromisoformat(high_water), pruned_through=pruned)
+    return Horizon(pruned_through=pruned)
 
 
 def stored_lines(

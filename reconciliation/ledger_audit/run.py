@@ -142,6 +142,7 @@ class AuditResult:
                     "gateway": h.gateway.as_dict(),
                     "store": h.store.as_dict(),
                     "beyondHorizon": h.beyond_horizon,
+                    "pruned": h.pruned,
                     "days": h.differing_days(),
                     "error": h.error,
                 }

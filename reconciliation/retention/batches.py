@@ -7,19 +7,23 @@ which every batch either happened whole or not at all, and the archive holds exa
 RETURNING reported (a batch that does not commit has its archive member cut off again).
 
 A dry run makes the same choices and reads the rows it would remove, but deletes nothing and
-writes no archive and no progress marker.
+writes no archive and no progress marker. Two kinds may read the same row then (a transfer's
+middle changes: compacted as history, then again with the whole transfer), so a dry run counts
+the rows of `SHARED_TABLES` once each, by id.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import ColumnElement, Table, delete, select
+from sqlalchemy import Column, ColumnElement, Table, delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from reconciliation.alerts.changes import chunks
 from reconciliation.retention.archive import Archive
 from reconciliation.retention.protection import OpenAlertRefs
 
@@ -28,12 +32,25 @@ from reconciliation.retention.protection import OpenAlertRefs
 #: that a backlog of a day's deliveries (about 1.4 million at 16/s) clears in minutes.
 BATCH_ROWS: Final = 500
 
+#: Tables two kinds of record remove rows from (see the module docstring).
+SHARED_TABLES: Final = frozenset({"transfer_changes"})
+
 #: Reports progress after each committed batch: (record kind, rows removed by that batch).
 BatchReport = Callable[[str, int], None]
 
 
+#: Holds recon's one-pass-at-a-time lease around one batch: yields whether it holds it.
+PassHold = Callable[[], AbstractContextManager[bool]]
+
+
 def _ignore(_kind: str, _rows: int) -> None:
     return None
+
+
+@contextmanager
+def no_pass_hold() -> Iterator[bool]:
+    """Batches that no pass can race with (or a caller that runs no pass) need no lease."""
+    yield True
 
 
 @dataclass(slots=True)
@@ -47,10 +64,24 @@ class PruneContext:
     guard: OpenAlertRefs
     batch_rows: int = BATCH_ROWS
     on_batch: BatchReport = _ignore
+    hold_pass: PassHold = no_pass_hold
     removed: dict[str, int] = field(default_factory=dict)
+    #: Dry run: ids of `SHARED_TABLES` rows already counted.
+    counted: dict[str, set[int]] = field(default_factory=dict)
+    #: Each holding's latest balance check, as first read this run (members.latest_checks).
+    balance_basis: dict[int, tuple[datetime, int] | None] = field(default_factory=dict)
 
-    def count(self, table: str, rows: int) -> None:
-        self.removed[table] = self.removed.get(table, 0) + rows
+    def count(self, table: str, rows: list[dict[str, Any]]) -> int:
+        """Add a batch's rows to the run's tally; how many were new to it."""
+        if self.dry_run and table in SHARED_TABLES:
+            seen = self.counted.setdefault(table, set())
+            fresh = {row["id"] for row in rows} - seen
+            seen |= fresh
+            found = len(fresh)
+        else:
+            found = len(rows)
+        self.removed[table] = self.removed.get(table, 0) + found
+        return found
 
 
 def take_rows(
@@ -62,6 +93,16 @@ def take_rows(
     else:
         found = session.execute(delete(table).where(condition).returning(*table.c))
     return [dict(row._mapping) for row in found]
+
+
+def take_in(
+    session: Session, table: Table, column: Column[Any], ids: Iterable[Any], dry_run: bool
+) -> list[dict[str, Any]]:
+    """`take_rows` for the rows whose `column` is one of `ids`, a bounded list at a time."""
+    taken: list[dict[str, Any]] = []
+    for batch in chunks(sorted(set(ids), key=str)):
+        taken += take_rows(session, table, column.in_(batch), dry_run)
+    return taken
 
 
 def commit_batch(
@@ -87,8 +128,7 @@ def commit_batch(
         raise
     total = 0
     for table, rows in removed.items():
-        ctx.count(table, len(rows))
-        total += len(rows)
+        total += ctx.count(table, rows)
     if total:
         ctx.on_batch(kind, total)
     return removed

@@ -19,7 +19,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import Table, and_, or_, select, update
+from sqlalchemy import ColumnElement, Table, and_, or_, select, update
 from sqlalchemy.orm import Session
 
 from reconciliation.notifications.inbox import PROCESSED
@@ -69,6 +69,17 @@ def prune_deliveries(ctx: PruneContext, cutoff: datetime) -> None:
             return
 
 
+def processed_before(cutoff: datetime) -> ColumnElement[bool]:
+    """SQL: a processed delivery that some shape read, received and processed before `cutoff`."""
+    d = deliveries
+    return and_(
+        d.c.state == PROCESSED,
+        d.c.received_at < cutoff,
+        d.c.processed_at < cutoff,
+        d.c.shape_problem.is_(None),
+    )
+
+
 def _candidates(
     cutoff: datetime, after: tuple[datetime, int] | None, limit: int, session: Session
 ) -> list[Any]:
@@ -76,12 +87,7 @@ def _candidates(
     d = deliveries
     query = (
         select(d.c.id, d.c.received_at, d.c.delivery_id)
-        .where(
-            d.c.state == PROCESSED,
-            d.c.received_at < cutoff,
-            d.c.processed_at < cutoff,
-            d.c.shape_problem.is_(None),
-        )
+        .where(processed_before(cutoff))
         .order_by(d.c.received_at, d.c.id)
         .limit(limit)
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import Table, and_, or_, select
+from sqlalchemy import ColumnElement, Table, and_, or_, select
 from sqlalchemy.orm import Session
 
 from reconciliation.retention.batches import PruneContext, commit_batch, take_rows
@@ -29,6 +29,11 @@ CLOSED_STATES: Final = ("done", "failed")
 requests: Table = OutboundRequest.__table__  # type: ignore[assignment]
 
 
+def closed_before(cutoff: datetime) -> ColumnElement[bool]:
+    """SQL: a key record that will never be used again, completed before `cutoff`."""
+    return and_(requests.c.completed_at < cutoff, requests.c.state.in_(CLOSED_STATES))
+
+
 def prune_outbound_requests(ctx: PruneContext, cutoff: datetime) -> None:
     """Remove closed key records completed before `cutoff`, batch by batch."""
     after: tuple[datetime, int] | None = None
@@ -39,7 +44,7 @@ def prune_outbound_requests(ctx: PruneContext, cutoff: datetime) -> None:
         r = requests
         query = (
             select(r.c.id, r.c.completed_at)
-            .where(r.c.completed_at < cutoff, r.c.state.in_(CLOSED_STATES))
+            .where(closed_before(cutoff))
             .order_by(r.c.completed_at, r.c.id)
             .limit(ctx.batch_rows)
         )

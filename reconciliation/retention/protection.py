@@ -4,7 +4,9 @@ An alert's evidence names its items by our row ids (and deliveries also by the p
 delivery id); see reconciliation/drift/evidence.py and reconciliation/operator/alert_evidence.py. The
 evidence of every alert that is not resolved is read once per run (alerts are few: a pass opens
 at most a capped number) and walked for those names, so whatever a person may still open from
-an alert stays in the store.
+an alert stays in the store. An alert about a whole holding (a balance mismatch, an audit's
+divergence, a stuck poller: `holdingRef` at the top of its evidence) keeps every posting of
+that holding: what a person checks such an alert against is the holding's postings.
 
 "Unmatched" is what the matcher still waits on: an item in the match backlog, an item marked
 'exception' for a person to decide, or an item newer than the stream's watermark (no pass has
@@ -49,6 +51,8 @@ class OpenAlertRefs:
 
     rows: dict[str, frozenset[int]] = field(default_factory=dict)
     delivery_ids: frozenset[str] = frozenset()
+    #: Holdings (by holding_ref, as text) an alert is about as a whole.
+    holding_refs: frozenset[str] = frozenset()
 
     def names(self, kind: str, row_id: int) -> bool:
         return row_id in self.rows.get(kind, frozenset())
@@ -75,16 +79,21 @@ def open_alert_refs(session: Session) -> OpenAlertRefs:
     """Everything the evidence of open and acknowledged alerts names."""
     rows: dict[str, set[int]] = {}
     delivery_ids: set[str] = set()
+    holding_refs: set[str] = set()
     for evidence in session.scalars(
         select(Alert.evidence).where(Alert.state.in_((OPEN, ACKNOWLEDGED)))
     ):
+        if isinstance(evidence, dict) and isinstance(evidence.get("holdingRef"), str):
+            holding_refs.add(evidence["holdingRef"])
         for kind, value in _walk(evidence):
             if kind == "delivery_id":
                 delivery_ids.add(value)
             else:
                 rows.setdefault(kind, set()).add(value)
     return OpenAlertRefs(
-        rows={k: frozenset(v) for k, v in rows.items()}, delivery_ids=frozenset(delivery_ids)
+        rows={k: frozenset(v) for k, v in rows.items()},
+        delivery_ids=frozenset(delivery_ids),
+        holding_refs=frozenset(holding_refs),
     )
 
 

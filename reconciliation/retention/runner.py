@@ -6,16 +6,26 @@ factory, the retention settings and the matching window.
 
 Every age is measured back from `now` and is never shorter than the matching window: nothing a
 pass may still match is ever removed, whatever the settings say. What the evidence of an alert
-not yet resolved names is read once, before the first batch, and kept (protection.py).
+not yet resolved names is read once, before the first batch, and kept (protection.py); the
+reconciled facts read it again under the pass lease, batch by batch (reconciled.py).
+
+Two ages are aligned so that one kind's removal never outruns another's guarantee: a
+notification's cutoff is never later than its delivery's (the inbox row deduplicates retries,
+invariant 2, and goes first), and a transfer's never later than its Idempotency-Key record's
+(the key's record goes first, then the intent that names the transfer goes with it).
+
+After the batches, every PostgreSQL table that lost rows is vacuumed (vacuum.py).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -23,14 +33,67 @@ from foundation.settings import RetentionSettings
 from reconciliation.retention import (
     alert_history,
     deliveries,
+    matchless,
     outbound,
+    reconciled,
     snapshots,
     transfer_history,
 )
 from reconciliation.retention.archive import Archive
-from reconciliation.retention.batches import BATCH_ROWS, BatchReport, PruneContext
+from reconciliation.retention.batches import BATCH_ROWS, BatchReport, PassHold, PruneContext
+from reconciliation.retention.members import FactCutoffs
 from reconciliation.retention.protection import open_alert_refs
+from reconciliation.retention.vacuum import REWRITTEN, vacuum_tables
 from reconciliation.store.types import utcnow
+
+#: Record kinds of the reconciled facts, as the cutoffs are reported.
+POSTINGS: Final = "postings"
+TRANSFERS: Final = "transfers"
+NOTIFICATIONS: Final = "notifications"
+MATCHES: Final = reconciled.KIND
+
+#: How long a batch of reconciled facts waits for a running pass to hand back the lease: a
+#: steady pass takes seconds, a catch-up over millions of rows about a minute.
+PASS_WAIT_SECONDS: Final = 120.0
+#: How often it asks again meanwhile.
+PASS_POLL_SECONDS: Final = 0.25
+#: Longest pause after a batch before the next takes the lease again (see `pass_hold`).
+PASS_GAP_SECONDS: Final = 1.0
+
+
+class PassLease(Protocol):
+    """One pass at a time (the module reconciliation.pass_lease, handed in by the caller: it is
+    this package's sibling, which it may not import)."""
+
+    def lease_owner(self) -> str: ...
+
+    def acquire(self, factory: sessionmaker[Session], owner: str, now: datetime) -> bool: ...
+
+    def release(self, factory: sessionmaker[Session], owner: str) -> None: ...
+
+
+def pass_hold(factory: sessionmaker[Session], lease: PassLease) -> PassHold:
+    """Hold the pass lease around one batch, waiting a while for a running pass to finish."""
+
+    @contextmanager
+    def hold() -> Iterator[bool]:
+        owner = lease.lease_owner()
+        deadline = time.monotonic() + PASS_WAIT_SECONDS
+        while not lease.acquire(factory, owner, utcnow()):
+            if time.monotonic() > deadline:
+                yield False
+                return
+            time.sleep(PASS_POLL_SECONDS)
+        held_from = time.monotonic()
+        try:
+            yield True
+        finally:
+            lease.release(factory, owner)
+            # A pass that starts while a batch holds the lease skips its tick: leaving the lease
+            # free as long as the batch held it keeps a long prune from starving the passes.
+            time.sleep(min(time.monotonic() - held_from, PASS_GAP_SECONDS))
+
+    return hold
 
 
 @dataclass(slots=True)
@@ -43,6 +106,12 @@ class PruneResult:
     removed: dict[str, int] = field(default_factory=dict)
     archived: list[Path] = field(default_factory=list)
     seconds: float = 0.0
+    #: Tables vacuumed after the batches (PostgreSQL), and how long that took.
+    vacuumed: list[str] = field(default_factory=list)
+    vacuum_seconds: float = 0.0
+    #: True when a running pass held the lease too long: the reconciled facts wait for the
+    #: next run (nothing else is affected).
+    deferred: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-safe summary for the CLI and logs."""
@@ -53,6 +122,9 @@ class PruneResult:
             "removed": dict(sorted(self.removed.items())),
             "archived": [str(p) for p in self.archived],
             "seconds": round(self.seconds, 3),
+            "vacuumed": self.vacuumed,
+            "vacuumSeconds": round(self.vacuum_seconds, 3),
+            "deferred": self.deferred,
         }
 
 
@@ -62,7 +134,7 @@ def cutoffs(
     """Per kind of record: what was stored (or closed) before this moment may go."""
     window = timedelta(seconds=match_window_seconds)
 
-    def back(days: int) -> datetime:
+    def back(days: float) -> datetime:
         return now - max(timedelta(days=days), window)
 
     found = {
@@ -73,7 +145,27 @@ def cutoffs(
     }
     if settings.resolved_alert_days is not None:
         found[alert_history.KIND] = back(settings.resolved_alert_days)
+    if settings.posting_days is not None:
+        found[POSTINGS] = back(settings.posting_days)
+    if settings.transfer_days is not None:
+        found[TRANSFERS] = min(back(settings.transfer_days), found[outbound.KIND])
+    if settings.notification_days is not None:
+        found[NOTIFICATIONS] = min(back(settings.notification_days), found[deliveries.KIND])
+    if settings.match_days is not None:
+        found[MATCHES] = back(settings.match_days)
     return found
+
+
+def fact_cutoffs(found: dict[str, datetime]) -> FactCutoffs:
+    """The reconciled facts' cutoffs out of every kind's (None where no limit is set)."""
+    return FactCutoffs(
+        delivery=found[deliveries.KIND],
+        key=found[outbound.KIND],
+        posting=found.get(POSTINGS),
+        transfer=found.get(TRANSFERS),
+        notification=found.get(NOTIFICATIONS),
+        match=found.get(MATCHES),
+    )
 
 
 def run_retention(
@@ -81,13 +173,20 @@ def run_retention(
     settings: RetentionSettings,
     *,
     match_window_seconds: int,
+    projection_grace_seconds: int,
     now: datetime | None = None,
     dry_run: bool = False,
     archive_dir: Path | None = None,
     batch_rows: int = BATCH_ROWS,
     on_batch: BatchReport | None = None,
+    pass_lease: PassLease | None = None,
 ) -> PruneResult:
-    """Prune every kind of record past its age; archive what goes first when asked to."""
+    """Prune every kind of record past its age; archive what goes first when asked to.
+
+    `projection_grace_seconds` is the balance check's (the postings it still reads);
+    `pass_lease` (reconciliation.pass_lease) keeps a pass from running during a batch of
+    reconciled facts; without it the caller promises that no pass runs meanwhile (tests).
+    """
     now = now or utcnow()
     started = time.perf_counter()
     result = PruneResult(dry_run=dry_run, now=now)
@@ -107,15 +206,43 @@ def run_retention(
     )
     if on_batch is not None:
         ctx.on_batch = on_batch
+    if pass_lease is not None and not dry_run:
+        ctx.hold_pass = pass_hold(factory, pass_lease)
     try:
         deliveries.prune_deliveries(ctx, result.cutoffs[deliveries.KIND])
         outbound.prune_outbound_requests(ctx, result.cutoffs[outbound.KIND])
         snapshots.thin_snapshots(ctx, result.cutoffs[snapshots.KIND])
+        if POSTINGS in result.cutoffs:
+            changes_cutoff = min(result.cutoffs[POSTINGS], result.cutoffs[snapshots.KIND])
+            snapshots.thin_snapshots(ctx, changes_cutoff, keep_changes=False)
         transfer_history.compact_transfer_history(ctx, result.cutoffs[transfer_history.KIND])
+        result.deferred = not _prune_reconciled(ctx, result.cutoffs, projection_grace_seconds)
         if alert_history.KIND in result.cutoffs:
             alert_history.prune_resolved_alerts(ctx, result.cutoffs[alert_history.KIND])
     finally:
         result.removed = dict(ctx.removed)
         result.archived = sorted(archive.files.values()) if archive is not None else []
         result.seconds = time.perf_counter() - started
+    if not dry_run:
+        report = vacuum_tables(factory, _touched(result.removed))
+        result.vacuumed, result.vacuum_seconds = report.tables, report.seconds
     return result
+
+
+def _prune_reconciled(ctx: PruneContext, found: dict[str, datetime], grace_seconds: int) -> bool:
+    """Groups first, then what no match row names; False when a pass kept the lease too long."""
+    limits = fact_cutoffs(found)
+    if not reconciled.prune_match_groups(ctx, limits, grace_seconds):
+        return False
+    if not matchless.prune_denied_transfers(ctx, limits):
+        return False
+    return matchless.prune_moneyless_notifications(ctx, limits)
+
+
+def _touched(removed: dict[str, int]) -> list[str]:
+    """Tables that lost rows, those whose rows a prune rewrote (a delivery's notification loses
+    its pointer), and the small ones every poll and pass rewrites: each holds dead versions."""
+    touched = {table for table, rows in removed.items() if rows} | set(REWRITTEN)
+    if deliveries.KIND in touched:
+        touched.add(NOTIFICATIONS)
+    return sorted(touched)

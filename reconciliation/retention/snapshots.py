@@ -15,6 +15,14 @@ one an open alert names.
 Snapshots are read in id order from a progress marker (`through` below), so a run reads only
 what was stored since the last run became old enough; the first row of each holding is compared
 with its predecessor by one probe of the (holding_id, observed_at) index.
+
+Under a limit for postings (RECON_RETAIN_POSTINGS_DAYS), snapshots older than that limit keep
+only the first of each holding's UTC day, besides the protected ones above; a drift explained
+by the projection's lag is no mismatch and protects nothing there. A busy holding's balance
+changes between almost any two snapshots, so keeping every change would grow with traffic for
+good, while the postings those checks were built on are gone by then anyway. It is a second
+scan with its own progress marker (`CHANGES_THROUGH`), since the first judged these rows
+under the other rule long before.
 """
 
 from __future__ import annotations
@@ -36,6 +44,8 @@ CHECKS: Final = "balance_checks"
 
 #: Watermark: the highest snapshot id a run has judged.
 THROUGH: Final = "retention.balance_snapshots.through_id"
+#: Watermark: the highest snapshot id judged under the postings limit (see the docstring).
+CHANGES_THROUGH: Final = "retention.balance_snapshots.changes_through_id"
 
 snapshots: Table = BalanceSnapshot.__table__  # type: ignore[assignment]
 checks: Table = BalanceCheck.__table__  # type: ignore[assignment]
@@ -54,11 +64,13 @@ def _balance(row: Any) -> tuple[Any, ...]:
     return (row.settled_minor, row.available_minor, row.reserved_minor, row.projection_state)
 
 
-def thin_snapshots(ctx: PruneContext, cutoff: datetime) -> None:
-    """Remove repeated snapshots observed before `cutoff`, batch by batch."""
+def thin_snapshots(ctx: PruneContext, cutoff: datetime, *, keep_changes: bool = True) -> None:
+    """Remove repeated snapshots observed before `cutoff`, batch by batch; with
+    `keep_changes` False, every snapshot but the first of its holding's day."""
+    through = THROUGH if keep_changes else CHANGES_THROUGH
     with ctx.factory() as session:
         protected = _latest_per_holding(session) | ctx.guard.rows.get("snapshot", frozenset())
-        after = watermarks.read(session, THROUGH, 0)
+        after = watermarks.read(session, through, 0)
     previous: dict[int, Seen] = {}
     done = False
     while not done:
@@ -66,7 +78,7 @@ def thin_snapshots(ctx: PruneContext, cutoff: datetime) -> None:
         def work(session: Session) -> dict[str, list[dict[str, Any]]]:
             nonlocal done, after
             rows = session.execute(
-                select(snapshots, checks.c.drift_minor)
+                select(snapshots, checks.c.drift_minor, checks.c.explained_by_lag)
                 .outerjoin(checks, checks.c.snapshot_id == snapshots.c.id)
                 .where(snapshots.c.id > after)
                 .order_by(snapshots.c.id)
@@ -83,7 +95,12 @@ def thin_snapshots(ctx: PruneContext, cutoff: datetime) -> None:
                 seen = Seen(_balance(row), row.observed_at.date())
                 before = previous.get(row.holding_id) or _predecessor(session, row)
                 previous[row.holding_id] = seen
-                if before == seen and row.id not in protected and not row.drift_minor:
+                if keep_changes:
+                    goes = before == seen and not row.drift_minor
+                else:
+                    mismatch = bool(row.drift_minor) and not row.explained_by_lag
+                    goes = before is not None and before.day == seen.day and not mismatch
+                if goes and row.id not in protected:
                     doomed.append(row.id)
             removed: dict[str, list[dict[str, Any]]] = {}
             if doomed:
@@ -95,7 +112,7 @@ def thin_snapshots(ctx: PruneContext, cutoff: datetime) -> None:
                     session, snapshots, snapshots.c.id.in_(doomed), ctx.dry_run
                 )
             if judged > after and not ctx.dry_run:
-                watermarks.write(session, THROUGH, judged, ctx.now)
+                watermarks.write(session, through, judged, ctx.now)
             after = judged
             return removed
 

@@ -26,7 +26,8 @@ log = structlog.get_logger(__name__)
     time_limit=30 * MINUTE_MS,
 )
 def prune() -> None:
-    """Prune every kind of record past its configured age (RECON_RETAIN_*)."""
+    """Prune every kind of record past its configured age (RECON_RETAIN_*); one log line."""
+    from reconciliation import pass_lease
     from reconciliation.retention.runner import run_retention
 
     rt = current_runtime()
@@ -34,7 +35,9 @@ def prune() -> None:
         rt.sessions,
         rt.settings.retention,
         match_window_seconds=rt.settings.matching.match_window_seconds,
+        projection_grace_seconds=rt.settings.matching.projection_grace_seconds,
         now=rt.clock(),
         archive_dir=rt.settings.retention.archive_dir,
+        pass_lease=pass_lease,
     )
     log.info("retention.pruned", **result.as_dict())

@@ -177,6 +177,7 @@ def test_an_interrupted_prune_leaves_whole_batches(
             session_factory,
             settings.retention,
             match_window_seconds=3600,
+            projection_grace_seconds=120,
             now=NOW,
             archive_dir=tmp_path,
             batch_rows=2,
@@ -192,7 +193,13 @@ def test_an_interrupted_prune_leaves_whole_batches(
 
     # Run again, unhindered: it finishes what the first run left.
     (tmp_path / f"balance_checks-{run}.jsonl.gz").rmdir()
-    run_retention(session_factory, settings.retention, match_window_seconds=3600, now=NOW)
+    run_retention(
+        session_factory,
+        settings.retention,
+        match_window_seconds=3600,
+        projection_grace_seconds=120,
+        now=NOW,
+    )
     full = prune_cli("--dry-run")
     assert sum(full["removed"].values()) == 0
 

@@ -66,7 +66,28 @@ RETENTION: Final = RetentionSettings(
     resolved_alert_days=30,
     run_seconds=3600.0,
     archive_dir=None,
+    # The reconciled facts' limits too: their reads (match groups, members, the drift basis,
+    # what no match row names) must stay index ranges over a history of this size. The last
+    # ten of the 120 days go: enough batches to show every statement, few enough to be quick.
+    posting_days=110,
+    transfer_days=110,
+    notification_days=110,
+    match_days=110,
 )
+
+
+#: Every transfer was asked for through an intent (bench.history_data writes none): retention
+#: reads a pruned transfer's intents by transfer_ref, which must be an index range too.
+INTENTS: Final = """
+INSERT INTO transfer_intents (idempotency_key, requested_via, source_account_ref,
+    source_endpoint_ref, source_holding_ref, dest_account_ref, dest_endpoint_ref,
+    dest_holding_ref, currency, amount_minor, material_fingerprint, outcome, transfer_ref,
+    created_at, answered_at)
+SELECT gen_random_uuid(), 'api', gen_random_uuid(), gen_random_uuid(), gen_random_uuid(),
+    gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'NGN', coalesce(amount_minor, 1),
+    md5(id::text), 'reserved', transfer_ref, created_at, created_at
+FROM transfers
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +104,8 @@ def history(fresh_postgres_url: str) -> Iterator[History]:
         engine, transfers=100_000, now=NOW - timedelta(minutes=10), days=120, snapshot_minutes=180
     )
     add_recent(engine, transfers=300, now=NOW - timedelta(minutes=2))
+    with engine.begin() as conn:
+        conn.execute(text(INTENTS))
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("ANALYZE"))
     plans = explain_everything(engine)
@@ -108,7 +131,9 @@ def _run_every_periodic_job(h: History) -> None:
     with h.plans.running("balance snapshots"), transaction(h.factory) as session:
         endpoints_to_read(session)
     with h.plans.running("retention"):
-        run_retention(h.factory, RETENTION, match_window_seconds=3600, now=NOW)
+        run_retention(
+            h.factory, RETENTION, match_window_seconds=3600, projection_grace_seconds=120, now=NOW
+        )
 
 
 def test_no_periodic_job_reads_a_growing_table_whole(history: History) -> None:
