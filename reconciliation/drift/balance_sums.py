@@ -34,6 +34,7 @@ from reconciliation.store.models import (
     BalanceSnapshot,
     Holding,
     Posting,
+    Watermark,
 )
 from reconciliation.store.types import UTCDateTime
 
@@ -45,6 +46,12 @@ snapshots: Table = BalanceSnapshot.__table__  # type: ignore[assignment]
 checks: Table = BalanceCheck.__table__  # type: ignore[assignment]
 holdings: Table = Holding.__table__  # type: ignore[assignment]
 cursors: Table = ActivityCursor.__table__  # type: ignore[assignment]
+
+#: Watermark per holding (this prefix + the holding's id): the signed sum, in minor units, of
+#: every posting retention removed (reconciliation.retention.reconciled writes it). A holding
+#: never checked sums its postings from nothing, so it starts from what was removed; a rebuild,
+#: which checks every holding afresh, is the case that needs it.
+PRUNED_NET: Final = "retention.postings.pruned_net_minor."
 
 #: Earlier than any posting: the lower bound of a holding never checked before.
 NEVER: Final = literal(datetime(1970, 1, 1, tzinfo=UTC), UTCDateTime())
@@ -159,9 +166,21 @@ def read_bases(session: Session) -> tuple[list[Basis], int]:
         )
         for holding_id, amount in _sums(session, basis):
             found[holding_id].posted += int(amount or 0)
+        for holding_id, amount in _pruned_nets(session):
+            basis_row = found.get(holding_id)
+            if basis_row is not None and basis_row.prev_observed_at is None:
+                basis_row.posted += amount
     finally:
         basis.drop(session.connection())
     return list(found.values()), through
+
+
+def _pruned_nets(session: Session) -> list[tuple[int, int]]:
+    """(holding id, signed sum retention removed) for every holding retention pruned."""
+    rows = session.execute(
+        select(Watermark.name, Watermark.value).where(Watermark.name.startswith(PRUNED_NET))
+    )
+    return [(int(name[len(PRUNED_NET) :]), int(value)) for name, value in rows]
 
 
 def _sums(session: Session, basis: Table) -> list[tuple[int, int]]:

@@ -36,6 +36,7 @@ from sqlalchemy import Table, select
 from sqlalchemy.orm import Session
 
 from reconciliation.alerts.changes import chunks
+from reconciliation.drift.balance_sums import PRUNED_NET
 from reconciliation.ledger_audit.ledger import pruned_through_name, to_micros
 from reconciliation.retention.batches import PruneContext, commit_batch, take_in
 from reconciliation.retention.groups import ROW_COLUMNS, MatchGroup, close_groups
@@ -66,8 +67,6 @@ KIND: Final = "matches"
 #: reconciliation.reconcile.MATCHES_CHECKED (a layer above this one; a test keeps them equal).
 MATCHES_CHECKED: Final = "reconcile.matches_checked"
 
-#: Watermark per holding: the signed sum (minor units) of every posting retention removed.
-PRUNED_NET: Final = "retention.postings.pruned_net_minor."
 
 matches: Table = Match.__table__  # type: ignore[assignment]
 postings: Table = Posting.__table__  # type: ignore[assignment]

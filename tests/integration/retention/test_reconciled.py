@@ -179,6 +179,24 @@ def test_the_check_would_see_a_posting_it_still_reads_gone(
     assert "balance_mismatch" in {kind for kind, _ in open_alerts(session_factory)}
 
 
+def test_a_holding_summed_from_nothing_after_pruning_starts_from_what_was_removed(
+    world: World, session_factory: sessionmaker[Session]
+) -> None:
+    """A rebuild checks every holding afresh: with its balance checks gone, a holding's posted
+    sum is built from nothing, so it must start from the net of the postings retention
+    removed, or every pruned holding would drift by exactly that."""
+    before = {kind for kind, _ in open_alerts(session_factory)}
+    prune(session_factory)
+    with transaction(session_factory) as s:
+        s.execute(delete(BalanceCheck))
+    settle_after_prune(session_factory, world)
+    assert {kind for kind, _ in open_alerts(session_factory)} == before
+    with session_factory() as s:
+        drifts = {c.holding_id: c.drift_minor for c in s.scalars(select(BalanceCheck))}
+    assert set(drifts) == {h.id for h in world.holdings.values()}
+    assert set(drifts.values()) == {0}
+
+
 def test_the_archive_reads_back_exactly_what_left_and_a_dry_run_counts_it(
     world: World, session_factory: sessionmaker[Session], tmp_path: Path
 ) -> None:
