@@ -13,7 +13,13 @@ fresh interpreter (so each peak RSS is its own):
    bytes, a full pass there, digests and comparison, scratch dropped.
 
 It prints both times, the ratio rebuild / pass (the target is at most 2), both peak RSS figures,
-and whether the rebuilt state equals the live one (it must).
+the rebuild's phases and CPU seconds (its own, and its body-reading worker processes'), and
+whether the rebuilt state equals the live one (it must); then one line per database with the
+ratio, the line to quote. `--workers N` sets the rebuild's reading processes (default: one per
+CPU over a large inbox; 0 reads every body in the rebuild's own process).
+
+The machine should be otherwise idle: both steps use every core (the pass one, the rebuild
+all), so other work on the machine moves the ratio.
 """
 
 from __future__ import annotations
@@ -191,7 +197,7 @@ def in_child(*args: str) -> dict[str, Any]:
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-def child(step: str, url: str, now_text: str) -> None:
+def child(step: str, url: str, now_text: str, workers: str = "") -> None:
     """`_pass` or `_rebuild`: the step's seconds and peak RSS, as one JSON line."""
     import logging
 
@@ -212,18 +218,31 @@ def child(step: str, url: str, now_text: str) -> None:
         result = run_pass(make_session_factory(engine), ReconcilePolicy(), now=now, publish=False)
         figures["alerts_opened"] = len(result.alerts.opened)
     else:
-        rebuilt = rebuild(engine, ReconcilePolicy(), configured_reader(), mode=Mode.DRY_RUN)
+        rebuilt = rebuild(
+            engine,
+            ReconcilePolicy(),
+            configured_reader(),
+            mode=Mode.DRY_RUN,
+            workers=int(workers) if workers else None,
+        )
         assert rebuilt.comparison is not None
         figures["same"] = rebuilt.comparison.same
         figures["digest"] = rebuilt.comparison.live.overall
         figures["differences"] = [d.as_dict() for d in rebuilt.comparison.differences]
         figures["phases"] = {k: round(v, 2) for k, v in rebuilt.seconds.items()}
     figures["seconds"] = time.perf_counter() - started
-    figures["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    own, workers_used = (
+        resource.getrusage(r) for r in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    figures["peak_mb"] = own.ru_maxrss / 1024
+    figures["cpu"] = {
+        "own": round(own.ru_utime + own.ru_stime, 2),
+        "workers": round(workers_used.ru_utime + workers_used.ru_stime, 2),
+    }
     print(json.dumps(figures, default=str))
 
 
-def bench(kind: str, size: int) -> dict[str, Any]:
+def bench(kind: str, size: int, keep: bool = False, workers: int | None = None) -> dict[str, Any]:
     from sqlalchemy import text
 
     from migrations import runner as migrate
@@ -241,14 +260,17 @@ def bench(kind: str, size: int) -> dict[str, Any]:
         url = admin.rpartition("/")[0] + "/" + name
 
         def cleanup() -> None:
-            with admin_engine.connect() as conn:
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            if not keep:
+                with admin_engine.connect() as conn:
+                    conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
             admin_engine.dispose()
     else:
         folder = Path(tempfile.mkdtemp(prefix="recon-bench-rebuild-"))
         url = f"sqlite:///{folder / 'bench.db'}"
 
         def cleanup() -> None:
+            if keep:
+                return
             for f in folder.iterdir():
                 f.unlink()
             folder.rmdir()
@@ -264,7 +286,7 @@ def bench(kind: str, size: int) -> dict[str, Any]:
         load_seconds = time.perf_counter() - started
         now = data["last"] + timedelta(days=1)
         full = in_child("_pass", url, now.isoformat())
-        again = in_child("_rebuild", url, now.isoformat())
+        again = in_child("_rebuild", url, now.isoformat(), "" if workers is None else str(workers))
         return {
             "database": kind,
             "postings": size,
@@ -276,10 +298,13 @@ def bench(kind: str, size: int) -> dict[str, Any]:
             "rebuild_seconds": round(again["seconds"], 2),
             "rebuild_phases": again["phases"],
             "rebuild_peak_rss_mb": round(again["peak_mb"], 1),
+            "rebuild_cpu_seconds": again["cpu"],
+            "cpus": os.cpu_count(),
             "ratio_rebuild_to_pass": round(again["seconds"] / full["seconds"], 2),
             "rebuilt_equals_live": again["same"],
             "digest": again["digest"],
             "differences": again["differences"],
+            **({"kept": {"url": url, "now": now.isoformat()}} if keep else {}),
         }
     finally:
         cleanup()
@@ -287,16 +312,35 @@ def bench(kind: str, size: int) -> dict[str, Any]:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] in ("_pass", "_rebuild"):
-        child(sys.argv[1], sys.argv[2], sys.argv[3])
+        child(*sys.argv[1:])
         return
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--size", type=int, default=1_000_000, help="records per stream")
     parser.add_argument("--only", choices=["postgres", "sqlite"])
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the loaded store and print its URL and time, to profile one step on it: "
+        "python -m cProfile -o rb.prof bench/rebuild.py _rebuild URL TIME",
+    )
+    parser.add_argument(
+        "--workers", type=int, help="the rebuild's body-reading processes (default: its own)"
+    )
     args = parser.parse_args()
+    ratios = []
     for kind in [args.only] if args.only else ["postgres", "sqlite"]:
-        print(json.dumps(bench(kind, args.size), indent=2), flush=True)
+        found = bench(kind, args.size, args.keep, args.workers)
+        print(json.dumps(found, indent=2), flush=True)
+        ratios.append(
+            f"{kind}: rebuild {found['rebuild_seconds']} s / full pass "
+            f"{found['full_pass_seconds']} s = {found['ratio_rebuild_to_pass']}x "
+            f"(same run, {args.size:,} per stream, target <= 2x; rebuilt equals live: "
+            f"{found['rebuilt_equals_live']})"
+        )
+    for line in ratios:
+        print(line)
 
 
 if __name__ == "__main__":

@@ -24,9 +24,11 @@ from app.console.chart import balance_chart
 from app.console.rendering import operator, page, policy, read
 from app.console.session import console_guard
 from app.path_ids import RowId
+from reconciliation.ledger_audit.compare import DIFFERS, MISSING, UNKNOWN
+from reconciliation.ledger_audit.summary import AuditSummary, last_audit
 from reconciliation.operator import actions as operator_actions
 from reconciliation.operator import audit_trail as audit
-from reconciliation.operator.overview import read_overview
+from reconciliation.operator.overview import Overview, read_overview
 from reconciliation.postings.holding_history import (
     HoldingError,
     HoldingList,
@@ -47,6 +49,9 @@ EXTENSIONS: Final = {"text": "txt", "json": "json", "csv": "csv", "html": "html"
 ON_PAGE_DAYS: Final = 8
 #: The window the page starts with: the last day.
 DEFAULT_DAYS: Final = 1
+#: The ledger audit's alert kinds, each with the word the overview's audit tile shows for it
+#: (the `AuditSummary` field counting it): the tile links to the alerts page filtered to each.
+AUDIT_ALERT_WORDS: Final = ((MISSING, "missing"), (UNKNOWN, "unknown"), (DIFFERS, "differing"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +60,29 @@ class ReportView:
 
     report: Report | None
     reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class OverviewView:
+    """The overview's health figures and the last ledger audit, read in one transaction."""
+
+    figures: Overview
+    audit: AuditSummary | None
+
+    @property
+    def audit_links(self) -> list[tuple[str, str]]:
+        """(alerts page filtered to one audit kind, its words): what explains the audit tile."""
+        links = []
+        for kind, word in AUDIT_ALERT_WORDS:
+            found = getattr(self.audit, word) if self.audit is not None else None
+            text = f"{found:,} {word}" if found is not None else word
+            links.append((f"/console/alerts?kind={kind}", text))
+        return links
+
+
+def _overview(session: Session, grace_seconds: int) -> OverviewView:
+    figures = read_overview(session, now=utcnow(), grace_seconds=grace_seconds)
+    return OverviewView(figures, last_audit(session))
 
 
 def _holdings(session: Session, after: int | None, ref: str | None) -> HoldingList:
@@ -121,14 +149,15 @@ class ReadPages(Controller):
 
     @get("/", sync_to_thread=True)
     def overview(self, request: AnyRequest) -> Template:
-        """Is recon healthy right now."""
-        figures = read(
+        """Is recon healthy right now; the audit tile links to the audit's alerts, by kind."""
+        view = read(request, _overview, policy(request).notification_grace_seconds)
+        return page(
             request,
-            read_overview,
-            now=utcnow(),
-            grace_seconds=policy(request).notification_grace_seconds,
+            "overview.html",
+            o=view.figures,
+            audit=view.audit,
+            audit_links=view.audit_links,
         )
-        return page(request, "overview.html", o=figures)
 
     @get("/holdings", sync_to_thread=True)
     def holdings(

@@ -2,7 +2,8 @@
 
 "last audit: clean, 1,000 holdings, 1,000,000 postings" (or how many divergences, or that it
 failed, or that none ran yet). Reads the newest finished `audit_runs` row; cheap enough for a
-page that is rendered on every visit (one indexed row).
+page that is rendered on every visit (one indexed row). The reconciliation report carries it in
+every format (`reconciliation.reports`), and the console's overview shows it as a tile.
 """
 
 from __future__ import annotations
@@ -33,16 +34,32 @@ class AuditSummary:
     digest: str | None
     partial: bool
 
+    @property
+    def outcome(self) -> str:
+        """The short figure the console's tile shows: `clean`, `4 divergences`, `failed`."""
+        if self.status == "diverged":
+            return _many(self.divergences, "divergence")
+        return "clean" if self.status == "clean" else "failed"
+
+    @property
+    def needs_a_person(self) -> bool:
+        """Anything but a clean audit: the books and the store disagree, or nobody knows."""
+        return self.status != "clean"
+
+    @property
+    def covered(self) -> str:
+        """What the audit read: `1,000 holdings, 1,000,000 postings` (and whether all of it)."""
+        covered = f"{_many(self.holdings, 'holding')}, {_many(self.postings, 'posting')}"
+        return covered + " (part of the store)" if self.partial else covered
+
     def line(self) -> str:
         """The sentence a report prints."""
-        covered = f"{self.holdings:,} holdings, {self.postings:,} postings"
-        if self.partial:
-            covered += " (part of the store)"
+        covered = self.covered
         if self.status == "clean":
             return f"last audit: clean, {covered}"
         if self.status == "diverged":
             return (
-                f"last audit: {self.divergences:,} divergences ({self.missing:,} missing, "
+                f"last audit: {self.outcome} ({self.missing:,} missing, "
                 f"{self.unknown:,} unknown, {self.differing:,} differing), {covered}"
             )
         return f"last audit: failed, {covered}"
@@ -55,10 +72,18 @@ class AuditSummary:
             "holdings": self.holdings,
             "postings": self.postings,
             "divergences": self.divergences,
+            "missing": self.missing,
+            "unknown": self.unknown,
+            "differing": self.differing,
             "digest": self.digest,
             "partial": self.partial,
             "line": self.line(),
         }
+
+
+def _many(count: int, noun: str) -> str:
+    """`1 holding`, `1,000 holdings`."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 #: What a report prints when no audit has finished yet.

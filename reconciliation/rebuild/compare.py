@@ -83,9 +83,12 @@ def table_difference(
     return TableDifference(facet.name, live_only, rebuilt_only, live_sample, rebuilt_sample)
 
 
-def compare(connection: Connection, schema: str, shown: int = SHOWN) -> Comparison:
-    """Digest both states; list the rows of every table whose digests differ."""
-    live = state_digest(connection, None)
+def compare(
+    connection: Connection, schema: str, shown: int = SHOWN, live: StateDigest | None = None
+) -> Comparison:
+    """Digest both states (the live one unless given: `live_digest`); list the rows of every
+    table whose digests differ (read from the live tables as they are now)."""
+    live = live if live is not None else state_digest(connection, None)
     rebuilt = state_digest(connection, schema)
     differences = []
     mine, theirs = live.by_name(), rebuilt.by_name()

@@ -18,19 +18,37 @@ matches and alert evidence name notifications by id); one the live store lacks g
 above every live one. Its `created_at` is when processing ran (the delivery's `processed_at`).
 Deliveries never processed (pending, or refused at intake) keep their state: nothing derived
 them yet.
+
+Reading the bodies is most of the work, so it is done a chunk at a time by
+`reconciliation.rebuild.reading` (in worker processes over a large inbox) while this module
+decides, in delivery order, what each read means. On PostgreSQL the notifications go into the
+scratch through `COPY ... FROM STDIN`, a chunk per statement; on SQLite through one INSERT per
+chunk. Deliveries whose derived state changes (none, when the live store is right) are updated
+a chunk per statement on both.
 """
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
-from sqlalchemy import Connection, bindparam, func, select, update
+from sqlalchemy import Connection, Text, bindparam, cast, func, select, update
 
 from reconciliation.notifications.inbox import PROCESSED, QUARANTINED, stored_delivery_id
 from reconciliation.notifications.shape_alerts import ShapeProblem, shape_problem_fingerprint
 from reconciliation.rebuild.facets import tables_in
+from reconciliation.rebuild.reading import (
+    BODY_COLUMNS,
+    ChunkReader,
+    Read,
+    Transcribe,
+    copy_fields,
+    copy_text,
+    notification_of,
+)
 from reconciliation.store.models import UNMATCHED
 from upstream.webhooks.payloads import DeliveryNotification, DeliveryNotUnderstood, PayloadReader
 
@@ -44,6 +62,11 @@ SECOND_STORY: Final = (
 )
 #: Why a body no shape reads is quarantined (`{why}`: the reader's own description).
 NOT_UNDERSTOOD: Final = "{why}. The body is kept unchanged; fix the cause and replay the delivery."
+#: A timestamp as PostgreSQL's `to_char` writes it in ISO 8601, UTC, to the microsecond: read
+#: back by COPY as the same instant whatever the session's DateStyle and time zone.
+ISO_UTC: Final = 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'
+#: Columns a COPY into the scratch notifications names, in the order its lines carry them.
+COPY_COLUMNS: Final = ("id", "delivery_pk", "event_id", *BODY_COLUMNS, "created_at", "match_status")
 
 
 @dataclass(slots=True)
@@ -84,14 +107,24 @@ def _notification(
     }
 
 
-class _Writer:
-    """Buffers the scratch writes and sends them a batch per statement."""
+class _Writer(Protocol):
+    """Where one chunk's outcomes go: notifications, and deliveries whose state changed."""
+
+    #: How a body is read for this writer (what `note`'s `written` is).
+    transcribe: Transcribe
+    restated: list[dict[str, Any]]
+
+    def note(self, note_id: int, row: Any, written: Any) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+class _Restater:
+    """Deliveries whose derived state changed, updated a chunk per statement."""
 
     def __init__(self, connection: Connection, schema: str) -> None:
-        scratch = tables_in(schema)
+        deliveries = tables_in(schema)["deliveries"]
         self._connection = connection
-        self._insert = scratch["notifications"].insert()
-        deliveries = scratch["deliveries"]
         self._restate = (
             update(deliveries)
             .where(deliveries.c.id == bindparam("pk"))
@@ -102,16 +135,60 @@ class _Writer:
                 error=bindparam("new_error"),
             )
         )
-        self.notes: list[dict[str, Any]] = []
         self.restated: list[dict[str, Any]] = []
+
+    def flush_restated(self) -> None:
+        if self.restated:
+            self._connection.execute(self._restate, self.restated)
+            self.restated = []
+
+
+class _InsertWriter(_Restater):
+    """Notifications as SQLAlchemy INSERTs (SQLite), a chunk per statement."""
+
+    transcribe: Transcribe = staticmethod(notification_of)
+
+    def __init__(self, connection: Connection, schema: str) -> None:
+        super().__init__(connection, schema)
+        self._insert = tables_in(schema)["notifications"].insert()
+        self.notes: list[dict[str, Any]] = []
+
+    def note(self, note_id: int, row: Any, written: Any) -> None:
+        note = _notification(row.id, row.delivery_id, written, row.created)
+        self.notes.append({"id": note_id, **note})
 
     def flush(self) -> None:
         if self.notes:
             self._connection.execute(self._insert, self.notes)
             self.notes = []
-        if self.restated:
-            self._connection.execute(self._restate, self.restated)
-            self.restated = []
+        self.flush_restated()
+
+
+class _CopyWriter(_Restater):
+    """Notifications through PostgreSQL's COPY, a chunk per statement: the body's columns come
+    already in COPY's text format (`reading.copy_fields`), the rest is added here."""
+
+    transcribe: Transcribe = staticmethod(copy_fields)
+
+    def __init__(self, connection: Connection, schema: str) -> None:
+        super().__init__(connection, schema)
+        self._raw: Any = connection.connection.driver_connection
+        self._statement = f"COPY {schema}.notifications ({', '.join(COPY_COLUMNS)}) FROM STDIN"
+        self.lines: list[str] = []
+
+    def note(self, note_id: int, row: Any, written: Any) -> None:
+        # `row.created` is already text (`_inbox`), in a form COPY reads back exactly.
+        self.lines.append(
+            f"{note_id}\t{row.id}\t{copy_text(row.delivery_id)}\t{written}\t{row.created}\t"
+            f"{UNMATCHED}\n"
+        )
+
+    def flush(self) -> None:
+        if self.lines:
+            with self._raw.cursor() as cursor, cursor.copy(self._statement) as copy:
+                copy.write("".join(self.lines).encode())
+            self.lines = []
+        self.flush_restated()
 
 
 def _second_bodies(connection: Connection, live: dict[str, Any]) -> set[str]:
@@ -126,84 +203,116 @@ def _second_bodies(connection: Connection, live: dict[str, Any]) -> set[str]:
     return set(connection.scalars(query))
 
 
-def rebuild_notifications(
-    connection: Connection, schema: str, reader: PayloadReader
-) -> NotificationTally:
-    """Read every processed delivery again into the scratch `schema` (caller's transaction)."""
-    live = tables_in(None)
+def _inbox(live: dict[str, Any], dialect: str) -> Any:
+    """Every processed delivery (an original body) with its live notification's id, in order.
+
+    On PostgreSQL the headers come as their JSON text (a worker parses them, with
+    `json.loads` as the driver would) and the notification's creation time as ISO 8601 text in
+    UTC, to the microsecond (what COPY reads back exactly): this process then only passes
+    them on. On SQLite both come as values, for the INSERT.
+    """
     d, n = live["deliveries"], live["notifications"]
-    tally = NotificationTally()
-    repeated = _second_bodies(connection, live)
-    told: set[str] = set()
-    next_id = int(connection.scalar(select(func.coalesce(func.max(n.c.id), 0))) or 0) + 1
-    writer = _Writer(connection, schema)
-    query = (
+    headers: Any = d.c.headers
+    created: Any = func.coalesce(d.c.processed_at, d.c.received_at)
+    if dialect == "postgresql":
+        headers = cast(headers, Text)
+        created = func.to_char(func.timezone("UTC", created), ISO_UTC)
+    return (
         select(
             d.c.id,
             d.c.delivery_id,
             d.c.body,
-            d.c.headers,
+            headers.label("headers"),
             d.c.state,
             d.c.event_type,
             d.c.shape_problem,
-            d.c.processed_at,
-            d.c.received_at,
+            created.label("created"),
             n.c.id.label("live_id"),
         )
         .select_from(d.outerjoin(n, n.c.delivery_pk == d.c.id))
         .where(d.c.attempts > 0, d.c.original.is_not(False))
         .order_by(d.c.id)
     )
+
+
+def rebuild_notifications(
+    connection: Connection, schema: str, reader: PayloadReader, workers: int = 0
+) -> NotificationTally:
+    """Read every processed delivery again into the scratch `schema` (caller's transaction),
+    with `workers` processes reading the bodies (0: this process reads them)."""
+    live = tables_in(None)
+    n = live["notifications"]
+    tally = NotificationTally()
+    outcome = _Outcome(tally, _second_bodies(connection, live))
+    outcome.next_id = int(connection.scalar(select(func.coalesce(func.max(n.c.id), 0))) or 0) + 1
+    writer: _Writer = (
+        _CopyWriter(connection, schema)
+        if connection.dialect.name == "postgresql"
+        else _InsertWriter(connection, schema)
+    )
+    query = _inbox(live, connection.dialect.name)
     result = connection.execute(query.execution_options(stream_results=True, yield_per=BATCH))
-    for rows in result.partitions():
-        for row in rows:
-            next_id = _read_one(row, reader, tally, writer, repeated, told, next_id)
-        writer.flush()
+    waiting: deque[tuple[Sequence[Any], Callable[[], list[Read]]]] = deque()
+    with ChunkReader(reader, writer.transcribe, workers) as bodies:
+        for rows in result.partitions():
+            waiting.append((rows, bodies.submit([(r.body, r.headers) for r in rows])))
+            while len(waiting) > bodies.ahead:
+                outcome.apply(writer, *waiting.popleft())
+        while waiting:
+            outcome.apply(writer, *waiting.popleft())
     return tally
 
 
-def _read_one(
-    row: Any,
-    reader: PayloadReader,
-    tally: NotificationTally,
-    writer: _Writer,
-    repeated: set[str],
-    told: set[str],
-    next_id: int,
-) -> int:
-    """Derive one delivery's outcome; returns the next free notification id."""
-    tally.read += 1
-    outcome = reader.read(row.body, row.headers or {})
-    event_type, shape_problem, error = row.event_type, None, None
-    if isinstance(outcome, DeliveryNotUnderstood):
-        shape_problem = shape_problem_fingerprint(outcome)
-        tally.problems.setdefault(shape_problem, ShapeProblem(outcome)).row_ids.append(row.id)
-        state, error = QUARANTINED, NOT_UNDERSTOOD.format(why=outcome.describe())
-    elif row.delivery_id in told:
-        state, error = QUARANTINED, SECOND_STORY.format(delivery_id=row.delivery_id)
-    else:
-        state, event_type = PROCESSED, outcome.event_type
-        if row.delivery_id in repeated:
-            told.add(row.delivery_id)
-        note = _notification(row.id, row.delivery_id, outcome, row.processed_at or row.received_at)
-        if row.live_id is not None:
-            note["id"] = row.live_id
+@dataclass(slots=True)
+class _Outcome:
+    """What each read delivery becomes, decided in delivery order."""
+
+    tally: NotificationTally
+    #: Delivery ids with more than one processed body (`_second_bodies`).
+    repeated: set[str]
+    #: Those of them that already produced a notification.
+    told: set[str] = field(default_factory=set)
+    #: The next notification id for a delivery the live store has no notification of.
+    next_id: int = 1
+
+    def apply(self, writer: _Writer, rows: Sequence[Any], reads: Callable[[], list[Read]]) -> None:
+        """One chunk: every row with its read, then the chunk written."""
+        for row, read in zip(rows, reads(), strict=True):
+            self.one(writer, row, read)
+        writer.flush()
+
+    def one(self, writer: _Writer, row: Any, read: Read) -> None:
+        """Derive one delivery's outcome."""
+        tally = self.tally
+        tally.read += 1
+        event_type, shape_problem, error = row.event_type, None, None
+        if isinstance(read, DeliveryNotUnderstood):
+            shape_problem = shape_problem_fingerprint(read)
+            tally.problems.setdefault(shape_problem, ShapeProblem(read)).row_ids.append(row.id)
+            state, error = QUARANTINED, NOT_UNDERSTOOD.format(why=read.describe())
+        elif row.delivery_id in self.told:
+            state, error = QUARANTINED, SECOND_STORY.format(delivery_id=row.delivery_id)
         else:
-            note["id"], next_id = next_id, next_id + 1
-            tally.new_ids += 1
-        writer.notes.append(note)
-        tally.notifications += 1
-    if state == QUARANTINED:
-        tally.quarantined += 1
-    if (state, event_type, shape_problem) != (row.state, row.event_type, row.shape_problem):
-        tally.restated += 1
-        writer.restated.append(
-            {
-                "pk": row.id,
-                "new_state": state,
-                "new_event_type": event_type,
-                "new_shape_problem": shape_problem,
-                "new_error": error,
-            }
-        )
-    return next_id
+            state, event_type = PROCESSED, read[0]
+            if row.delivery_id in self.repeated:
+                self.told.add(row.delivery_id)
+            if row.live_id is not None:
+                note_id = row.live_id
+            else:
+                note_id, self.next_id = self.next_id, self.next_id + 1
+                tally.new_ids += 1
+            writer.note(note_id, row, read[1])
+            tally.notifications += 1
+        if state == QUARANTINED:
+            tally.quarantined += 1
+        if (state, event_type, shape_problem) != (row.state, row.event_type, row.shape_problem):
+            tally.restated += 1
+            writer.restated.append(
+                {
+                    "pk": row.id,
+                    "new_state": state,
+                    "new_event_type": event_type,
+                    "new_shape_problem": shape_problem,
+                    "new_error": error,
+                }
+            )

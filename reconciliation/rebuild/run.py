@@ -1,12 +1,16 @@
 """`rebuild`: facts into a scratch store, the derived state recomputed there, then compared.
 
-1. A fresh scratch (`scratch.create`).
+1. A fresh scratch (`scratch.create`: no secondary indexes yet, UNLOGGED on PostgreSQL).
 2. One transaction on the live store (REPEATABLE READ on PostgreSQL, so every table is read at
    one moment): copy the facts (`facts.copy_facts`), read the inbox again into notifications
-   (`notifications.rebuild_notifications`), and mark what people took apart as exceptions.
-3. The alerts processing raises for deliveries no payload shape reads, then one full
-   reconciliation pass (`reconciliation.reconcile.run_pass`, unchanged) on the scratch, as of
-   the live store's last pass, so both states judged the same facts at the same moment.
+   (`notifications.rebuild_notifications`, the bodies read by worker processes over a large
+   inbox), and mark what people took apart as exceptions. On PostgreSQL the transaction's
+   snapshot is shared with a second connection that digests the live derived state of that
+   same moment (`live_digest`) while step 3 runs.
+3. The scratch's indexes and statistics; the alerts processing raises for deliveries no payload
+   shape reads, then one full reconciliation pass (`reconciliation.reconcile.run_pass`,
+   unchanged) on the scratch, as of the live store's last pass, so both states judged the same
+   facts at the same moment.
 4. Digests and differences (`compare.compare`).
 5. Then, by mode: keep the scratch for a person to inspect, drop it (dry run), or swap the
    rebuilt state into the live tables in one transaction (`swap.swap`) and drop it.
@@ -18,6 +22,7 @@ Log lines written while the scratch is worked on (the pass's `alert.opened`, say
 from __future__ import annotations
 
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
@@ -33,7 +38,9 @@ from reconciliation.rebuild import scratch as scratch_store
 from reconciliation.rebuild.compare import Comparison, compare
 from reconciliation.rebuild.digest import StateDigest, state_digest
 from reconciliation.rebuild.facts import CopiedFacts, copy_facts, restore_unmatched_exceptions
+from reconciliation.rebuild.live_digest import SnapshotDigest
 from reconciliation.rebuild.notifications import NotificationTally, rebuild_notifications
+from reconciliation.rebuild.reading import workers_for
 from reconciliation.rebuild.swap import FactsMark, facts_mark, swap
 from reconciliation.reconcile import LAST_PASS_AT, run_pass
 from reconciliation.store import watermarks
@@ -99,20 +106,31 @@ def last_pass_time(live: Engine) -> datetime | None:
 
 
 def _fill(
-    connection: Connection, schema: str, reader: PayloadReader, result: RebuildResult
-) -> FactsMark:
+    connection: Connection,
+    scratch: scratch_store.Scratch,
+    reader: PayloadReader,
+    result: RebuildResult,
+    workers: int | None,
+    digests: ExitStack,
+) -> tuple[FactsMark, SnapshotDigest | None]:
+    """Copy the facts and read the inbox again, in one transaction; on PostgreSQL also start
+    the live digest in that transaction's snapshot (entered on `digests`)."""
+    live_digest = None
     with connection.begin():
         if connection.dialect.name == "postgresql":
             connection.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            snapshot = connection.exec_driver_sql("SELECT pg_export_snapshot()").scalar_one()
+            live_digest = digests.enter_context(SnapshotDigest(scratch.live, str(snapshot)))
         mark = facts_mark(connection)
         clock = time.perf_counter()
-        result.copied = copy_facts(connection, schema)
+        result.copied = copy_facts(connection, scratch.schema)
         result.seconds["copy facts"] = time.perf_counter() - clock
         clock = time.perf_counter()
-        result.inbox = rebuild_notifications(connection, schema, reader)
-        restore_unmatched_exceptions(connection, schema)
+        processes = workers_for(result.copied.rows["deliveries"], connection.dialect.name, workers)
+        result.inbox = rebuild_notifications(connection, scratch.schema, reader, processes)
+        restore_unmatched_exceptions(connection, scratch.schema)
         result.seconds["notifications"] = time.perf_counter() - clock
-    return mark
+    return mark, live_digest
 
 
 def rebuild(
@@ -122,28 +140,37 @@ def rebuild(
     *,
     mode: Mode = Mode.KEEP,
     as_of: datetime | None = None,
+    workers: int | None = None,
 ) -> RebuildResult:
-    """Rebuild the derived state beside the live one, compare, then keep, drop or swap it."""
+    """Rebuild the derived state beside the live one, compare, then keep, drop or swap it.
+
+    `workers`: processes reading the inbox's bodies (None: `reading.workers_for` decides, one per
+    CPU over a large inbox on PostgreSQL; 0: this process reads them all). They are started
+    with `spawn`, which imports the caller's main module again in each: a script that calls
+    `rebuild` must do so under `if __name__ == "__main__"` (as `recon` does)."""
     started = time.perf_counter()
     as_of = as_of or last_pass_time(live) or utcnow()
     scratch = scratch_store.scratch_for(live)
     result = RebuildResult(mode=mode, scratch=scratch.describe(), as_of=as_of)
     with structlog.contextvars.bound_contextvars(rebuild_scratch=scratch.describe()):
         try:
+            clock = time.perf_counter()
             scratch_store.create(scratch)
-            with scratch_store.workbench(scratch) as connection:
-                mark = _fill(connection, scratch.schema, reader, result)
-            scratch_store.analyze(scratch)
-            clock = time.perf_counter()
-            scratch_sessions = make_session_factory(scratch.engine)
-            with scratch_sessions.begin() as session:
-                raise_shape_alerts(session, result.inbox.problems, reader.shapes, as_of)
-            run_pass(scratch_sessions, policy, now=as_of, publish=False)
-            result.seconds["pass"] = time.perf_counter() - clock
-            clock = time.perf_counter()
-            with scratch_store.workbench(scratch) as connection:
-                result.comparison = compare(connection, scratch.schema)
-            result.seconds["compare"] = time.perf_counter() - clock
+            result.seconds["create scratch"] = time.perf_counter() - clock
+            with ExitStack() as digests:
+                with scratch_store.workbench(scratch) as connection:
+                    mark, live_digest = _fill(connection, scratch, reader, result, workers, digests)
+                if live_digest is not None:
+                    live_digest.go()
+                _derive(scratch, policy, reader, as_of, result)
+                clock = time.perf_counter()
+                with scratch_store.workbench(scratch) as connection:
+                    result.comparison = compare(
+                        connection,
+                        scratch.schema,
+                        live=live_digest.result() if live_digest is not None else None,
+                    )
+                result.seconds["compare"] = time.perf_counter() - clock
             if mode is Mode.SWAP:
                 _swap(live, scratch, mark, result)
         finally:
@@ -153,6 +180,28 @@ def rebuild(
     result.seconds["total"] = time.perf_counter() - started
     log.info("rebuild.done", mode=mode.value, same=result.comparison and result.comparison.same)
     return result
+
+
+def _derive(
+    scratch: scratch_store.Scratch,
+    policy: ReconcilePolicy,
+    reader: PayloadReader,
+    as_of: datetime,
+    result: RebuildResult,
+) -> None:
+    """Indexes and statistics on the filled scratch, the shape alerts, then the pass."""
+    clock = time.perf_counter()
+    scratch_store.build_indexes(scratch)
+    result.seconds["indexes"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    scratch_store.analyze(scratch)
+    result.seconds["analyze"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    scratch_sessions = make_session_factory(scratch.engine)
+    with scratch_sessions.begin() as session:
+        raise_shape_alerts(session, result.inbox.problems, reader.shapes, as_of)
+    run_pass(scratch_sessions, policy, now=as_of, publish=False)
+    result.seconds["pass"] = time.perf_counter() - clock
 
 
 def _swap(

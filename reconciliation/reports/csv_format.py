@@ -18,6 +18,26 @@ from reconciliation.reports.model import TRANSFER_OUTCOMES, Report
 HEADER = ("section", "holding_ref", "currency", "metric", "value")
 
 
+def _audit_rows(report: Report) -> list[tuple[str, object]]:
+    """The last ledger audit: its sentence, then (once one finished) its figures."""
+    rows: list[tuple[str, object]] = [("line", report.audit_line())]
+    found = report.last_audit
+    if found is not None:
+        rows += [
+            ("run", found.run_id),
+            ("finished_at", found.finished_at.isoformat()),
+            ("status", found.status),
+            ("holdings", found.holdings),
+            ("postings", found.postings),
+            ("divergences", found.divergences),
+            ("missing", found.missing),
+            ("unknown", found.unknown),
+            ("differing", found.differing),
+            ("partial", int(found.partial)),
+        ]
+    return rows
+
+
 def render_csv(report: Report) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -30,6 +50,8 @@ def render_csv(report: Report) -> str:
         writer.writerow(("legend", "", "", term, definition))
     for name, value in report.figures().items():
         writer.writerow(("summary", "", "", name, value))
+    for metric, fact in _audit_rows(report):
+        writer.writerow(("last_audit", "", "", metric, fact))
     currencies = sorted({t.currency for t in report.totals} | {d.currency for d in report.drift})
     for currency in currencies:
         exp = currency_exponent(currency)

@@ -17,7 +17,7 @@ from foundation.readable import moment, words
 from reconciliation.reports.charts import lines_over_time, stacked_bars
 from reconciliation.reports.legend import grace_words, legend
 from reconciliation.reports.model import AGEING_BUCKETS, STREAMS, TRANSFER_OUTCOMES, Report
-from reconciliation.reports.text import FIGURE_LABELS, drift_note, window_line
+from reconciliation.reports.text import FIGURE_LABELS, audit_sentence, drift_note, window_line
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem; color: #222; max-width: 72rem; }
@@ -33,6 +33,7 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowra
 .card { border: 1px solid #ccc; border-radius: 6px; padding: .4rem .8rem; min-width: 7rem; }
 .card b { display: block; font-size: 1.3rem; font-variant-numeric: tabular-nums; }
 .card.alarm b { color: #b00; }
+p.audit { margin: .3rem 0; } p.audit.alarm { color: #b00; font-weight: bold; }
 dl.legend { font-size: .85rem; display: grid; grid-template-columns: max-content 1fr;
   gap: .2rem 1rem; margin: .5rem 0 1rem; }
 dl.legend dt { font-weight: bold; } dl.legend dd { margin: 0; }
@@ -87,6 +88,7 @@ def render_html(report: Report) -> str:
         f'<p class="muted">{escape(window_line(report))}. Generated '
         f"{escape(moment(report.generated_at))}; notification grace "
         f"{escape(grace_words(report.grace_seconds))}.</p>",
+        _audit(report),
         '<div class="cards">'
         + "".join(
             f'<div class="card{" alarm" if name in ALARMING and figures[name] else ""}">'
@@ -113,6 +115,13 @@ def render_html(report: Report) -> str:
     parts += _alerts(report)
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _audit(report: Report) -> str:
+    """The last ledger audit, in red when it found the books and the store apart or failed."""
+    found = report.last_audit
+    alarm = found is not None and found.needs_a_person
+    return f'<p class="audit{" alarm" if alarm else ""}">{escape(audit_sentence(report))}.</p>'
 
 
 def _exceptions(report: Report) -> list[str]:

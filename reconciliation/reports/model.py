@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
 
+from reconciliation.ledger_audit.summary import NEVER, AuditSummary
+
 #: Ageing buckets of open exceptions, in days: label -> (first day, last day).
 AGEING_BUCKETS: Final = (("0-1", 0, 1), ("2-7", 2, 7), ("8-30", 8, 30), ("over 30", 31, None))
 
@@ -190,6 +192,13 @@ class Report:
     open_alert_count: int = 0
     drift: list[HoldingDrift] = field(default_factory=list)
     names: dict[str, HoldingName] = field(default_factory=dict)
+    #: The newest finished ledger audit when the report was built (None: none has finished).
+    #: Like "alerts open now", it says where the books stand now, whatever the window.
+    last_audit: AuditSummary | None = None
+
+    def audit_line(self) -> str:
+        """`last audit: clean, 1,000 holdings, 1,000,000 postings`, or that none ran yet."""
+        return self.last_audit.line() if self.last_audit is not None else NEVER
 
     def figures(self) -> dict[str, int]:
         """The headline numbers, for the top of every format; each is defined in the legend."""

@@ -8,7 +8,9 @@ only asks each part for its share, in one session:
 - exceptions by age, and the unmatched items one by one (oldest first);
 - alerts opened and resolved in the window, by kind and severity; alerts open now;
 - balance drift per holding: the latest balance check up to `until`, and the checks over the
-  window for the holdings that drifted.
+  window for the holdings that drifted;
+- the last ledger audit (`reconciliation.ledger_audit.summary`): when the books were last
+  re-read from the gateway, and what that found.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from datetime import datetime
 from sqlalchemy import Table, select
 from sqlalchemy.orm import Session
 
+from reconciliation.ledger_audit.summary import last_audit
 from reconciliation.reports.figures import holding_names, item_figures, open_items
 from reconciliation.reports.history import alert_counts, balance_drift
 from reconciliation.reports.model import Report, ReportWindow
@@ -58,6 +61,7 @@ def build_report(
     report.drift = balance_drift(session, window, holding_id)
     refs = {t.holding_ref for t in report.totals} | {d.holding_ref for d in report.drift}
     report.names = holding_names(session, refs)
+    report.last_audit = last_audit(session)
     return report
 
 

@@ -69,6 +69,14 @@ def window_line(report: Report) -> str:
     return f"{since} to {moment(window.until)}" + (f", {scope}" if scope else ", all holdings")
 
 
+def audit_sentence(report: Report) -> str:
+    """The last ledger audit and when it finished, or that none has run yet."""
+    found = report.last_audit
+    if found is None:
+        return report.audit_line()
+    return f"{found.line()}; finished {moment(found.finished_at)}"
+
+
 class _DataTable(Table):
     """A Rich table whose cells are data: every cell is made printable as it is added."""
 
@@ -107,6 +115,7 @@ def render_text(report: Report, width: int | None = None) -> str:
         f"Generated {moment(report.generated_at)}; "
         f"notification grace {grace_words(report.grace_seconds)}"
     )
+    console.print(printable(audit_sentence(report)))
     console.print()
     summary = _table("Figures", ("figure", "count"), {1})
     for name, value in report.figures().items():

@@ -38,6 +38,10 @@ def report_as_dict(report: Report) -> dict[str, Any]:
         "graceSeconds": report.grace_seconds,
         "legend": dict(legend(report.grace_seconds)),
         "summary": figures,
+        "lastAudit": {
+            "line": report.audit_line(),
+            "run": report.last_audit.as_dict() if report.last_audit is not None else None,
+        },
         "totals": [
             {
                 "holdingRef": t.holding_ref,

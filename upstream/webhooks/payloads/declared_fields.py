@@ -95,11 +95,16 @@ class DeclaredShape(PayloadAdapter):
         # Read once: a rebuild reads a million bodies, and asking the dataclass for its fields
         # on every lookup was about 40% of the reader's time.
         self.path_of: Final = paths.paths()
+        # Each body path split once, for the same reason (None: a header, looked up by name).
+        self.steps: Final = {
+            name: None if path.startswith(HEADER_PREFIX) else tuple(path.split("."))
+            for name, path in self.path_of.items()
+        }
 
     def read(
         self, body: Mapping[str, Any], headers: Mapping[str, str]
     ) -> DeliveryNotification | NotUnderstood:
-        reading = _Reading(body, headers, self.paths, self.path_of)
+        reading = _Reading(body, headers, self.paths, self.path_of, self.steps)
         return reading.result(self.name)
 
 
@@ -112,13 +117,15 @@ class _Reading:
         headers: Mapping[str, str],
         paths: FieldPaths,
         path_of: Mapping[str, str],
+        steps: Mapping[str, tuple[str, ...] | None],
     ) -> None:
         self.body, self.headers, self.paths, self.path_of = body, headers, paths, path_of
+        self.steps = steps
         self.problems: list[Problem] = []
 
     def result(self, shape: str) -> DeliveryNotification | NotUnderstood:
         p = self.paths
-        raw = {name: self._value(path) for name, path in self.path_of.items()}
+        raw = {name: self._found(path, self.steps[name]) for name, path in self.path_of.items()}
         marks_missing = 0
         for name in p.required:
             path = self.path_of.get(name)
@@ -168,6 +175,21 @@ class _Reading:
         )
 
     # --- finding values ---------------------------------------------------------------
+
+    def _found(self, path: str, steps: tuple[str, ...] | None) -> Any:
+        """`_value(path)`, walking plain objects directly: the common case, twice as fast. Any
+        other step (an array index, something that is no object) is left to `_value`, which
+        walks the whole path again with every rule and records the problem."""
+        if steps is None:
+            return self._value(path)
+        here: Any = self.body
+        for step in steps:
+            if type(here) is not dict:
+                return self._value(path)
+            here = here.get(step)
+            if here is None:
+                return None
+        return here
 
     def _value(self, path: str) -> Any:
         """The value at `path`; None when absent or null; a problem when a step is no object."""

@@ -2,8 +2,15 @@
 
 The bytes were verified before this runs (invariant 1, docs/architecture.md); here they are
 parsed once, with JSON numbers as exact `Decimal`s (never floats: invariant 5), and handed to
-each adapter in turn. When none fits, the result says which shape the body came closest to and
-everything that shape missed, which is what the alert about it shows a person.
+each adapter in turn. The parse is msgspec's (about six times faster than the standard
+library's, which counts when a rebuild reads a million bodies again), with the standard
+library's as the judge of anything msgspec refuses: a body msgspec cannot read is parsed again
+by `json.loads`, which accepts what it always accepted (a UTF-8 byte order mark, UTF-16, escaped
+lone surrogates) and words the error of what it refuses, so the outcome of every body is the one
+the standard library alone gives. Where msgspec reads a body, both give the same values:
+decimals as `Decimal` from their own digits, integers of any size exact, the last of duplicate
+keys. When no shape fits, the result says which shape the body came closest to and everything
+that shape missed, which is what the alert about it shows a person.
 """
 
 from __future__ import annotations
@@ -13,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
 
 import upstream.webhooks.payloads.flat as flat_shape
 import upstream.webhooks.payloads.recon_shape as recon_guess
@@ -40,6 +49,8 @@ BUILT_IN: Final[dict[str, PayloadAdapter]] = {
 SHAPE_NAMES: Final = (*BUILT_IN, FIELD_MAP)
 #: The pseudo-shape a body that is not a JSON object "comes closest" to.
 NOT_JSON: Final = "json"
+#: The fast parse: JSON decimals as `Decimal` from their own digits, never through a float.
+_DECIMAL_JSON: Final = msgspec.json.Decoder(float_hook=Decimal)
 
 
 class PayloadConfigError(ValueError):
@@ -83,7 +94,7 @@ class PayloadReader:
     ) -> DeliveryNotification | DeliveryNotUnderstood:
         """The notification of the first shape that fits, or why none did."""
         try:
-            doc = json.loads(body, parse_float=Decimal, parse_constant=_refuse_constant)
+            doc = _parse(body)
         except (UnicodeDecodeError, ValueError) as exc:
             return _not_json(f"body is not valid JSON ({exc})")
         if not isinstance(doc, dict):
@@ -127,6 +138,15 @@ def configured_reader(
 def _not_json(detail: str) -> DeliveryNotUnderstood:
     closest = NotUnderstood(NOT_JSON, (Problem("body", "invalid", detail),))
     return DeliveryNotUnderstood(closest, (), ())
+
+
+def _parse(body: bytes) -> Any:
+    """The body as JSON, numbers exact; msgspec first, the standard library for what it refuses
+    (see the module docstring: the standard library's outcome, always)."""
+    try:
+        return _DECIMAL_JSON.decode(body)
+    except (msgspec.MsgspecError, ValueError):
+        return json.loads(body, parse_float=Decimal, parse_constant=_refuse_constant)
 
 
 def _refuse_constant(name: str) -> Any:

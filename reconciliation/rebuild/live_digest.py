@@ -1,0 +1,101 @@
+"""The live derived state's digest as of the moment the rebuild read the facts (PostgreSQL).
+
+The rebuild reads the facts in one REPEATABLE READ transaction and exports its snapshot; a
+second connection imports it at once (`SET TRANSACTION SNAPSHOT`), so the live digest describes
+the derived state of exactly the store the facts came from, even if a pass commits meanwhile.
+It is computed on that connection, in a thread, while this process runs the pass on the
+scratch: that pass keeps one CPU busy, and the digest is the database's work on the other.
+
+SQLite has no snapshot to share; there the live digest is taken after the pass, as before
+(`compare.compare` without a digest).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from types import TracebackType
+from typing import Final
+
+from sqlalchemy import Engine
+
+from reconciliation.rebuild.digest import StateDigest, state_digest
+
+#: Longest wait for the second connection to import the snapshot (it normally takes
+#: milliseconds; the exporting transaction stays open until it has).
+IMPORT_TIMEOUT_SECONDS: Final = 30.0
+#: What `pg_export_snapshot()` returns (hex groups and dashes): the only text put in the SET.
+_SNAPSHOT_ID: Final = re.compile(r"[0-9A-Fa-f-]{1,64}")
+
+
+class LiveDigestError(Exception):
+    """The live digest could not be taken in the rebuild's snapshot."""
+
+
+class SnapshotDigest:
+    """Imports the snapshot on `start`, digests after `go`, hands the digest to `result`.
+
+    Use as a context manager: leaving it without `result` (an error in the rebuild) abandons
+    the digest and ends the thread and its transaction.
+    """
+
+    def __init__(self, live: Engine, snapshot: str) -> None:
+        if not _SNAPSHOT_ID.fullmatch(snapshot):
+            raise LiveDigestError(f"{snapshot!r} is not a snapshot id")
+        self._live, self._snapshot = live, snapshot
+        self._imported, self._go = threading.Event(), threading.Event()
+        self._abandoned = False
+        self._digest: StateDigest | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="rebuild-live-digest", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            with self._live.connect() as connection, connection.begin():
+                connection.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                # A literal: SET takes no bound parameter (the id was checked in __init__).
+                connection.exec_driver_sql(f"SET TRANSACTION SNAPSHOT '{self._snapshot}'")
+                self._imported.set()
+                self._go.wait()
+                if not self._abandoned:
+                    self._digest = state_digest(connection, None)
+        except Exception as exc:  # noqa: BLE001 - not lost: `result` raises it in the rebuild's thread
+            self._error = exc
+        finally:
+            self._imported.set()
+
+    def __enter__(self) -> SnapshotDigest:
+        self._thread.start()
+        if not self._imported.wait(IMPORT_TIMEOUT_SECONDS):
+            self._abandon()
+            raise LiveDigestError("the live digest's connection did not import the snapshot")
+        if self._error is not None:
+            raise LiveDigestError(f"the live digest could not start: {self._error}")
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        if self._thread.is_alive():
+            self._abandon()
+
+    def _abandon(self) -> None:
+        self._abandoned = True
+        self._go.set()
+        self._thread.join()
+
+    def go(self) -> None:
+        """Start digesting (the facts are read; the pass on the scratch is about to run)."""
+        self._go.set()
+
+    def result(self) -> StateDigest:
+        """The digest (waits for it)."""
+        self._go.set()
+        self._thread.join()
+        if self._error is not None:
+            raise LiveDigestError(f"the live digest failed: {self._error}") from self._error
+        assert self._digest is not None
+        return self._digest
