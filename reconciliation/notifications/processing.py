@@ -38,6 +38,7 @@ from sqlalchemy.orm import Session
 from reconciliation.notifications.inbox import PENDING, RESENT_THROUGH
 from reconciliation.notifications.processing_writes import (
     ORIGIN_NOTIFIED,
+    UNSTORABLE,
     BatchWrites,
     notification_values,
     unstorable_text,
@@ -131,9 +132,7 @@ def process_deliveries(
             continue
         unstorable = unstorable_text(result)
         if unstorable is not None:
-            writes.quarantine(
-                row.id, f"its {unstorable} holds a lone surrogate (an unpaired \\u escape)"
-            )
+            writes.quarantine(row.id, UNSTORABLE.format(field=unstorable))
             outcome.quarantined.append(row.id)
             continue
         earlier = notified.setdefault(row.delivery_id, set())

@@ -295,6 +295,10 @@ _TEXT_FIELDS: Final = (
 )
 
 
+#: Why a delivery whose text no database can store is set aside (`unstorable_text` names it).
+UNSTORABLE: Final = "its {field} holds a lone surrogate (an unpaired \\u escape)"
+
+
 def unstorable_text(d: DeliveryNotification) -> str | None:
     """The first text field no database can store (a lone surrogate, which JSON's `\\ud800`
     escape can spell), or None. Written, it failed the whole batch's statement, every retry and

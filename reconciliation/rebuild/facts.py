@@ -10,7 +10,9 @@ the inbox (bytes and intake decisions; what processing derived is recomputed by
 `reconciliation.rebuild.notifications`), subscriptions and their secrets, notifications that no
 delivery produced (written by other means, so nothing could derive them again), and people's
 decisions: manual matches, unmatches, and alerts a person acknowledged or resolved, plus alerts
-of kinds no pass or processing raises (the subscription check's, the audit's). Items are copied
+of kinds no pass or processing raises (the subscription check's, the audit's), and what
+retention removed (its `retention.*` watermarks: a rebuild sums a pruned holding's postings
+from the net amount removed, not from nothing). Items are copied
 `unmatched`; an item a person took apart becomes an exception again, as `recon unmatch` left it.
 """
 
@@ -46,6 +48,10 @@ WHOLE: Final = (
     "subscriptions",
     "webhook_secrets",
 )
+#: Watermarks that are facts: what retention removed (per holding, the pruned horizon the audit
+#: reads and the net amount the balance check starts from) and how far its scans have got.
+#: Every other watermark is a pass's progress, derived again.
+RETENTION_MARKS: Final = "retention."
 #: Tables whose `match_status` is derived: copied as `unmatched`.
 ITEMS: Final = ("postings", "transfers", "notifications")
 #: Derived tables that get rows of their own (a sequence to move past copied ids).
@@ -83,6 +89,10 @@ def copy_facts(connection: Connection, schema: str) -> CopiedFacts:
     notes = live["notifications"]
     copied.rows["notifications (no delivery)"] = _copy(
         connection, notes, scratch["notifications"], notes.c.delivery_pk.is_(None), status=True
+    )
+    marks = live["watermarks"]
+    copied.rows["watermarks (retention's)"] = _copy(
+        connection, marks, scratch["watermarks"], marks.c.name.startswith(RETENTION_MARKS)
     )
     matches = live["matches"]
     copied.rows["matches (people's)"] = _copy(

@@ -38,6 +38,7 @@ from typing import Any, Final, Protocol
 from sqlalchemy import Connection, Text, bindparam, cast, func, select, update
 
 from reconciliation.notifications.inbox import PROCESSED, QUARANTINED, stored_delivery_id
+from reconciliation.notifications.processing_writes import UNSTORABLE
 from reconciliation.notifications.shape_alerts import ShapeProblem, shape_problem_fingerprint
 from reconciliation.rebuild.facets import tables_in
 from reconciliation.rebuild.reading import (
@@ -45,6 +46,7 @@ from reconciliation.rebuild.reading import (
     ChunkReader,
     Read,
     Transcribe,
+    Unstorable,
     copy_fields,
     copy_text,
     notification_of,
@@ -290,6 +292,8 @@ class _Outcome:
             shape_problem = shape_problem_fingerprint(read)
             tally.problems.setdefault(shape_problem, ShapeProblem(read)).row_ids.append(row.id)
             state, error = QUARANTINED, NOT_UNDERSTOOD.format(why=read.describe())
+        elif isinstance(read, Unstorable):
+            state, error = QUARANTINED, UNSTORABLE.format(field=read.field)
         elif row.delivery_id in self.told:
             state, error = QUARANTINED, SECOND_STORY.format(delivery_id=row.delivery_id)
         else:

@@ -24,11 +24,13 @@ import multiprocessing
 import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 from uuid import UUID
 
 from reconciliation.notifications.inbox import stored_delivery_id
-from upstream.webhooks.payloads import DeliveryNotification, DeliveryNotUnderstood, PayloadReader
+from reconciliation.notifications.processing_writes import unstorable_text
+from upstream.webhooks.payloads import DeliveryNotUnderstood, PayloadReader
 
 #: Notification columns a body decides, in the order `copy_fields` writes them.
 BODY_COLUMNS: Final = (
@@ -57,8 +59,17 @@ AHEAD_PER_WORKER: Final = 2
 COPY_NULL: Final = "\\N"
 _COPY_ESCAPES: Final = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
 
-#: A body as read: (event type, what to write) when a shape read it, else why none did.
-Read: TypeAlias = "tuple[str, Any] | DeliveryNotUnderstood"
+
+@dataclass(frozen=True, slots=True)
+class Unstorable:
+    """A body a shape read whose text no database can store: set aside, as processing does."""
+
+    field: str
+
+
+#: A body as read: (event type, what to write) when a shape read it and it can be stored, else
+#: why not.
+Read: TypeAlias = "tuple[str, Any] | DeliveryNotUnderstood | Unstorable"
 #: Turns one body into a `Read` with the reader given.
 Transcribe: TypeAlias = "Callable[[PayloadReader, bytes, Mapping[str, str]], Read]"
 
@@ -82,6 +93,9 @@ def copy_fields(reader: PayloadReader, body: bytes, headers: Mapping[str, str]) 
     note = reader.read(body, headers)
     if isinstance(note, DeliveryNotUnderstood):
         return note
+    unstorable = unstorable_text(note)
+    if unstorable is not None:
+        return Unstorable(unstorable)
     body_id = stored_delivery_id(note.body_id) if note.body_id is not None else None
     fields = (
         copy_text(body_id),
@@ -105,9 +119,12 @@ def copy_fields(reader: PayloadReader, body: bytes, headers: Mapping[str, str]) 
 def notification_of(reader: PayloadReader, body: bytes, headers: Mapping[str, str]) -> Read:
     """The body's `DeliveryNotification` itself (for a store written through SQLAlchemy)."""
     outcome = reader.read(body, headers)
-    if isinstance(outcome, DeliveryNotification):
-        return outcome.event_type, outcome
-    return outcome
+    if isinstance(outcome, DeliveryNotUnderstood):
+        return outcome
+    unstorable = unstorable_text(outcome)
+    if unstorable is not None:
+        return Unstorable(unstorable)
+    return outcome.event_type, outcome
 
 
 #: A chunk of bodies to read: (body, headers as stored) per delivery.

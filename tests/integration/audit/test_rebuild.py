@@ -182,3 +182,56 @@ def test_worker_processes_and_this_process_rebuild_the_same_state(
     # quarantined one (the second body under a known id was set aside at intake: not read).
     assert inbox_tally(here)[:3] == (7, 6, 1)
     assert set(apart.inbox.problems) == set(here.inbox.problems) != set()
+
+
+def test_a_body_whose_text_no_database_can_store_is_set_aside_again_by_the_rebuild(
+    engine: Engine, session_factory: sessionmaker[Session]
+) -> None:
+    """A narration spelled with a lone `\\ud800` escape: processing quarantines it with its bytes
+    (written, it would fail the statement), and a rebuild must come to the same outcome, in this
+    process and in worker processes alike."""
+    world = build_world(session_factory)
+    at = world.pass_at + timedelta(seconds=5)
+    body = {
+        "id": "evt-surrogate",
+        "event": "PAYMENT_RECEIVED",
+        "createdAt": at.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+        "data": {
+            "holdingRef": str(world.external.holding_ref),
+            "accountRef": str(world.external.account_ref),
+            "endpointRef": str(world.external.endpoint_ref),
+            "amount": "1.00",
+            "currency": "NGN",
+            "status": "SUCCESSFUL",
+            "narration": "half \ud800 a pair",
+        },
+    }
+    raw = json.dumps(body).encode()  # ASCII: the surrogate travels as the escape \ud800
+    assert b"\\ud800" in raw
+    with session_factory() as s, s.begin():
+        record_deliveries(
+            s.connection(),
+            [
+                InboundDelivery(
+                    delivery_id="evt-surrogate",
+                    body=raw,
+                    headers={"webhook-id": "evt-surrogate"},
+                    scheme="standard",
+                    event_type=None,
+                    received_at=at,
+                )
+            ],
+        )
+    with transaction(session_factory) as s:
+        pending = list(s.scalars(select(Delivery.id).where(Delivery.state == "pending")))
+        process_deliveries(s, pending, at + timedelta(seconds=1))
+    with session_factory() as s:
+        stored = s.scalars(select(Delivery).where(Delivery.delivery_id == "evt-surrogate")).one()
+    assert stored.state == "quarantined" and "lone surrogate" in (stored.error or "")
+    assert stored.body == raw
+    run_pass(session_factory, POLICY, now=at + timedelta(minutes=1), publish=False)
+
+    for workers in (0, 2):
+        result = rebuild(engine, POLICY, READER, mode=Mode.DRY_RUN, workers=workers)
+        assert result.comparison is not None
+        assert [d.as_dict() for d in result.comparison.differences] == [], workers
