@@ -1,7 +1,7 @@
 """Benchmark: a full reconciliation pass over 1M postings + 1M transfers + 1M notifications.
 
     .venv/bin/python bench/reconcile.py                      # PostgreSQL, then SQLite
-    .venv/bin/python bench/reconcile.py --only postgres --size 1000000
+    .venv/bin/python bench/reconcile.py --only postgres --size 200000 --rounds 3 --explain
     BENCH_POSTGRES_URL=postgresql://postgres@127.0.0.1:5432/postgres (the default)
 
 For each database it
@@ -10,14 +10,21 @@ For each database it
    transfers (TRANSACTION_FAILED), 200k denied transfers (no webhook), 200k inbound credits
    (PAYMENT_RECEIVED; one in four without a receiptRef, so rule 3 matches it by account number,
    amount and time window), and a consistent balance snapshot per holding (1,000 holdings);
-2. times a bare SQL hash join of the same keys (notifications -> postings by receiptRef,
-   -> transfers by transferRef) into a new table: the floor a pass is measured against; on
-   PostgreSQL also the same join INSERTed into a table shaped like `matches` with its four
-   indexes (ratio_write_to_bare_join): what writing the rows alone costs;
-3. runs a full pass from scratch in a fresh interpreter (so its peak RSS is the pass's own),
+2. per round (--rounds): times a bare SQL hash join of the same keys (notifications ->
+   postings by receiptRef, -> transfers by transferRef) into a new table, the floor a pass is
+   measured against; on PostgreSQL also the same join INSERTed into a table shaped like
+   `matches` with its indexes (ratio_write_to_bare_join): what writing the rows alone costs;
+   then a full pass from scratch in a fresh interpreter (so its peak RSS is the pass's own),
    then adds 10,000 records (2,500 settled transfers: transfer, two legs, one notification) and
-   times the incremental pass;
-4. prints the figures and the ratio of the full pass to the bare join.
+   times the incremental pass; between rounds, what the passes wrote is emptied again;
+3. prints the figures: each round's ratio of the full pass to the bare join of that round, and
+   min / median / max over the rounds; on PostgreSQL the same ratio in the server backends'
+   CPU seconds too (read from /proc, so when the server runs on this machine), which other
+   work on a shared machine disturbs far less; --cpu turns parallel workers off for both, so
+   that figure counts all the work;
+4. with --explain (PostgreSQL), one more round whose passes run under auto_explain: the plan
+   (ANALYZE, BUFFERS) of every statement slower than --explain-ms, full pass then incremental,
+   printed before the figures (its timings include auto_explain's overhead and are not used).
 
 The sizes scale with --size (postings = transfers = notifications = size).
 """
@@ -27,12 +34,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import subprocess
+import statistics
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -49,159 +57,25 @@ from reconcile_data import (  # noqa: E402 - found through the path set just abo
     load_sqlite_url,
     load_with_snapshots,
 )
+from reconcile_measures import (  # noqa: E402 - found through the path set just above
+    bare_write,
+    child_pass,
+    hash_join,
+    reset_store,
+    run_pass_in_child,
+)
 
-# --- measuring ---------------------------------------------------------------------------
-
-
-def run_pass_in_child(url: str, now: datetime) -> dict[str, Any]:
-    """One pass in a fresh interpreter: its wall time and its own peak RSS."""
-    out = subprocess.run(
-        [sys.executable, __file__, "_pass", url, now.isoformat()],
-        check=True,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    if os.environ.get("BENCH_TRACE"):
-        print(out.stderr, file=sys.stderr)
-    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+#: Records added before each incremental pass (2,500 settled transfers: 4 records each).
+INCREMENTAL_TRANSFERS = 2_500
 
 
-def child_pass(url: str, now_text: str) -> None:
-    import logging
-
-    import structlog
-
-    from reconciliation.policy import ReconcilePolicy
-    from reconciliation.reconcile import run_pass
-    from reconciliation.store.db import make_engine, make_session_factory
-
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
-    engine = make_engine(url)
-    if os.environ.get("BENCH_TRACE"):
-        _trace_slow_statements(engine)
-    if os.environ.get("BENCH_EXPLAIN") and engine.dialect.name == "postgresql":
-        _explain_statements(engine, float(os.environ["BENCH_EXPLAIN"]))
-    factory = make_session_factory(engine)
-    started = time.perf_counter()
-    result = run_pass(
-        factory, ReconcilePolicy(), now=datetime.fromisoformat(now_text), publish=False
-    )
-    seconds = time.perf_counter() - started
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(
-        json.dumps(
-            {
-                "seconds": seconds,
-                "peak_mb": peak_kb / 1024,
-                "matched": dict(result.matched.rows_by_rule),
-                "ambiguities": len(result.matched.ambiguities),
-                "alerts_opened": len(result.alerts.opened),
-                "phases": result.seconds,
-            }
-        )
-    )
-
-
-def _trace_slow_statements(engine: Any) -> None:
-    """BENCH_TRACE=1: every statement slower than 0.1 s, on stderr, to see where time goes."""
-    from sqlalchemy import event
-
-    @event.listens_for(engine, "before_cursor_execute")
-    def _before(conn: Any, *_: Any) -> None:
-        conn.info.setdefault("started", []).append(time.perf_counter())
-
-    @event.listens_for(engine, "after_cursor_execute")
-    def _after(conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        took = time.perf_counter() - conn.info["started"].pop()
-        if took > 0.1:
-            print(f"{took:6.2f}s {' '.join(statement.split())[:160]}", file=sys.stderr)
-
-
-def _explain_statements(engine: Any, min_ms: float) -> None:
-    """BENCH_EXPLAIN=<ms>: the plan (ANALYZE, BUFFERS) of every statement slower than that, on
-    stderr, through auto_explain at NOTICE level: the plans the pass really ran, not a replay."""
-    from sqlalchemy import event
-
-    @event.listens_for(engine, "connect")
-    def _load(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.add_notice_handler(
-            lambda notice: print(notice.message_primary, file=sys.stderr)
-        )
-        with dbapi_connection.cursor() as cur:
-            cur.execute("LOAD 'auto_explain'")
-            for name, value in (
-                ("log_min_duration", str(int(min_ms))),
-                ("log_analyze", "on"),
-                ("log_buffers", "on"),
-                ("log_timing", "on"),
-                ("log_nested_statements", "on"),
-                ("log_level", "notice"),
-            ):
-                cur.execute(f"SET auto_explain.{name} = '{value}'")
-        dbapi_connection.commit()
-
-
-def hash_join(url: str) -> float:
-    from sqlalchemy import text
-
-    from reconciliation.store.db import make_engine
-
-    engine = make_engine(url)
-    sql = (
-        "CREATE TABLE bench_join AS SELECT n.id AS notification_id, p.id AS posting_id, "
-        "t.id AS transfer_id FROM notifications n "
-        "LEFT JOIN postings p ON p.receipt_ref = n.receipt_ref "
-        "LEFT JOIN transfers t ON t.transfer_ref = n.transfer_ref"
-    )
-    with engine.begin() as conn:
-        conn.execute(text("DROP TABLE IF EXISTS bench_join"))
-    started = time.perf_counter()
-    with engine.begin() as conn:
-        if engine.dialect.name == "postgresql":
-            conn.execute(text("SET LOCAL enable_nestloop = off"))  # a hash join, as advertised
-        conn.execute(text(sql))
-    seconds = time.perf_counter() - started
-    with engine.begin() as conn:
-        conn.execute(text("DROP TABLE bench_join"))
-    engine.dispose()
-    return seconds
-
-
-def bare_write(url: str) -> float:
-    """PostgreSQL: the same join's rows INSERTed into a table shaped like `matches`, with its
-    indexes: what writing the match rows alone costs, the part of a pass no query plan saves."""
-    from sqlalchemy import text
-
-    from reconciliation.store.db import make_engine
-
-    engine = make_engine(url)
-    sql = (
-        "INSERT INTO bench_write (rule, posting_id, transfer_id, notification_id, matched_at, "
-        "matched_by) SELECT 'bench', p.id, t.id, n.id, now(), 'bench' FROM notifications n "
-        "LEFT JOIN postings p ON p.receipt_ref = n.receipt_ref "
-        "LEFT JOIN transfers t ON t.transfer_ref = n.transfer_ref"
-    )
-    with engine.begin() as conn:
-        conn.execute(text("DROP TABLE IF EXISTS bench_write"))
-        conn.execute(text("CREATE TABLE bench_write (LIKE matches INCLUDING ALL)"))
-    started = time.perf_counter()
-    with engine.begin() as conn:
-        conn.execute(text("SET LOCAL enable_nestloop = off"))
-        conn.execute(text(sql))
-    seconds = time.perf_counter() - started
-    with engine.begin() as conn:
-        conn.execute(text("DROP TABLE bench_write"))
-    engine.dispose()
-    return seconds
-
-
-def bench(kind: str, size: int) -> dict[str, Any]:
+@contextmanager
+def fresh_store(kind: str) -> Iterator[str]:
+    """A new, empty database of `kind`, migrated; dropped afterwards. Yields its URL."""
     from migrations import runner as migrate
     from reconciliation.store.db import make_engine
 
-    shape = Shape(size)
-    cleanup: Any = None
+    cleanup: Callable[[], None]
     if kind == "postgres":
         from sqlalchemy import text
 
@@ -230,49 +104,132 @@ def bench(kind: str, size: int) -> dict[str, Any]:
 
     try:
         migrate.upgrade(url)
+        yield url
+    finally:
+        cleanup()
+
+
+def spread(values: list[float], digits: int = 2) -> dict[str, float]:
+    """min / median / max of a figure over the rounds."""
+    return {
+        "min": round(min(values), digits),
+        "median": round(statistics.median(values), digits),
+        "max": round(max(values), digits),
+    }
+
+
+def one_round(kind: str, url: str, shape: Shape, now: datetime, n: int) -> dict[str, Any]:
+    """The bare join, the bare write, a full pass from scratch, 10,000 records, a pass."""
+    join = hash_join(url)
+    write_seconds = bare_write(url) if kind == "postgres" else None
+    first = run_pass_in_child(url, now).figures
+    extra = generate(
+        shape, offset=shape.size + n * INCREMENTAL_TRANSFERS, settled_only=INCREMENTAL_TRANSFERS
+    )
+    started = time.perf_counter()
+    append_records(kind, url, extra)
+    append_seconds = time.perf_counter() - started
+    second = run_pass_in_child(url, now + timedelta(seconds=30)).figures
+    return {
+        "join": join.seconds,
+        "join_cpu": join.server_cpu,
+        "write": write_seconds,
+        "first": first,
+        "append": append_seconds,
+        "second": second,
+    }
+
+
+def explained_round(kind: str, url: str, shape: Shape, now: datetime, n: int, ms: float) -> None:
+    """A full and an incremental pass under auto_explain; their plans on stdout."""
+    reset_store(url)
+    run = run_pass_in_child(url, now, explain_ms=ms)
+    print(f"===== EXPLAIN (ANALYZE, BUFFERS): full pass ({kind}, statements over {ms} ms)")
+    print(run.plans, flush=True)
+    extra = generate(
+        shape, offset=shape.size + n * INCREMENTAL_TRANSFERS, settled_only=INCREMENTAL_TRANSFERS
+    )
+    append_records(kind, url, extra)
+    run = run_pass_in_child(url, now + timedelta(seconds=30), explain_ms=ms)
+    print(f"===== EXPLAIN (ANALYZE, BUFFERS): incremental pass ({kind}, over {ms} ms)")
+    print(run.plans, flush=True)
+
+
+def bench(kind: str, size: int, rounds: int, explain_ms: float | None) -> dict[str, Any]:
+    shape = Shape(size)
+    with fresh_store(kind) as url:
         started = time.perf_counter()
         full = generate(shape)
         loader = load_postgres if kind == "postgres" else load_sqlite_url
         load_with_snapshots(loader, url, full)
         load_seconds = time.perf_counter() - started
-
-        join_seconds = hash_join(url)
-        write_seconds = bare_write(url) if kind == "postgres" else None
         now = full["last"] + timedelta(days=1)
-        first = run_pass_in_child(url, now)
-
-        extra = generate(shape, offset=size, settled_only=2_500)
-        started = time.perf_counter()
-        append_records(kind, url, extra)
-        append_seconds = time.perf_counter() - started
-        second = run_pass_in_child(url, now + timedelta(seconds=30))
-        records = 3 * size
-        return {
-            "database": kind,
-            "postings": size,
-            "transfers": size,
-            "notifications": size,
-            "load_seconds": round(load_seconds, 1),
-            "bare_hash_join_seconds": round(join_seconds, 2),
-            "full_pass_seconds": round(first["seconds"], 2),
-            "full_pass_phases": {k: round(v, 2) for k, v in first["phases"].items()},
-            "records_per_minute": int(records / first["seconds"] * 60),
-            "full_pass_peak_rss_mb": round(first["peak_mb"], 1),
-            "matched_rows": first["matched"],
-            "ambiguities": first["ambiguities"],
-            "alerts_opened": first["alerts_opened"],
-            "ratio_pass_to_bare_join": round(first["seconds"] / join_seconds, 2),
-            "bare_join_and_write_seconds": write_seconds and round(write_seconds, 2),
-            "ratio_write_to_bare_join": write_seconds and round(write_seconds / join_seconds, 2),
-            "incremental_records": 10_000,
-            "incremental_append_seconds": round(append_seconds, 2),
-            "incremental_pass_seconds": round(second["seconds"], 2),
-            "incremental_phases": {k: round(v, 3) for k, v in second["phases"].items()},
-            "incremental_matched_rows": second["matched"],
-            "incremental_peak_rss_mb": round(second["peak_mb"], 1),
-        }
-    finally:
-        cleanup()
+        done = []
+        for n in range(rounds):
+            if n:
+                reset_store(url)
+            done.append(one_round(kind, url, shape, now, n))
+        if explain_ms is not None and kind == "postgres":
+            explained_round(kind, url, shape, now, rounds, explain_ms)
+    last = done[-1]
+    first, second = last["first"], last["second"]
+    ratios = [r["first"]["seconds"] / r["join"] for r in done]
+    figures: dict[str, Any] = {
+        "database": kind,
+        "postings": size,
+        "transfers": size,
+        "notifications": size,
+        "rounds": rounds,
+        "load_seconds": round(load_seconds, 1),
+        "ratio_pass_to_bare_join": spread(ratios),
+        "bare_hash_join_seconds": spread([r["join"] for r in done]),
+        "full_pass_seconds": spread([r["first"]["seconds"] for r in done]),
+        "incremental_pass_seconds": spread([r["second"]["seconds"] for r in done], 3),
+        "full_pass_peak_rss_mb": round(max(r["first"]["peak_mb"] for r in done), 1),
+        "records_per_minute": int(
+            3 * size / statistics.median(r["first"]["seconds"] for r in done) * 60
+        ),
+        "per_round": [
+            {
+                "join": round(r["join"], 2),
+                "pass": round(r["first"]["seconds"], 2),
+                "ratio": round(ratio, 2),
+                "incremental": round(r["second"]["seconds"], 3),
+            }
+            for r, ratio in zip(done, ratios, strict=True)
+        ],
+        "full_pass_phases (last round)": {k: round(v, 2) for k, v in first["phases"].items()},
+        "matched_rows": first["matched"],
+        "ambiguities": first["ambiguities"],
+        "alerts_opened": first["alerts_opened"],
+        "incremental_records": 4 * INCREMENTAL_TRANSFERS,
+        "incremental_append_seconds": round(last["append"], 2),
+        "incremental_phases (last round)": {k: round(v, 3) for k, v in second["phases"].items()},
+        "incremental_matched_rows": second["matched"],
+        "incremental_peak_rss_mb": round(second["peak_mb"], 1),
+    }
+    cpu = [
+        r["first"]["server_cpu"] / r["join_cpu"]
+        for r in done
+        if r["join_cpu"] and r["first"].get("server_cpu") is not None
+    ]
+    if cpu:
+        # The same ratio in the server's CPU seconds: steadier than wall time on a shared
+        # machine (with --cpu: no parallel workers, whose CPU is not counted).
+        figures["ratio_pass_to_bare_join_server_cpu"] = spread(cpu)
+        figures["full_pass_server_cpu_seconds"] = spread([r["first"]["server_cpu"] for r in done])
+        figures["incremental_pass_server_cpu_seconds"] = spread(
+            [r["second"]["server_cpu"] for r in done], 3
+        )
+    figures["full_pass_client_cpu_seconds"] = spread([r["first"]["client_cpu"] for r in done])
+    figures["incremental_pass_client_cpu_seconds"] = spread(
+        [r["second"]["client_cpu"] for r in done], 3
+    )
+    if kind == "postgres":
+        writes = [r["write"] for r in done]
+        figures["bare_join_and_write_seconds"] = spread(writes)
+        figures["ratio_write_to_bare_join"] = spread([r["write"] / r["join"] for r in done])
+    return figures
 
 
 def main() -> None:
@@ -287,11 +244,28 @@ def main() -> None:
         "--sqlite-size", type=int, default=None, help="records per stream on SQLite"
     )
     parser.add_argument("--only", choices=["postgres", "sqlite"])
+    parser.add_argument("--rounds", type=int, default=1, help="join + pass rounds per database")
+    parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="PostgreSQL: one more round printing each pass statement's EXPLAIN (ANALYZE, BUFFERS)",
+    )
+    parser.add_argument(
+        "--explain-ms", type=float, default=10.0, help="with --explain: statements slower than this"
+    )
+    parser.add_argument(
+        "--cpu",
+        action="store_true",
+        help="PostgreSQL: no parallel workers, so the server CPU ratio counts all the work",
+    )
     args = parser.parse_args()
+    if args.cpu:
+        os.environ["PGOPTIONS"] = "-c max_parallel_workers_per_gather=0"
     kinds = [args.only] if args.only else ["postgres", "sqlite"]
     for kind in kinds:
         size = args.sqlite_size if kind == "sqlite" and args.sqlite_size else args.size
-        figures = bench(kind, size)
+        explain_ms = args.explain_ms if args.explain else None
+        figures = bench(kind, size, max(1, args.rounds), explain_ms)
         print(json.dumps(figures, indent=2), flush=True)
 
 

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-24 02:09:19.905158
+Create Date: 2026-11-24 04:04:28.805239
 """
 
 from collections.abc import Sequence
@@ -11,7 +11,6 @@ import sqlalchemy as sa
 from alembic import op
 
 import reconciliation.store.types
-
 
 revision: str = "0001"
 down_revision: str | None = None
@@ -198,10 +197,26 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("matches", schema=None) as batch_op:
         batch_op.create_index(
-            batch_op.f("ix_matches_notification_id"), ["notification_id"], unique=False
+            "ix_matches_notification_id",
+            ["notification_id"],
+            unique=False,
+            postgresql_where=sa.text("notification_id IS NOT NULL"),
+            sqlite_where=sa.text("notification_id IS NOT NULL"),
         )
-        batch_op.create_index(batch_op.f("ix_matches_posting_id"), ["posting_id"], unique=False)
-        batch_op.create_index(batch_op.f("ix_matches_transfer_id"), ["transfer_id"], unique=False)
+        batch_op.create_index(
+            "ix_matches_posting_id",
+            ["posting_id"],
+            unique=False,
+            postgresql_where=sa.text("posting_id IS NOT NULL"),
+            sqlite_where=sa.text("posting_id IS NOT NULL"),
+        )
+        batch_op.create_index(
+            "ix_matches_transfer_id",
+            ["transfer_id"],
+            unique=False,
+            postgresql_where=sa.text("transfer_id IS NOT NULL"),
+            sqlite_where=sa.text("transfer_id IS NOT NULL"),
+        )
 
     op.create_table(
         "outbound_requests",
@@ -681,9 +696,21 @@ def downgrade() -> None:
 
     op.drop_table("outbound_requests")
     with op.batch_alter_table("matches", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_matches_transfer_id"))
-        batch_op.drop_index(batch_op.f("ix_matches_posting_id"))
-        batch_op.drop_index(batch_op.f("ix_matches_notification_id"))
+        batch_op.drop_index(
+            "ix_matches_transfer_id",
+            postgresql_where=sa.text("transfer_id IS NOT NULL"),
+            sqlite_where=sa.text("transfer_id IS NOT NULL"),
+        )
+        batch_op.drop_index(
+            "ix_matches_posting_id",
+            postgresql_where=sa.text("posting_id IS NOT NULL"),
+            sqlite_where=sa.text("posting_id IS NOT NULL"),
+        )
+        batch_op.drop_index(
+            "ix_matches_notification_id",
+            postgresql_where=sa.text("notification_id IS NOT NULL"),
+            sqlite_where=sa.text("notification_id IS NOT NULL"),
+        )
 
     op.drop_table("matches")
     op.drop_table("match_backlog")

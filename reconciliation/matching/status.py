@@ -7,11 +7,11 @@ nothing else per item.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Final
 
-from sqlalchemy import ColumnElement, Table, func, select, update
+from sqlalchemy import Table, func, select, update
 from sqlalchemy.orm import Session
 
 from reconciliation.alerts.changes import chunks
@@ -30,15 +30,6 @@ ITEM_TABLES: Final[dict[str, tuple[Table, str]]] = {
 
 def max_match_id(session: Session) -> int:
     return int(session.execute(select(func.coalesce(func.max(matches.c.id), 0))).scalar_one())
-
-
-def count_chosen(session: Session, rule: Any, chosen: ColumnElement[bool]) -> Counter[str]:
-    """How many rows of each rule a batch wrote: counted on its candidate table, which is
-    small, rather than on matches (drivers disagree on INSERT ... SELECT row counts)."""
-    written: Counter[str] = Counter()
-    for name, count in session.execute(select(rule, func.count()).where(chosen).group_by(rule)):
-        written[str(name)] += int(count)
-    return written
 
 
 def mark_items(session: Session, items: Iterable[tuple[str, int]], status: str) -> None:

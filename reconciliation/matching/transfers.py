@@ -12,7 +12,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
@@ -20,11 +22,10 @@ from sqlalchemy import (
     Table,
     exists,
     func,
-    insert,
     literal,
-    null,
     select,
     true,
+    union_all,
     update,
 )
 from sqlalchemy.orm import Session
@@ -33,15 +34,10 @@ from reconciliation.alerts.changes import chunks
 from reconciliation.matching.backlog import TRANSFERLESS, active_row, backlog
 from reconciliation.matching.outcome import MatchTally
 from reconciliation.matching.scratch import candidate_table
-from reconciliation.matching.status import count_chosen, group_ambiguities
-from reconciliation.matching.vocabulary import (
-    FAILED_EVENTS,
-    MATCHER,
-    RULE_TRANSFER_REF,
-    STATUS_DENIED,
-)
+from reconciliation.matching.status import group_ambiguities
+from reconciliation.matching.vocabulary import FAILED_EVENTS, RULE_TRANSFER_REF, STATUS_DENIED
+from reconciliation.matching.writing import write_chosen
 from reconciliation.store.models import EXCEPTION, Match, Notification, Transfer
-from reconciliation.store.types import UTCDateTime
 
 notifications: Table = Notification.__table__  # type: ignore[assignment]
 transfers: Table = Transfer.__table__  # type: ignore[assignment]
@@ -88,12 +84,13 @@ def attach_transfers(session: Session) -> set[int]:
 
 
 def failure_candidates(
-    anchor: ColumnElement[bool], unseen_after: int | None = None
+    anchors: Sequence[ColumnElement[bool]], unseen_after: int | None = None
 ) -> Select[tuple[int, int, int]]:
-    """Failed transfers `anchor` selects, each with its TRANSACTION_FAILED notifications.
+    """Failed transfers `anchors` select, each with its TRANSACTION_FAILED notifications.
 
-    A notification already matched (by a person, or by an earlier pass) is no candidate. Only
-    one a pass has seen can be: the rules before this one match posted events only, and a
+    `anchors` select disjoint sets of transfers (new ids, the backlog), one UNION ALL branch
+    each. A notification already matched (by a person, or by an earlier pass) is no candidate.
+    Only one a pass has seen can be: the rules before this one match posted events only, and a
     person can only match what a pass has seen. So with `unseen_after` (the notifications'
     watermark) the check is skipped for newer ones, and a full pass does not read every match
     row it has just written to find none of them.
@@ -108,62 +105,50 @@ def failure_candidates(
             m.c.notification_id <= unseen_after,
             m.c.unmatched_at.is_(None),
         )
-    return (
-        select(
-            t.c.id.label("transfer_id"),
-            n.c.id.label("notification_id"),
-            func.count().over(partition_by=t.c.id).label("rivals"),
+    pairs = union_all(
+        *(
+            select(t.c.id.label("transfer_id"), n.c.id.label("notification_id"))
+            .select_from(t.join(n, n.c.transfer_ref == t.c.transfer_ref))
+            .where(
+                anchor,
+                t.c.match_status != EXCEPTION,
+                t.c.is_terminal == true(),
+                t.c.is_successful.is_not(True),
+                t.c.status != STATUS_DENIED,
+                n.c.event_type.in_(FAILED_EVENTS),
+                n.c.match_status != EXCEPTION,
+                unmatched,
+            )
+            for anchor in anchors
         )
-        .select_from(t.join(n, n.c.transfer_ref == t.c.transfer_ref))
-        .where(
-            anchor,
-            t.c.match_status != EXCEPTION,
-            t.c.is_terminal == true(),
-            t.c.is_successful.is_not(True),
-            t.c.status != STATUS_DENIED,
-            n.c.event_type.in_(FAILED_EVENTS),
-            n.c.match_status != EXCEPTION,
-            unmatched,
-        )
+    ).subquery("pairs")
+    return select(
+        pairs.c.transfer_id,
+        pairs.c.notification_id,
+        func.count().over(partition_by=pairs.c.transfer_id).label("rivals"),
     )
 
 
 def match_failures(
     session: Session,
-    anchor: ColumnElement[bool],
+    anchors: Sequence[ColumnElement[bool]],
     now: datetime,
     unseen_after: int | None = None,
 ) -> MatchTally:
-    """Failed transfers `anchor` selects, with their one TRANSACTION_FAILED notification."""
+    """Failed transfers `anchors` select, with their one TRANSACTION_FAILED notification."""
     tally = MatchTally()
-    query = failure_candidates(anchor, unseen_after)
+    query = failure_candidates(anchors, unseen_after)
+    pairs: Sequence[Any] = []
     with candidate_table(session, "failure_candidates", query) as cand:
-        session.execute(
-            insert(matches).from_select(
-                [
-                    "rule",
-                    "posting_id",
-                    "transfer_id",
-                    "notification_id",
-                    "matched_at",
-                    "matched_by",
-                ],
-                select(
-                    literal(RULE_TRANSFER_REF),
-                    null(),
-                    cand.c.transfer_id,
-                    cand.c.notification_id,
-                    literal(now, UTCDateTime()),
-                    literal(MATCHER),
-                ).where(cand.c.rivals == 1),
-            )
+        rule = literal(RULE_TRANSFER_REF)
+        doubtful = cand.c.rivals > 1
+        counts = write_chosen(
+            session, cand, cand.c.rivals == 1, rule=rule, now=now, tally=tally, doubtful=doubtful
         )
-        tally.rows_by_rule.update(
-            count_chosen(session, literal(RULE_TRANSFER_REF), cand.c.rivals == 1)
-        )
-        pairs = session.execute(
-            select(cand.c.transfer_id, cand.c.notification_id).where(cand.c.rivals > 1)
-        ).all()
+        if counts["doubtful"]:
+            pairs = session.execute(
+                select(cand.c.transfer_id, cand.c.notification_id).where(doubtful)
+            ).all()
     tally.ambiguities = group_ambiguities(
         RULE_TRANSFER_REF, "transfer", "notification", ((int(a), int(b)) for a, b in pairs)
     )

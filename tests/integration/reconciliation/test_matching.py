@@ -75,6 +75,28 @@ def test_settled_transfer_matches_both_legs_to_its_one_notification(store: Store
     assert status(store, Notification, note.id) == "matched"
 
 
+def test_each_leg_takes_the_notification_about_its_own_holding(store: Store) -> None:
+    """Two notifications share a receipt (the provider told both sides): no ambiguity, each
+    leg is matched to the one about its own holding, the better rank."""
+    source, dest = store.holding(locator=False), store.holding()
+    transfer = store.transfer(source, dest, 42_000)
+    debit, credit, receipt = store.settle(transfer, source, dest)
+    sent = store.notification(
+        "TRANSACTION_COMPLETED", source, 42_000, transfer=transfer, receipt=receipt
+    )
+    received = store.notification("PAYMENT_RECEIVED", dest, 42_000, receipt=receipt)
+
+    result = reconcile(store)
+
+    assert sorted(rows(store)) == sorted(
+        [
+            ("transfer_ref", debit.id, transfer.id, sent.id),
+            ("receipt_ref", credit.id, None, received.id),
+        ]
+    )
+    assert result.matched.ambiguities == []
+
+
 def test_inbound_credit_matches_by_receipt(store: Store) -> None:
     holding = store.holding()
     posting = store.posting(holding, 5_000)

@@ -1,0 +1,110 @@
+"""Where a pass stops reading (PostgreSQL): rows numbered before commit are never skipped, and
+work in other databases of the same server never holds a pass up."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, insert, select, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from reconciliation.matching.frontier import WRITER_WAIT_SECONDS
+from reconciliation.policy import ReconcilePolicy
+from reconciliation.reconcile import run_pass
+from reconciliation.store.db import make_engine
+from reconciliation.store.models import MatchBacklog, Posting
+from tests.conftest import postgres_admin_url
+from tests.integration.reconciliation.builders import T0, Store, at
+
+pytestmark = pytest.mark.postgres
+
+POLICY = ReconcilePolicy(match_window_seconds=600, notification_grace_seconds=300)
+
+#: How long the writer of the test keeps its transaction open after the pass has started.
+WRITER_HOLDS_SECONDS = 0.6
+
+
+@pytest.fixture
+def store(session_factory: sessionmaker[Session], db_url: str) -> Store:
+    if not db_url.startswith("postgresql"):
+        pytest.skip("SQLite has one writer at a time and numbers rows max + 1")
+    return Store(session_factory)
+
+
+def _posting_row(holding_id: int) -> dict[str, Any]:
+    return {
+        "journal_ref": uuid.uuid4(),
+        "line_ref": uuid.uuid4(),
+        "receipt_ref": uuid.uuid4(),
+        "holding_id": holding_id,
+        "posted_at": T0,
+        "side": "credit",
+        "effect": "increase",
+        "kind": "transfer_settlement",
+        "amount_minor": 500,
+        "currency": "NGN",
+        "partition": "customer_liability",
+        "normal_side": "credit_normal",
+        "ingested_at": T0,
+        "match_status": "unmatched",
+    }
+
+
+def _pass_in_thread(store: Store) -> tuple[threading.Thread, dict[str, Any]]:
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        started = time.monotonic()
+        out["result"] = run_pass(store.factory, POLICY, now=at(60), publish=False)
+        out["seconds"] = time.monotonic() - started
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, out
+
+
+def test_a_posting_numbered_before_a_newer_one_but_committed_after_the_pass_began_is_not_lost(
+    store: Store, engine: Engine
+) -> None:
+    holding = store.holding()
+    with engine.connect() as writer:
+        writer.begin()
+        # Takes its id now, commits only once the pass is under way.
+        early_id = writer.execute(
+            insert(Posting).returning(Posting.id), _posting_row(holding.id)
+        ).scalar_one()
+        later = store.posting(holding, 900)
+        assert later.id > early_id
+        thread, out = _pass_in_thread(store)
+        time.sleep(WRITER_HOLDS_SECONDS)
+        writer.commit()
+    thread.join(timeout=WRITER_WAIT_SECONDS + 30)
+    assert out["seconds"] >= WRITER_HOLDS_SECONDS / 2, "the pass did not wait for the writer"
+    with store.factory() as s:
+        waiting = set(s.scalars(select(MatchBacklog.item_id).where(MatchBacklog.kind == "posting")))
+    # Neither posting has a counterpart: both wait, and the early one was not skipped.
+    assert waiting == {early_id, later.id}
+
+
+def test_a_transaction_in_another_database_does_not_hold_a_pass_up(store: Store) -> None:
+    holding = store.holding()
+    store.posting(holding, 900)
+    admin_url = postgres_admin_url()
+    assert admin_url is not None
+    elsewhere = make_engine(admin_url)
+    try:
+        with elsewhere.connect() as other:
+            other.begin()
+            other.execute(text("SELECT pg_current_xact_id()"))  # it holds a transaction id
+            started = time.monotonic()
+            result = run_pass(store.factory, POLICY, now=at(60), publish=False)
+            took = time.monotonic() - started
+            other.rollback()
+    finally:
+        elsewhere.dispose()
+    assert not result.skipped
+    assert took < WRITER_WAIT_SECONDS / 2, f"the pass waited {took:.1f} s for another database"
