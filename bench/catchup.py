@@ -66,6 +66,7 @@ from catchup_services import (
     free_port,
     peak_rss_mb,
     postgres_database,
+    prebuilt_pages,
     private_redis,
     sqlite_database,
     stored_counter,
@@ -94,6 +95,8 @@ ROOT = Path(__file__).resolve().parent.parent
 #: with a cursor on the last page (the case where a capped page and the last look alike).
 ALL_VARIANTS = ("recon", "standard", "sparse", "recon,page_cap=7,over_cap=clamp")
 DEFAULT_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+#: `--databases` names, lower-cased, to the ones the runs test for.
+_DATABASE_NAMES = {"postgresql": "PostgreSQL", "postgres": "PostgreSQL", "sqlite": "SQLite"}
 
 
 def run_http(args: argparse.Namespace, workdir: Path, variant: ProviderVariant) -> Figures:
@@ -251,43 +254,18 @@ def run_write_path(args: argparse.Namespace, workdir: Path, database: str, write
     `PAGE_SIZE` postings with `store_page`, exactly as the reader does after each fetch.
     """
     import threading
-    from datetime import UTC, datetime, timedelta
+    from datetime import UTC, datetime
 
     from reconciliation.postings.activity import acquire_lease, store_page
     from reconciliation.store.db import transaction
     from upstream.activity import ActivityCursor as WireCursor
-    from upstream.wire.balances import Posting as WirePosting
-    from upstream.wire.common import ValueUnit
 
     total = min(args.postings, args.write_path_postings)
     figures = Figures(f"store write path only, {database}, {writers} writer(s)", total, writers)
     if database == "PostgreSQL":
         figures.goal_rate = GOAL_WRITE_PATH_RATE
-    unit = ValueUnit.fiat("NGN")
-    start = datetime(2026, 1, 1, tzinfo=UTC)
     per_writer = total // writers
-    pages_by_writer = [
-        [
-            [
-                WirePosting(
-                    posted_at=start + timedelta(milliseconds=n),
-                    receipt_ref=uuid.uuid4(),
-                    journal_ref=uuid.uuid4(),
-                    line_ref=uuid.uuid4(),
-                    journal_kind="transfer_settlement",
-                    posting_side="credit",
-                    balance_effect="increase",
-                    amount_minor_units=100 + n,
-                    value_unit=unit,
-                    ledger_partition="customer_liability",
-                    ledger_normal_side="credit_normal",
-                )
-                for n in range(first, min(first + PAGE_SIZE, per_writer))
-            ]
-            for first in range(0, per_writer, PAGE_SIZE)
-        ]
-        for _ in range(writers)
-    ]
+    pages_by_writer = [prebuilt_pages(per_writer) for _ in range(writers)]
     context = (
         postgres_database(args.admin_url)
         if database == "PostgreSQL"
@@ -380,7 +358,11 @@ def main() -> None:
     results: list[Figures] = []
     workdir = Path(tempfile.mkdtemp(prefix="recon-bench-catchup-"))
     try:
-        databases = [d.strip() for d in args.databases.split(",") if d.strip()]
+        # Any spelling (`postgres`, `sqlite`): a name the runs do not know would run PostgreSQL
+        # without its goal, or SQLite under the wrong label.
+        databases = [
+            _DATABASE_NAMES[d.strip().lower()] for d in args.databases.split(",") if d.strip()
+        ]
         for _ in range(args.rounds):
             for variant in variants:
                 if args.only in (None, "http"):

@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,37 @@ from foundation.settings import Settings
 from migrations import runner as migrate
 from reconciliation.store.db import make_engine
 from reconciliation.store.models import ActivityCursor, Holding, Posting
+from upstream.wire.balances import Posting as WirePosting
+from upstream.wire.common import ValueUnit
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Postings asked per activity page, as recon asks by default.
 PAGE_SIZE = 200
+
+
+def prebuilt_pages(postings: int) -> list[list[WirePosting]]:
+    """`postings` parsed postings of one holding in pages of `PAGE_SIZE`, for the write path."""
+    unit = ValueUnit.fiat("NGN")
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    return [
+        [
+            WirePosting(
+                posted_at=start + timedelta(milliseconds=n),
+                receipt_ref=uuid.uuid4(),
+                journal_ref=uuid.uuid4(),
+                line_ref=uuid.uuid4(),
+                journal_kind="transfer_settlement",
+                posting_side="credit",
+                balance_effect="increase",
+                amount_minor_units=100 + n,
+                value_unit=unit,
+                ledger_partition="customer_liability",
+                ledger_normal_side="credit_normal",
+            )
+            for n in range(first, min(first + PAGE_SIZE, postings))
+        ]
+        for first in range(0, postings, PAGE_SIZE)
+    ]
 
 
 def free_port() -> int:

@@ -71,6 +71,11 @@ def test_an_empty_page_is_no_postings() -> None:
         ({"amountMinorUnits": "12\n"}, r"entries\[1\]\.amountMinorUnits: expected an amount"),
         ({"amountMinorUnits": 500}, r"entries\[1\]\.amountMinorUnits: expected an amount"),
         ({"amountMinorUnits": "5.00"}, r"entries\[1\]\.amountMinorUnits: expected an amount"),
+        # Digits of other scripts pass str.isdigit(); money is ASCII digits only.
+        ({"amountMinorUnits": "\u0661\u0662"}, r"entries\[1\]\.amountMinorUnits: expected an"),
+        ({"amountMinorUnits": "5\u00b2"}, r"entries\[1\]\.amountMinorUnits: expected an amount"),
+        ({"amountMinorUnits": ""}, r"entries\[1\]\.amountMinorUnits: expected an amount"),
+        ({"amountMinorUnits": " 5"}, r"entries\[1\]\.amountMinorUnits: expected an amount"),
         ({"lineRef": "not-a-uuid"}, r"entries\[1\]\.lineRef: expected a UUID"),
         ({"receiptRef": ...}, r"entries\[1\]\.receiptRef: required field is missing"),
         ({"postedAt": "2026-11-22T00:48:01"}, r"entries\[1\]\.postedAt: .* no time zone"),
