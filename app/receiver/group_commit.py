@@ -23,6 +23,7 @@ from typing import Final
 from sqlalchemy import Engine
 
 from app.receiver.batches import Backend, InboxUnavailableError, Resolver, Waiting
+from app.receiver.deadlines import TaskDeadlines
 from app.receiver.postgres_batches import PostgresBatches
 from app.receiver.thread_batches import ThreadBatches
 from reconciliation.notifications.inbox import InboundDelivery, Recorded
@@ -54,7 +55,7 @@ class GroupCommitWriter:
             if engine.dialect.name == "postgresql"
             else ThreadBatches(engine, resolver)
         )
-        self._commit_timeout = commit_timeout
+        self._deadlines = TaskDeadlines(commit_timeout)
         self._resolver = resolver
         self._running = False
         # Deliveries of the current loop iteration, per event loop (only that loop touches them).
@@ -98,13 +99,18 @@ class GroupCommitWriter:
             gathering = self._gathering[loop] = []
             loop.call_soon(self._hand_over, loop)
         gathering.append(Waiting(delivery, future, loop, time.perf_counter()))
+        deadline = self._deadlines.arm()
         try:
-            return await asyncio.wait_for(future, self._commit_timeout)
-        except TimeoutError:
+            return await future
+        except asyncio.CancelledError:
+            if not self._deadlines.expired(deadline):
+                raise
             raise InboxUnavailableError(
-                f"the store did not commit within {self._commit_timeout:g} s "
+                f"the store did not commit within {self._deadlines.seconds:g} s "
                 "(RECON_WEBHOOK_COMMIT_TIMEOUT_SECONDS)"
             ) from None
+        finally:
+            self._deadlines.disarm(deadline)
 
     def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
         """Give the back end everything this loop gathered during the iteration, as one list."""

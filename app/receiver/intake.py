@@ -47,6 +47,10 @@ class _Envelope(msgspec.Struct):
 
 
 _decoder: Final = msgspec.json.Decoder(_Envelope)
+#: The envelope of a body that is not a JSON object: nothing read from it.
+_NOTHING: Final = _Envelope()
+#: KEPT_HEADERS as a set, for the per-header test.
+_KEPT: Final = frozenset(KEPT_HEADERS)
 
 
 def build_delivery(
@@ -61,22 +65,21 @@ def build_delivery(
     """The record to commit for a verified delivery (pending, or quarantined with a reason)."""
     body_sha256 = hashlib.sha256(body).hexdigest()
     reason: str | None = None
-    envelope = _Envelope()
     try:
         envelope = _decoder.decode(body)
     except msgspec.ValidationError:
-        reason = f"body is JSON but not an object (a {_json_kind(body)})"
+        envelope, reason = _NOTHING, f"body is JSON but not an object (a {_json_kind(body)})"
     except msgspec.DecodeError as exc:
-        reason = f"body is not valid JSON ({exc})"
+        envelope, reason = _NOTHING, f"body is not valid JSON ({exc})"
 
     delivery_id = verified.delivery_id or _body_id(envelope.id)
     if delivery_id is None:
         delivery_id = "sha256:" + body_sha256
         reason = reason or 'body carries no delivery id (no "id" field)'
 
-    event_type = next(
-        (v for v in (envelope.event, envelope.type, envelope.eventType) if v is not None), None
-    )
+    event_type = envelope.event
+    if event_type is None:
+        event_type = envelope.type if envelope.type is not None else envelope.eventType
     if not isinstance(event_type, str):
         event_type = None
     elif len(event_type) > MAX_EVENT_TYPE_LENGTH or "\x00" in event_type:
@@ -84,7 +87,9 @@ def build_delivery(
         reason = reason or f"event type is not a name of at most {MAX_EVENT_TYPE_LENGTH} characters"
         event_type = None
 
-    kept = {name: headers[name] for name in (*KEPT_HEADERS, signature_header) if name in headers}
+    kept = {
+        name: value for name, value in headers.items() if name in _KEPT or name == signature_header
+    }
     return InboundDelivery(
         delivery_id=stored_delivery_id(delivery_id),
         body=body,

@@ -5,8 +5,11 @@ each with one statement (reconciliation.notifications.inbox_insert): one round t
 transaction, durable when it returns. Running in the event loop rather than in threads saves
 the hand-offs between threads (and the fights over the GIL) that cost as much as the insert.
 
-Several workers let the commits overlap, which the database handles in parallel (its unique
-indexes arbitrate between them). The rare batch with another body under a known id finishes in
+One commit is in flight at a time while commits are quick: what arrives meanwhile waits and
+goes out as one batch, so a commit carries more deliveries and both this process and the
+database spend less per delivery. A commit that runs longer than SLOW_COMMIT_SECONDS (a slow
+disk, a lock) lets the next one start beside it, up to one per connection, which the database
+handles in parallel (its unique indexes arbitrate between them). The rare batch with another body under a known id finishes in
 a worker thread, in one ordinary transaction with its alert (reconciliation.notifications.inbox). A lost
 connection is replaced and the batch tried once more before anyone hears 503 (safe: a commit
 that did land shows up as duplicates, acknowledged too); a batch the database refuses for
@@ -33,9 +36,15 @@ from reconciliation.notifications.inbox import (
 )
 from reconciliation.notifications.inbox_insert import insert_originals_async
 
-#: Worker tasks (and connections): enough for commits to overlap, few enough to keep batches
-#: large (each batch costs one round trip whatever its size).
+#: Worker tasks (and connections): how many commits may overlap once they turn slow (each
+#: batch costs one round trip whatever its size, so quick commits go one at a time).
 CONNECTIONS: Final = 4
+#: Seconds a commit runs before the next batch may start beside it: several times a quick
+#: commit of a full batch (0.7-1.5 ms measured on the 2-core machine under load), so quick
+#: commits go one at a time and carry more deliveries each, and a stalled one holds the next
+#: batch up for no longer than this. Measured against no wait: 15 deliveries a commit instead
+#: of 9, 6% less CPU in the web process and 10-20% less in the database per delivery.
+SLOW_COMMIT_SECONDS: Final = 0.005
 #: Seconds to wait for the database to accept a connection (the store's own setting).
 CONNECT_TIMEOUT_SECONDS: Final = 5
 
@@ -59,6 +68,7 @@ class PostgresBatches:
         *,
         connections: int = CONNECTIONS,
         statement_timeout: float = STATEMENT_TIMEOUT_SECONDS,
+        slow_commit: float = SLOW_COMMIT_SECONDS,
     ) -> None:
         self._engine = engine
         self._timeout_ms = max(1, int(statement_timeout * 1000))
@@ -68,13 +78,20 @@ class PostgresBatches:
         self._conninfo = engine.url.set(drivername="postgresql").render_as_string(
             hide_password=False
         )
+        self._slow = slow_commit
         self._queue: asyncio.Queue[list[Waiting] | None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        # Taking work is one worker at a time (the others wait their turn here), and it waits
+        # for the commits in flight (worker number -> start, loop time) to end or turn slow.
+        self._taking: asyncio.Lock | None = None
+        self._in_flight: dict[int, float] = {}
+        self._commit_ended: asyncio.Future[None] | None = None
 
     async def start(self) -> None:
         self._queue = asyncio.Queue()
+        self._taking = asyncio.Lock()
         self._tasks = [
-            asyncio.create_task(self._work(), name=f"inbox-writer-{n}") for n in range(self._count)
+            asyncio.create_task(self._work(n), name=f"inbox-writer-{n}") for n in range(self._count)
         ]
 
     def submit(self, batch: list[Waiting]) -> None:
@@ -98,28 +115,51 @@ class PostgresBatches:
             leftover.extend(queue.get_nowait() or ())
         return leftover
 
-    async def _work(self) -> None:
-        queue = self._queue
-        if queue is None:
+    async def _work(self, number: int) -> None:
+        queue, taking = self._queue, self._taking
+        if queue is None or taking is None:
             raise RuntimeError("PostgresBatches.start() must run first")
         worker = _Worker(self)
+        loop = asyncio.get_running_loop()
         try:
             while True:
-                first = await queue.get()
-                if first is None:
-                    return
-                batch, stop = list(first), False
-                while len(batch) < MAX_BATCH and not queue.empty():
-                    more = queue.get_nowait()
-                    if more is None:
-                        stop = True
-                        break
-                    batch.extend(more)
-                await worker.commit(batch)
+                async with taking:
+                    first = await queue.get()
+                    if first is None:
+                        return
+                    await self._until_free(loop)
+                    batch, stop = list(first), False
+                    while len(batch) < MAX_BATCH and not queue.empty():
+                        more = queue.get_nowait()
+                        if more is None:
+                            stop = True
+                            break
+                        batch.extend(more)
+                    self._in_flight[number] = loop.time()
+                try:
+                    await worker.commit(batch)
+                finally:
+                    del self._in_flight[number]
+                    ended = self._commit_ended
+                    if ended is not None and not ended.done():
+                        ended.set_result(None)
                 if stop:
                     return
         finally:
             await worker.close()
+
+    async def _until_free(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Return once no commit is in flight, or the latest one has run SLOW_COMMIT_SECONDS."""
+        while self._in_flight:
+            remaining = max(self._in_flight.values()) + self._slow - loop.time()
+            if remaining <= 0:
+                return
+            ended = self._commit_ended = loop.create_future()
+            timer = loop.call_later(remaining, _settle, ended)
+            try:
+                await ended
+            finally:
+                timer.cancel()
 
     @property
     def engine(self) -> Engine:
@@ -141,6 +181,11 @@ class PostgresBatches:
     def timeout_ms(self) -> int:
         """lock_timeout and statement_timeout of the batch connections, in milliseconds."""
         return self._timeout_ms
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 class _Worker:

@@ -7,6 +7,7 @@ from typing import Final
 import msgspec
 from litestar.types import Send
 
+from app.correlation import REQUEST_ID_HEADER
 from reconciliation.notifications.inbox import Outcome
 
 #: Acknowledgement bodies, encoded once: the hot path sends bytes it already has.
@@ -14,6 +15,25 @@ ACKNOWLEDGEMENTS: Final = {
     outcome: msgspec.json.encode({"outcome": outcome.value}) for outcome in Outcome
 }
 _JSON: Final = (b"content-type", b"application/json")
+#: The acknowledgements' Content-Length headers, also made once.
+_ACKNOWLEDGEMENT_LENGTHS: Final = {
+    outcome: (b"content-length", str(len(body)).encode())
+    for outcome, body in ACKNOWLEDGEMENTS.items()
+}
+
+
+async def acknowledge(send: Send, outcome: Outcome, request_id: bytes) -> None:
+    """The 200 of a committed delivery: everything but the correlation id made in advance."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [_JSON, _ACKNOWLEDGEMENT_LENGTHS[outcome], (REQUEST_ID_HEADER, request_id)],
+        }
+    )
+    await send(
+        {"type": "http.response.body", "body": ACKNOWLEDGEMENTS[outcome], "more_body": False}
+    )
 
 
 async def send_json(

@@ -22,6 +22,7 @@ One client sending 100 KB headers as fast as it can makes a few lines a second, 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Iterable
@@ -33,9 +34,10 @@ from litestar.types import Receive, Scope, Send
 
 from app import metrics
 from app.correlation import REQUEST_ID_HEADER, request_id
+from app.receiver.deadlines import TaskDeadlines
 from app.receiver.group_commit import GroupCommitWriter, InboxUnavailableError
 from app.receiver.intake import KEPT_HEADERS, build_delivery
-from app.receiver.responses import ACKNOWLEDGEMENTS, refusal_body, send_json
+from app.receiver.responses import acknowledge, refusal_body, send_json
 from app.signing_keys import SigningKeys
 from foundation.logs import bind_correlation_id
 from foundation.printable import bounded
@@ -52,6 +54,11 @@ JSON_MEDIA_TYPE: Final = "application/json"
 BODY_TIMEOUT_SECONDS: Final = 10.0
 #: One refusal line per reason per this many seconds; the rest are counted into the next line.
 REFUSAL_LOG_INTERVAL_SECONDS: Final = 1.0
+
+#: The outcome counters, looked up by outcome rather than by its label on every delivery.
+_OUTCOME_COUNTERS: Final = {o: metrics.DELIVERY_OUTCOMES[o.value] for o in Outcome}
+#: Outcomes set aside for a person to look at: each one is logged.
+_SET_ASIDE: Final = frozenset({Outcome.QUARANTINED, Outcome.CONFLICT})
 
 log = structlog.get_logger(__name__)
 
@@ -79,16 +86,17 @@ class WebhookReceiver:
         self._scheme = scheme
         self._signature_header = signature_header.lower()
         self._limit = body_limit_bytes
-        self._body_timeout = body_timeout_seconds
+        self._body_deadlines = TaskDeadlines(body_timeout_seconds)
         self._clock = clock
         self._refusal_lines = PerReasonLimit(REFUSAL_LOG_INTERVAL_SECONDS)
         self._too_large = (
             f"body exceeds the limit of {body_limit_bytes} bytes (RECON_WEBHOOK_BODY_LIMIT_BYTES)"
         )
         # Only these are decoded: the rest of a request's headers are never looked at.
-        self._wanted_headers = frozenset(
-            name.encode() for name in (*KEPT_HEADERS, "content-length", self._signature_header)
-        )
+        self._wanted_headers = {
+            name.encode(): name
+            for name in (*KEPT_HEADERS, "content-length", self._signature_header)
+        }
 
     async def serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         """ASGI entry point of `<RECON_WEBHOOK_PATH>`: `handle`, and a 500 if it breaks.
@@ -106,11 +114,13 @@ class WebhookReceiver:
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Verify, file and acknowledge one delivery (or refuse it)."""
         headers, repeated = _read_headers(scope["headers"], self._wanted_headers)
-        answer = _Answer(send, scope, headers, self._refusal_lines)
         if repeated is not None:
             # Which copy would the signature cover? Taking either one silently lets a proxy
             # or an attacker choose what is verified; the sender must send one.
-            await answer.refuse(
+            await self._refuse(
+                scope,
+                send,
+                headers,
                 400,
                 "duplicate_header",
                 f"the {repeated} header was sent more than once with different values: "
@@ -118,45 +128,66 @@ class WebhookReceiver:
             )
             return
         if scope.get("method") != "POST":
-            await answer.refuse(
-                405, "bad_method", "only POST is accepted here", ((b"allow", b"POST"),)
+            await self._refuse(
+                scope,
+                send,
+                headers,
+                405,
+                "bad_method",
+                "only POST is accepted here",
+                ((b"allow", b"POST"),),
             )
             return
-        media_type = headers.get("content-type", "").partition(";")[0].strip().lower()
-        if media_type != JSON_MEDIA_TYPE:
-            shown = media_type or "none"
-            await answer.refuse(
-                415,
-                "bad_content_type",
-                f"content type {shown!r} is not accepted: send {JSON_MEDIA_TYPE}",
-            )
-            return
+        content_type = headers.get("content-type", "")
+        if content_type != JSON_MEDIA_TYPE:  # the usual case, without parsing it
+            media_type = content_type.partition(";")[0].strip().lower()
+            if media_type != JSON_MEDIA_TYPE:
+                shown = media_type or "none"
+                await self._refuse(
+                    scope,
+                    send,
+                    headers,
+                    415,
+                    "bad_content_type",
+                    f"content type {shown!r} is not accepted: send {JSON_MEDIA_TYPE}",
+                )
+                return
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self._limit:
-            await answer.refuse(413, "too_large", self._too_large)
+            await self._refuse(scope, send, headers, 413, "too_large", self._too_large)
             return
+        deadline = self._body_deadlines.arm()
         try:
-            with anyio.fail_after(self._body_timeout):
-                body = await self._read_body(receive)
+            body = await self._read_body(receive)
         except _ClientGoneError:
             return
-        except TimeoutError:
-            await answer.refuse(
+        except asyncio.CancelledError:
+            if not self._body_deadlines.expired(deadline):
+                raise
+            await self._refuse(
+                scope,
+                send,
+                headers,
                 408,
                 "body_timeout",
-                f"the body did not arrive within {self._body_timeout:g} s "
+                f"the body did not arrive within {self._body_deadlines.seconds:g} s "
                 "(RECON_WEBHOOK_BODY_TIMEOUT_SECONDS)",
                 ((b"connection", b"close"),),
             )
             return
+        finally:
+            self._body_deadlines.disarm(deadline)
         if body is None:
-            await answer.refuse(413, "too_large", self._too_large)
+            await self._refuse(scope, send, headers, 413, "too_large", self._too_large)
             return
 
         try:
-            verified = await self._verify(headers, body)
+            try:
+                verified = self._timed_verify(headers, body)
+            except SignatureError as refusal:
+                verified = await self._verify_with_fresh_keys(refusal, headers, body)
         except SignatureError as refusal:
-            await answer.refuse(401, refusal.outcome, refusal.reason)
+            await self._refuse(scope, send, headers, 401, refusal.outcome, refusal.reason)
             return
 
         delivery = build_delivery(
@@ -170,34 +201,80 @@ class WebhookReceiver:
         try:
             recorded = await self._writer.write(delivery)
         except InboxUnavailableError as exc:
-            await answer.refuse(
+            await self._refuse(
+                scope,
+                send,
+                headers,
                 503,
                 "db_unavailable",
                 f"{exc}: nothing was stored, retry later",
                 ((b"retry-after", str(RETRY_AFTER_SECONDS).encode()),),
             )
             return
-        metrics.DELIVERY_OUTCOMES[recorded.outcome.value].inc()
-        if recorded.outcome in (Outcome.QUARANTINED, Outcome.CONFLICT):
-            answer.bind()
+        outcome = recorded.outcome
+        _OUTCOME_COUNTERS[outcome].inc()
+        correlation = _request_id(headers)
+        if outcome in _SET_ASIDE:
+            bind_correlation_id(correlation.decode("ascii"))
             log.warning(
                 "webhook.quarantined",
-                outcome=recorded.outcome.value,
+                outcome=outcome.value,
                 delivery_id=bounded(delivery.delivery_id),
                 row_id=recorded.row_id,
                 reason=delivery.quarantine_reason or BODY_CONFLICT_REASON,
             )
-        await answer.acknowledge(recorded.outcome)
+        await acknowledge(send, outcome, correlation)
 
-    async def _verify(self, headers: dict[str, str], body: bytes) -> VerifiedSignature:
-        try:
-            return self._timed_verify(headers, body)
-        except SignatureError as refusal:
-            if refusal.outcome != BAD_SIGNATURE or not self._keys.refresh_allowed():
-                raise
-            # A secret registered moments ago by another process may not be loaded yet.
-            if not await anyio.to_thread.run_sync(self._keys.refresh):
-                raise
+    async def _refuse(
+        self,
+        scope: Scope,
+        send: Send,
+        headers: dict[str, str],
+        status: int,
+        outcome: str,
+        reason: str,
+        extra: tuple[tuple[bytes, bytes], ...] = (),
+    ) -> None:
+        """Count, log (reason, claimed id, remote address; never body or secret) and answer.
+
+        The log line is rate-limited per outcome and every value in it is bounded: the sender
+        is not authenticated, so it must not decide how much we write.
+        """
+        metrics.DELIVERY_OUTCOMES[outcome].inc()
+        correlation = _request_id(headers)
+        suppressed = self._refusal_lines.admit(outcome)
+        if suppressed is not None:
+            client = scope.get("client")
+            bind_correlation_id(correlation.decode("ascii"))
+            log.warning(
+                "webhook.refused",
+                status=status,
+                outcome=outcome,
+                reason=bounded(reason, REASON_LOG_LIMIT),
+                claimed_delivery_id=bounded(headers.get("webhook-id")),
+                remote=f"{client[0]}:{client[1]}" if client else None,
+                suppressed_since_last=suppressed,
+            )
+        await send_json(
+            send,
+            status,
+            refusal_body(outcome, reason),
+            ((REQUEST_ID_HEADER, correlation), *extra),
+        )
+
+    async def _verify_with_fresh_keys(
+        self, refusal: SignatureError, headers: dict[str, str], body: bytes
+    ) -> VerifiedSignature:
+        """Verify again after reloading the keys, or let the first refusal stand.
+
+        A secret registered moments ago by another process may not be loaded yet; the reload
+        runs at most once a second (SigningKeys.refresh_allowed), so a flood of bad signatures
+        cannot turn into a flood of database reads.
+        """
+        if refusal.outcome != BAD_SIGNATURE or not self._keys.refresh_allowed():
+            raise refusal
+        if not await anyio.to_thread.run_sync(self._keys.refresh):
+            raise refusal
         return self._timed_verify(headers, body)
 
     def _timed_verify(self, headers: dict[str, str], body: bytes) -> VerifiedSignature:
@@ -229,76 +306,30 @@ REASON_LOG_LIMIT: Final = 300
 
 
 def _read_headers(
-    raw: Iterable[tuple[bytes, bytes]], wanted: frozenset[bytes]
+    raw: Iterable[tuple[bytes, bytes]], wanted: dict[bytes, str]
 ) -> tuple[dict[str, str], str | None]:
     """The wanted headers as text, and the name of one sent twice with different values.
 
-    The same value twice (a proxy that repeats a header) is harmless and accepted.
+    `wanted` maps each raw name to its text, so only values are decoded. The same value twice
+    (a proxy that repeats a header) is harmless and accepted.
     """
     headers: dict[str, str] = {}
     repeated: str | None = None
     for key, value in raw:
-        if key not in wanted:
+        name = wanted.get(key)
+        if name is None:
             continue
-        name, text = key.decode("latin-1"), value.decode("latin-1")
+        text = value.decode("latin-1")
         if headers.setdefault(name, text) != text and repeated is None:
             repeated = name
     return headers, repeated
 
 
-class _Answer:
-    """One request's answers: the correlation id, refusals counted and logged, the 200."""
+def _request_id(headers: dict[str, str]) -> bytes:
+    """The correlation id echoed to the sender: its own X-Request-Id if plain, else a new one.
 
-    __slots__ = ("_headers", "_lines", "_request_id", "_scope", "_send")
-
-    def __init__(
-        self, send: Send, scope: Scope, headers: dict[str, str], lines: PerReasonLimit
-    ) -> None:
-        self._send = send
-        self._scope = scope
-        self._headers = headers
-        self._lines = lines
-        supplied = headers.get("x-request-id")
-        self._request_id = request_id(supplied.encode("latin-1") if supplied else None)
-
-    def bind(self) -> None:
-        """Put the correlation id on what this request logs (only when it logs something)."""
-        bind_correlation_id(self._request_id.decode("ascii"))
-
-    async def acknowledge(self, outcome: Outcome) -> None:
-        await send_json(
-            self._send, 200, ACKNOWLEDGEMENTS[outcome], ((REQUEST_ID_HEADER, self._request_id),)
-        )
-
-    async def refuse(
-        self,
-        status: int,
-        outcome: str,
-        reason: str,
-        extra: tuple[tuple[bytes, bytes], ...] = (),
-    ) -> None:
-        """Count, log (reason, claimed id, remote address; never body or secret) and answer.
-
-        The log line is rate-limited per outcome and every value in it is bounded: the sender
-        is not authenticated, so it must not decide how much we write.
-        """
-        metrics.DELIVERY_OUTCOMES[outcome].inc()
-        suppressed = self._lines.admit(outcome)
-        if suppressed is not None:
-            client = self._scope.get("client")
-            self.bind()
-            log.warning(
-                "webhook.refused",
-                status=status,
-                outcome=outcome,
-                reason=bounded(reason, REASON_LOG_LIMIT),
-                claimed_delivery_id=bounded(self._headers.get("webhook-id")),
-                remote=f"{client[0]}:{client[1]}" if client else None,
-                suppressed_since_last=suppressed,
-            )
-        await send_json(
-            self._send,
-            status,
-            refusal_body(outcome, reason),
-            ((REQUEST_ID_HEADER, self._request_id), *extra),
-        )
+    Bound into the log context only when the request logs something: binding on every
+    request would cost more than the logging it serves.
+    """
+    supplied = headers.get("x-request-id")
+    return request_id(supplied.encode("latin-1") if supplied else None)

@@ -81,6 +81,7 @@ def web(host: str, port: int | None, register: bool, workers: bool) -> None:
     import uvicorn
 
     from app.main import create_app
+    from recon.cli.http_protocol import HttpProtocol
 
     embedded = None
     if settings.broker.embedded and workers:
@@ -111,6 +112,9 @@ def web(host: str, port: int | None, register: bool, workers: bool) -> None:
             # request is answered 503 at once; an idle keep-alive connection is closed.
             limit_concurrency=settings.web.max_connections,
             timeout_keep_alive=settings.web.keep_alive_seconds,
+            # httptools (uvicorn[standard]), each response in one write and request heads
+            # bounded (recon.cli.http_protocol); the loop stays "auto": uvloop, installed too.
+            http=HttpProtocol,
         )
     finally:
         if embedded is not None:
