@@ -9,9 +9,7 @@ table by table; after the held transfer settles and another pass resolves its al
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
-import pytest
 from sqlalchemy import select
 
 from reconciliation.rebuild.run import Mode, rebuild
@@ -22,28 +20,16 @@ from sandbox.server import SandboxServer
 from tests.integration.reconciliation.fault_world import (
     POLICY,
     count,
-    embedded_workers,
     inject_faults,
+    sandbox,
     wait_for,
+    workers,
 )
-from tests.integration.workers.conftest import fast_sandbox_config
 from upstream.gateway import GatewayClient
 from upstream.webhooks.payloads import configured_reader
 from workers.embedded import EmbeddedWorkers
 
-
-@pytest.fixture
-def sandbox() -> Iterator[SandboxServer]:
-    with SandboxServer(fast_sandbox_config()) as server:
-        yield server
-
-
-@pytest.fixture
-def workers(
-    base_env: dict[str, str], db_url: str, sandbox: SandboxServer
-) -> Iterator[EmbeddedWorkers]:
-    with embedded_workers(base_env, db_url, sandbox) as embedded:
-        yield embedded
+__all__ = ["sandbox", "workers"]  # the fault world's fixtures, used by name below
 
 
 def test_rebuild_reproduces_the_state_the_fault_scenario_left(

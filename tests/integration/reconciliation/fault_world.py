@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -35,6 +36,7 @@ from reconciliation.transfers.polling import record_created_transfer
 from sandbox.endpoints import COLLECTION_CHILD
 from sandbox.faults import Fault
 from sandbox.server import SandboxServer
+from tests.integration.workers.conftest import fast_sandbox_config
 from tests.integration.workers.inbox_receiver import inbox_receiver
 from tests.integration.workers.scenario import SECRET, transfer_request
 from upstream.company import CompanyClient
@@ -70,6 +72,20 @@ FAULT_KINDS = frozenset(
 )
 #: What the payer holds once the three credits have landed (minor units).
 CREDITED = 2_100_000
+
+
+@pytest.fixture
+def sandbox() -> Iterator[SandboxServer]:
+    with SandboxServer(fast_sandbox_config()) as server:
+        yield server
+
+
+@pytest.fixture
+def workers(
+    base_env: dict[str, str], db_url: str, sandbox: SandboxServer
+) -> Iterator[EmbeddedWorkers]:
+    with embedded_workers(base_env, db_url, sandbox) as embedded:
+        yield embedded
 
 
 @contextmanager

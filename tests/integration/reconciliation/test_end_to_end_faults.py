@@ -17,9 +17,7 @@ new opens.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
-import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -31,27 +29,15 @@ from sandbox.server import SandboxServer
 from tests.integration.reconciliation.fault_world import (
     POLICY,
     count,
-    embedded_workers,
     inject_faults,
+    sandbox,
     wait_for,
+    workers,
 )
-from tests.integration.workers.conftest import fast_sandbox_config
 from tests.integration.workers.ledger_compare import sandbox_ledger, stored_ledger
 from workers.embedded import EmbeddedWorkers
 
-
-@pytest.fixture
-def sandbox() -> Iterator[SandboxServer]:
-    with SandboxServer(fast_sandbox_config()) as server:
-        yield server
-
-
-@pytest.fixture
-def workers(
-    base_env: dict[str, str], db_url: str, sandbox: SandboxServer
-) -> Iterator[EmbeddedWorkers]:
-    with embedded_workers(base_env, db_url, sandbox) as embedded:
-        yield embedded
+__all__ = ["sandbox", "workers"]  # the fault world's fixtures, used by name below
 
 
 def open_alerts(sessions: sessionmaker[Session]) -> set[str]:
