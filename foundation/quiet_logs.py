@@ -1,6 +1,6 @@
 """Log lines that stay few when the same thing happens thousands of times a second.
 
-Two shapes of flood, two answers:
+Three shapes of flood, three answers:
 
 - `PerReasonLimit`: a stream of events anyone can cause (refused webhook requests). One line
   per reason per interval; the next line that is written says how many were left out, so the
@@ -9,6 +9,10 @@ Two shapes of flood, two answers:
 - `OutageLog`: a dependency that is down (Redis during a restart). One line when it starts
   failing, one line when it works again saying how long and how many calls failed, instead
   of a warning per call (about 2,900 of them in a 20 s Redis restart).
+- `IntervalSummary`: a routine round that runs every few seconds (the transfer poll every 2 s,
+  the activity tick every 5 s). Each round is a debug line; one info line per interval carries
+  the totals of the rounds since the last one. A line per round was 80% of the worker's info
+  log in the soak (1.2 MB/h at 8 events/s, over the 1 MB/h goal).
 
 Both are safe to call from several threads.
 """
@@ -22,6 +26,10 @@ from typing import Any, Final
 
 #: Seconds between two lines of the same reason.
 DEFAULT_INTERVAL_SECONDS: Final = 1.0
+
+#: Seconds between two summary lines of a routine round: a minute keeps a round that runs every
+#: 2 s to 60 lines an hour (about 20 KB) while an operator tailing the log still sees it move.
+SUMMARY_INTERVAL_SECONDS: Final = 60.0
 
 
 class PerReasonLimit:
@@ -107,3 +115,44 @@ class OutageLog:
             failed_calls=failures,
             items=items,
         )
+
+
+class IntervalSummary:
+    """Totals of a frequent round, written at info once per interval.
+
+    `add` takes the round's counts: the round itself is a debug line, and the first round
+    after `interval_seconds` have passed since the last summary writes one info line with the
+    totals since then and the number of rounds they cover. The very first round is summarised
+    at once, so a process that has just started shows in the log that its rounds run. Rounds
+    that stop leave their last totals unwritten until the next one; nothing here runs a timer.
+    """
+
+    def __init__(
+        self,
+        log: Any,
+        event: str,
+        interval_seconds: float = SUMMARY_INTERVAL_SECONDS,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._log = log
+        self._event = event
+        self._interval = interval_seconds
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._last = float("-inf")
+        self._rounds = 0
+        self._totals: dict[str, int] = {}
+
+    def add(self, **counts: int) -> None:
+        """Count one round; write the summary if its interval has passed."""
+        self._log.debug(self._event, **counts)
+        now = self._monotonic()
+        with self._lock:
+            self._rounds += 1
+            for name, value in counts.items():
+                self._totals[name] = self._totals.get(name, 0) + value
+            if now - self._last < self._interval:
+                return
+            rounds, totals = self._rounds, self._totals
+            self._last, self._rounds, self._totals = now, 0, {}
+        self._log.info(f"{self._event}.summary", rounds=rounds, **totals)

@@ -9,6 +9,7 @@ import pytest
 import structlog
 
 from foundation.logs import configure_logging, log_item
+from foundation.quiet_logs import IntervalSummary
 
 
 def _events(capsys: pytest.CaptureFixture[str]) -> list[dict[str, object]]:
@@ -55,3 +56,26 @@ def test_scheduler_library_chatter_is_quiet_unless_debugging(
     configure_logging("json", "debug")
     logging.getLogger("apscheduler.executors.default").info('Running job "tick"')
     assert [e["event"] for e in _events(capsys)] == ['Running job "tick"']
+
+
+def test_a_frequent_round_writes_one_info_line_an_interval_with_its_totals(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    configure_logging("json", "info")
+    now = [1000.0]
+    rounds = IntervalSummary(
+        structlog.get_logger("test.volume"), "poll.round", 60.0, monotonic=lambda: now[0]
+    )
+    for _ in range(30):  # a round every 2 s for a minute: the first one, then nothing
+        rounds.add(polled=3, failed=0)
+        now[0] += 2.0
+    rounds.add(polled=5, failed=1)  # 60 s after the first: the totals of the 30 since
+    summaries = _events(capsys)
+    assert [(e["event"], e["rounds"], e["polled"], e["failed"]) for e in summaries] == [
+        ("poll.round.summary", 1, 3, 0),
+        ("poll.round.summary", 30, 3 * 29 + 5, 1),
+    ]
+    configure_logging("json", "debug")
+    rounds.add(polled=2, failed=0)  # each round is still there at debug
+    assert [e["event"] for e in _events(capsys)] == ["poll.round"]
+    configure_logging("json", "info")

@@ -30,6 +30,7 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
+from foundation.quiet_logs import IntervalSummary
 from reconciliation.notifications.processing import (
     advance_resend_mark,
     pending_deliveries,
@@ -63,6 +64,9 @@ SWEEP_RESEND_SECONDS: Final = 30.0
 RESEND_ROUND_SECONDS: Final = 120.0
 
 log = structlog.get_logger(__name__)
+
+#: The activity tick runs every few seconds: one info line a minute with its totals.
+POLL_TICKS: Final = IntervalSummary(log, "activity.polls_sent")
 
 
 @dataclass(slots=True)
@@ -137,7 +141,7 @@ def enqueue_activity_polls() -> None:
     """Tick: send a poll for every holding that is due."""
     sent = send_due_activity_polls(current_runtime())
     if sent:
-        log.info("activity.polls_sent", holdings=sent)
+        POLL_TICKS.add(holdings=sent)
 
 
 @dramatiq.actor(

@@ -17,6 +17,7 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
+from foundation.quiet_logs import IntervalSummary
 from reconciliation.transfers.polling import (
     Backoff,
     claim_due_transfers,
@@ -36,6 +37,9 @@ CLAIM_BATCH: Final = 20
 TIME_BUDGET_SECONDS: Final = 30.0
 
 log = structlog.get_logger(__name__)
+
+#: The poll runs every couple of seconds: one info line a minute with its totals, the rounds at debug.
+POLL_ROUNDS: Final = IntervalSummary(log, "transfers.polled")
 
 
 @dataclass(slots=True)
@@ -107,8 +111,7 @@ def poll_transfers() -> None:
     """Poll every transfer whose next poll is due, until none is left or time is up."""
     result = poll_due_transfers(current_runtime())
     if result.polled or result.failed:
-        log.info(
-            "transfers.polled",
+        POLL_ROUNDS.add(
             polled=result.polled,
             changed=result.changed,
             terminal=result.terminal,
