@@ -6,8 +6,8 @@ read one consistent state of the live store.
 
 Facts: holdings and locators, activity cursors (copied so the pass sees the pollers' health),
 postings, balance snapshots, transfers with their status history, intents and outbound requests,
-the inbox (bytes and intake decisions; what processing derived is recomputed by
-`reconciliation.rebuild.notifications`), subscriptions and their secrets, notifications that no
+the inbox (intake decisions and each body's hash, not its bytes: `LEFT_EMPTY`; what processing
+derived is recomputed by `reconciliation.rebuild.notifications`), subscriptions and their secrets, notifications that no
 delivery produced (written by other means, so nothing could derive them again), and people's
 decisions: manual matches, unmatches, and alerts a person acknowledged or resolved, plus alerts
 of kinds no pass or processing raises (the subscription check's, the audit's), and what
@@ -66,12 +66,23 @@ class CopiedFacts:
     tops: dict[str, int] = field(default_factory=dict)
 
 
+#: Columns copied empty: a delivery's bytes (most of the inbox's size) are read again from the
+#: live store by `reconciliation.rebuild.notifications`; nothing in the scratch reads them (the
+#: pass tells bodies apart by `body_sha256`, a swap writes back only derived columns), so
+#: copying them would move the inbox's gigabytes for nothing.
+LEFT_EMPTY: Final = {("deliveries", "body"): b""}
+
+
 def _copy(
     connection: Connection, source: Table, target: Table, *where: Any, status: bool = False
 ) -> int:
     names = [c.name for c in source.columns]
     columns = [
-        literal(UNMATCHED).label(c.name) if status and c.name == "match_status" else c
+        literal(UNMATCHED).label(c.name)
+        if status and c.name == "match_status"
+        else literal(LEFT_EMPTY[source.name, c.name], c.type).label(c.name)
+        if (source.name, c.name) in LEFT_EMPTY
+        else c
         for c in source.columns
     ]
     before = connection.scalar(select(func.count()).select_from(target)) or 0
