@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -93,6 +93,38 @@ def postgres_template_url() -> Iterator[str]:
     with admin_engine.connect() as conn:
         conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     admin_engine.dispose()
+
+
+@pytest.fixture
+def switchable_postgres(
+    postgres_template_url: str,
+) -> Iterator[tuple[str, Callable[[bool], None]]]:
+    """A PostgreSQL database of its own, and a switch that refuses or allows connections."""
+    admin_url = postgres_admin_url()
+    assert admin_url is not None
+    admin = make_engine(admin_url, isolation_level="AUTOCOMMIT")
+    name = f"recon_switch_{uuid.uuid4().hex[:8]}"
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = normalise_database_url(admin_url).rpartition("/")[0] + f"/{name}"
+    migrate.upgrade(url)
+
+    def available(allowed: bool) -> None:
+        with admin.connect() as conn:
+            conn.execute(text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS {str(allowed).lower()}'))
+            if not allowed:
+                conn.execute(
+                    text(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n"
+                    ),
+                    {"n": name},
+                )
+
+    yield url, available
+    with admin.connect() as conn:
+        conn.execute(text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'))
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
 
 
 @pytest.fixture(scope="session")

@@ -93,22 +93,23 @@ class Basis:
     posted: int = 0
 
 
+def latest_per_holding(table: Table, column: Any) -> Any:
+    """`column` of the holding's newest row of `table` (snapshots or checks: by `observed_at`,
+    then id), correlated to `holdings`: one probe of the (holding_id, observed_at) index per
+    holding, so the cost does not grow with the history."""
+    return (
+        select(column)
+        .where(table.c.holding_id == holdings.c.id)
+        .order_by(table.c.observed_at.desc(), table.c.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+
+
 def _basis_select() -> Any:
     s, c, h = snapshots, checks, holdings
-    latest_snapshot = (
-        select(s.c.id)
-        .where(s.c.holding_id == h.c.id)
-        .order_by(s.c.observed_at.desc(), s.c.id.desc())
-        .limit(1)
-        .scalar_subquery()
-    )
-    latest_check = (
-        select(c.c.id)
-        .where(c.c.holding_id == h.c.id)
-        .order_by(c.c.observed_at.desc(), c.c.id.desc())
-        .limit(1)
-        .scalar_subquery()
-    )
+    latest_snapshot = latest_per_holding(s, s.c.id)
+    latest_check = latest_per_holding(c, c.c.id)
     latest = select(
         h.c.id.label("holding_id"),
         latest_snapshot.label("snapshot_id"),

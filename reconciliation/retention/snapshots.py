@@ -34,6 +34,7 @@ from typing import Any, Final
 from sqlalchemy import Table, select
 from sqlalchemy.orm import Session
 
+from reconciliation.drift.balance_sums import latest_per_holding
 from reconciliation.retention.batches import PruneContext, commit_batch, take_rows
 from reconciliation.store import watermarks
 from reconciliation.store.models import BalanceCheck, BalanceSnapshot, Holding
@@ -144,20 +145,8 @@ def _predecessor(session: Session, row: Any) -> Seen | None:
 def _latest_per_holding(session: Session) -> frozenset[int]:
     """Per holding: its latest snapshot, and the snapshot its latest check was built on."""
     s, c, h = snapshots, checks, holdings
-    latest_snapshot = (
-        select(s.c.id)
-        .where(s.c.holding_id == h.c.id)
-        .order_by(s.c.observed_at.desc(), s.c.id.desc())
-        .limit(1)
-        .scalar_subquery()
-    )
-    latest_checked = (
-        select(c.c.snapshot_id)
-        .where(c.c.holding_id == h.c.id)
-        .order_by(c.c.observed_at.desc(), c.c.id.desc())
-        .limit(1)
-        .scalar_subquery()
-    )
+    latest_snapshot = latest_per_holding(s, s.c.id)
+    latest_checked = latest_per_holding(c, c.c.snapshot_id)
     found: set[int] = set()
     for a, b in session.execute(select(latest_snapshot, latest_checked).select_from(h)):
         found.update(x for x in (a, b) if x is not None)

@@ -14,17 +14,14 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pytest
 from sqlalchemy import text
 
-from foundation.settings import normalise_database_url
-from migrations import runner as migrate
 from reconciliation.store.db import make_engine
-from tests.conftest import postgres_admin_url
 from tests.integration.app.receiver_helpers import ADMIN, PATH, event_body, signed_headers, wait_for
 from tests.integration.workers.private_redis import PrivateRedis
 from tests.security.conftest import WebProcess
@@ -51,38 +48,6 @@ def test_ready_is_503_once_the_sqlite_store_is_deleted(
     ready = httpx.get(f"{web.base}/ready", timeout=30)
     assert ready.status_code == 503
     assert ready.json()["store"] == "not writable (the store file is gone)"
-
-
-@pytest.fixture
-def switchable_postgres(
-    postgres_template_url: str,
-) -> Iterator[tuple[str, Callable[[bool], None]]]:
-    """A PostgreSQL database of its own, and a switch that refuses or allows connections."""
-    admin_url = postgres_admin_url()
-    assert admin_url is not None
-    admin = make_engine(admin_url, isolation_level="AUTOCOMMIT")
-    name = f"recon_security_{uuid.uuid4().hex[:8]}"
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = normalise_database_url(admin_url).rpartition("/")[0] + f"/{name}"
-    migrate.upgrade(url)
-
-    def available(allowed: bool) -> None:
-        with admin.connect() as conn:
-            conn.execute(text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS {str(allowed).lower()}'))
-            if not allowed:
-                conn.execute(
-                    text(
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n"
-                    ),
-                    {"n": name},
-                )
-
-    yield url, available
-    with admin.connect() as conn:
-        conn.execute(text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'))
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
 
 
 @pytest.mark.postgres

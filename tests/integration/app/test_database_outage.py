@@ -4,17 +4,14 @@ delivery the provider retries afterwards lands exactly once."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from litestar.testing import TestClient
-from sqlalchemy import text
 
 from app import metrics
-from foundation.settings import load_settings, normalise_database_url
-from migrations import runner as migrate
+from foundation.settings import load_settings
 from reconciliation.store.db import make_engine, make_session_factory
-from tests.conftest import postgres_admin_url
 from tests.integration.app.receiver_helpers import (
     PATH,
     SECRET,
@@ -24,36 +21,6 @@ from tests.integration.app.receiver_helpers import (
 )
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture
-def outage_db(postgres_template_url: str) -> Iterator[tuple[str, Callable[[bool], None]]]:
-    """A database of its own, and a switch that refuses or allows connections to it."""
-    admin_url = postgres_admin_url()
-    assert admin_url is not None
-    admin = make_engine(admin_url, isolation_level="AUTOCOMMIT")
-    name = f"recon_outage_{uuid.uuid4().hex[:8]}"
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = normalise_database_url(admin_url).rpartition("/")[0] + f"/{name}"
-    migrate.upgrade(url)
-
-    def available(allowed: bool) -> None:
-        with admin.connect() as conn:
-            conn.execute(text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS {str(allowed).lower()}'))
-            if not allowed:
-                conn.execute(
-                    text(
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n"
-                    ),
-                    {"n": name},
-                )
-
-    yield url, available
-    with admin.connect() as conn:
-        conn.execute(text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'))
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
 
 
 def unavailable_count() -> float:
@@ -90,9 +57,9 @@ def test_unreachable_database_is_503_never_2xx(
 def test_outage_answers_503_and_nothing_is_lost_once_it_returns(
     make_client: Callable[..., TestClient[object]],
     base_env: dict[str, str],
-    outage_db: tuple[str, Callable[[bool], None]],
+    switchable_postgres: tuple[str, Callable[[bool], None]],
 ) -> None:
-    url, available = outage_db
+    url, available = switchable_postgres
     settings = load_settings({**base_env, "DATABASE_URL": url, "RECON_WEBHOOK_SECRETS": SECRET})
     client = make_client(settings)
 
