@@ -3,7 +3,7 @@
 List with filters and cursor paging, show one delivery with its exact bytes, replay one (reset
 it to pending and enqueue it, the same as `recon deliveries replay ROW_ID`), and replay every
 quarantined delivery at once once recon has learned their shape (the same as
-`recon deliveries replay --quarantined`; both call `inbox.replay_deliveries`).
+`recon deliveries replay --quarantined`; both call `inbox_access.replay_deliveries`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from litestar.params import FromPath, QueryParameter
 
 from app import state_keys
 from app.auth import admin_guard
-from reconciliation.notifications import inbox
+from reconciliation.notifications import inbox, inbox_access
 from reconciliation.notifications.inbox_views import (
     BulkReplayOut,
     DeliveryDetail,
@@ -58,7 +58,7 @@ class DeliveriesController(Controller):
         """Inbox rows, newest first, filtered by state and event type."""
         try:
             with transaction(state[state_keys.SESSION_FACTORY]) as session:
-                page = inbox.list_deliveries(
+                page = inbox_access.list_deliveries(
                     session, state=inbox_state, event_type=event_type, cursor=cursor, limit=limit
                 )
                 items = [summarise(row) for row in page.items]
@@ -71,7 +71,7 @@ class DeliveriesController(Controller):
         """One delivery with the headers kept and its exact bytes."""
         _require_row_id(row_id)
         with transaction(state[state_keys.SESSION_FACTORY]) as session:
-            row = inbox.get_delivery(session, row_id)
+            row = inbox_access.get_delivery(session, row_id)
             if row is None:
                 raise NotFoundException(detail=f"no delivery with row id {row_id}")
             return detail(row)
@@ -83,7 +83,7 @@ class DeliveriesController(Controller):
         _require_row_id(row_id)
         with transaction(state[state_keys.SESSION_FACTORY]) as session:
             try:
-                row = inbox.reset_for_replay(session, row_id)
+                row = inbox_access.reset_for_replay(session, row_id)
             except LookupError as exc:
                 raise NotFoundException(detail=str(exc)) from None
             summary = summarise(row)
@@ -101,14 +101,16 @@ class DeliveriesController(Controller):
                 description="quarantined (read them again) or pending (re-send them)",
             ),
         ],
-        limit: Annotated[int, QueryParameter(ge=1, le=inbox.MAX_REPLAY)] = inbox.MAX_REPLAY,
+        limit: Annotated[
+            int, QueryParameter(ge=1, le=inbox_access.MAX_REPLAY)
+        ] = inbox_access.MAX_REPLAY,
     ) -> BulkReplayOut:
         """Reset every delivery in a state to pending (oldest first, up to `limit`) and enqueue
         them; `remaining` says how many are left for another call."""
         enqueue: Callable[[Sequence[int]], None] = state[state_keys.ENQUEUE]
         try:
             with transaction(state[state_keys.SESSION_FACTORY]) as session:
-                replay = inbox.replay_deliveries(session, state=inbox_state, limit=limit)
+                replay = inbox_access.replay_deliveries(session, state=inbox_state, limit=limit)
         except ValueError as exc:
             raise ValidationException(detail=str(exc)) from None
         enqueue(replay.row_ids)
@@ -118,6 +120,6 @@ class DeliveriesController(Controller):
 def _require_row_id(row_id: int) -> None:
     """400 for a number no row can have (it would overflow the database driver: a 500)."""
     try:
-        inbox.checked_row_id(row_id)
+        inbox_access.checked_row_id(row_id)
     except ValueError as exc:
         raise ValidationException(detail=str(exc)) from None

@@ -29,7 +29,7 @@ from sqlalchemy import text
 from app import metrics, state_keys
 from app.signing_keys import SigningKeys
 from app.write_probe import store_accepts_writes
-from reconciliation.notifications.inbox import inbox_depth
+from reconciliation.notifications.inbox_access import inbox_depth
 from reconciliation.store.db import transaction
 
 #: Seconds a readiness probe waits for Redis.

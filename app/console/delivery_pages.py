@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from app.console.rendering import Outcome, act, page, read
 from app.console.session import console_guard
 from app.path_ids import RowId
-from reconciliation.notifications import inbox
+from reconciliation.notifications import inbox, inbox_access
 from reconciliation.notifications.inbox_views import (
     DeliveryDetail,
     DeliverySummary,
@@ -45,10 +45,11 @@ def _search(
 ) -> InboxPage:
     if delivery_id:
         return InboxPage(
-            [summarise(r) for r in inbox.find_by_delivery_id(session, delivery_id)[:50]], None
+            [summarise(r) for r in inbox_access.find_by_delivery_id(session, delivery_id)[:50]],
+            None,
         )
     try:
-        found = inbox.list_deliveries(
+        found = inbox_access.list_deliveries(
             session, state=state, event_type=event_type, cursor=cursor, limit=50
         )
     except ValueError as exc:
@@ -70,7 +71,7 @@ def _show(session: Session, row_id: int) -> DeliveryView:
     note = session.scalar(select(Notification.id).where(Notification.delivery_pk == row_id))
     siblings = [
         summarise(r)
-        for r in inbox.find_by_delivery_id(session, row.delivery_id)[:20]
+        for r in inbox_access.find_by_delivery_id(session, row.delivery_id)[:20]
         if r.id != row_id
     ]
     return DeliveryView(detail(row), note, siblings)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: Largest row id the store holds (reconciliation.notifications.inbox.MAX_ROW_ID, not imported
+#: Largest row id the store holds (reconciliation.notifications.inbox_access.MAX_ROW_ID, not imported
 #: here to keep the command's start-up light): a larger one is a usage error, not a traceback.
 ROW_ID_LIMIT = 2**63 - 1
 
@@ -65,13 +65,13 @@ def list_deliveries(
     """Inbox rows, newest first."""
     import msgspec
 
-    from reconciliation.notifications import inbox
+    from reconciliation.notifications import inbox_access
     from reconciliation.notifications.inbox_views import DeliveryPageOut, summarise
 
     settings = settings_or_exit()
     with _session(settings) as session:
         page = _checked(
-            lambda: inbox.list_deliveries(
+            lambda: inbox_access.list_deliveries(
                 session, state=state, event_type=event_type, cursor=cursor, limit=limit
             )
         )
@@ -113,12 +113,12 @@ def show(row_id: int, as_json: bool) -> None:
     """One delivery: its state, the headers kept and the exact body received."""
     import msgspec
 
-    from reconciliation.notifications import inbox
+    from reconciliation.notifications import inbox_access
     from reconciliation.notifications.inbox_views import detail
 
     settings = settings_or_exit()
     with _session(settings) as session:
-        row = inbox.get_delivery(session, row_id)
+        row = inbox_access.get_delivery(session, row_id)
         if row is None:
             fail(f"no delivery with row id {row_id}: see `recon deliveries list`")
         shown = detail(row)
@@ -164,7 +164,7 @@ def replay(row_id: int | None, quarantined: bool, pending: bool, limit: int, as_
     the workers first, so they read with the new settings).
     """
     from recon.cli.web_commands import delivery_enqueue
-    from reconciliation.notifications import inbox
+    from reconciliation.notifications import inbox, inbox_access
 
     chosen = [flag for flag, on in (("--quarantined", quarantined), ("--pending", pending)) if on]
     if (row_id is None) == (not chosen) or len(chosen) > 1:
@@ -175,22 +175,22 @@ def replay(row_id: int | None, quarantined: bool, pending: bool, limit: int, as_
         _replay_bulk(settings, state, limit, as_json)
         return
     with _session(settings) as session:
-        row = _checked(lambda: inbox.reset_for_replay(session, row_id))
+        row = _checked(lambda: inbox_access.reset_for_replay(session, row_id))
         delivery_id = row.delivery_id
     what = f"delivery {delivery_id} (row {row_id}) is pending again"
     say(f"{what}{_enqueued(delivery_enqueue(settings), [row_id])}")
 
 
 def _replay_bulk(settings: Settings, state: str, limit: int, as_json: bool) -> None:
-    """Both this command and `POST /deliveries/replay` go through `inbox.replay_deliveries`."""
+    """Both this command and `POST /deliveries/replay` go through `inbox_access.replay_deliveries`."""
     import msgspec
 
     from recon.cli.web_commands import delivery_enqueue
-    from reconciliation.notifications import inbox
+    from reconciliation.notifications import inbox_access
     from reconciliation.notifications.inbox_views import replay_summary
 
     with _session(settings) as session:
-        done = _checked(lambda: inbox.replay_deliveries(session, state=state, limit=limit))
+        done = _checked(lambda: inbox_access.replay_deliveries(session, state=state, limit=limit))
     sent = _enqueued(delivery_enqueue(settings), done.row_ids) if done.row_ids else ""
     if as_json:
         say(msgspec.json.encode(replay_summary(done)).decode())

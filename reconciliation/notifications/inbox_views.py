@@ -11,7 +11,7 @@ from datetime import datetime
 
 import msgspec
 
-from reconciliation.notifications.inbox import BulkReplay
+from reconciliation.notifications.inbox_access import BulkReplay
 from reconciliation.store.models import Delivery
 
 

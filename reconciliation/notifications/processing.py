@@ -35,7 +35,8 @@ from typing import Any, Final
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciliation.notifications.inbox import PENDING, RESENT_THROUGH
+from reconciliation.notifications.inbox import PENDING
+from reconciliation.notifications.inbox_access import RESENT_THROUGH
 from reconciliation.notifications.processing_writes import (
     ORIGIN_NOTIFIED,
     UNSTORABLE,

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from reconciliation.alerts.lifecycle import AlertError, acknowledge_alert, resolve_alert
 from reconciliation.matching.manual import ManualMatchError, manual_match, manual_unmatch
-from reconciliation.notifications import inbox
+from reconciliation.notifications import inbox, inbox_access
 from reconciliation.operator import audit_trail as audit
 from reconciliation.store.models import Alert, Delivery, Match
 
@@ -121,7 +121,7 @@ def unmatch(session: Session, actor: str, match_id: int, reason: str) -> Match:
 def replay(session: Session, actor: str, row_id: int) -> Delivery:
     """Reset one delivery to pending (the caller enqueues it after the commit)."""
     try:
-        row = inbox.reset_for_replay(session, row_id)
+        row = inbox_access.reset_for_replay(session, row_id)
     except LookupError as exc:
         raise ActionRefusedError(str(exc)) from None
     audit.record(session, actor=actor, action=REPLAYED, subject=f"delivery {row_id}")
@@ -131,10 +131,10 @@ def replay(session: Session, actor: str, row_id: int) -> Delivery:
 def replay_quarantined(session: Session, actor: str) -> list[int]:
     """Reset the oldest quarantined deliveries (at most REPLAY_ALL_MAX); their row ids.
 
-    Through the inbox's own bulk reset (`inbox.replay_deliveries`), with one audit row naming
+    Through the inbox's own bulk reset (`inbox_access.replay_deliveries`), with one audit row naming
     every delivery put back, so the trail says exactly which ones.
     """
-    done = inbox.replay_deliveries(session, state=inbox.QUARANTINED, limit=REPLAY_ALL_MAX)
+    done = inbox_access.replay_deliveries(session, state=inbox.QUARANTINED, limit=REPLAY_ALL_MAX)
     if done.row_ids:
         audit.record(
             session,

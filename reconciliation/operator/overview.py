@@ -19,7 +19,8 @@ from sqlalchemy import func, nulls_first, select
 from sqlalchemy.orm import Session
 
 from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, SEVERITIES
-from reconciliation.notifications.inbox import PENDING, QUARANTINED, inbox_depth
+from reconciliation.notifications.inbox import PENDING, QUARANTINED
+from reconciliation.notifications.inbox_access import inbox_depth
 from reconciliation.operator.exception_queue import counts as exception_counts
 from reconciliation.reconcile import LAST_PASS_AT, LAST_PASS_MILLIS
 from reconciliation.store import watermarks

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation.notifications import inbox
+from reconciliation.notifications import inbox, inbox_access
 from reconciliation.notifications.inbox import InboundDelivery, Outcome
 from reconciliation.store.models import Alert, Delivery
 from reconciliation.store.types import utcnow
@@ -171,14 +171,14 @@ def test_listing_filters_and_pages_newest_first(
         delivery("q", b"x", quarantine_reason="broken", event_type="ACCOUNT_CREATED"),
     )
     with session_factory() as session:
-        first = inbox.list_deliveries(session, event_type="PAYMENT_RECEIVED", limit=2)
-        second = inbox.list_deliveries(
+        first = inbox_access.list_deliveries(session, event_type="PAYMENT_RECEIVED", limit=2)
+        second = inbox_access.list_deliveries(
             session, event_type="PAYMENT_RECEIVED", limit=2, cursor=first.next_cursor
         )
-        third = inbox.list_deliveries(
+        third = inbox_access.list_deliveries(
             session, event_type="PAYMENT_RECEIVED", limit=2, cursor=second.next_cursor
         )
-        quarantined = inbox.list_deliveries(session, state="quarantined")
+        quarantined = inbox_access.list_deliveries(session, state="quarantined")
     assert [d.delivery_id for d in first.items + second.items + third.items] == [
         "p4",
         "p3",
@@ -193,9 +193,9 @@ def test_listing_filters_and_pages_newest_first(
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda s: inbox.list_deliveries(s, state="done"), "state 'done' is not valid"),
-        (lambda s: inbox.list_deliveries(s, cursor="abc"), "cursor 'abc' is not valid"),
-        (lambda s: inbox.list_deliveries(s, limit=0), "limit 0 is not valid"),
+        (lambda s: inbox_access.list_deliveries(s, state="done"), "state 'done' is not valid"),
+        (lambda s: inbox_access.list_deliveries(s, cursor="abc"), "cursor 'abc' is not valid"),
+        (lambda s: inbox_access.list_deliveries(s, limit=0), "limit 0 is not valid"),
     ],
 )
 def test_bad_listing_requests_say_what_is_wrong(
@@ -215,14 +215,14 @@ def test_replay_resets_a_processed_delivery(
         assert row is not None
         row.state, row.attempts, row.error, row.processed_at = "processed", 3, "old", utcnow()
     with session_factory() as session, session.begin():
-        inbox.reset_for_replay(session, result.row_id)
+        inbox_access.reset_for_replay(session, result.row_id)
     [row] = rows(session_factory)
     assert (row.state, row.attempts, row.error, row.processed_at) == ("pending", 0, None, None)
     with (
         session_factory() as session,
         pytest.raises(LookupError, match="no delivery with row id 999"),
     ):
-        inbox.reset_for_replay(session, 999)
+        inbox_access.reset_for_replay(session, 999)
 
 
 def test_inbox_depth_counts_waiting_and_set_aside(
@@ -230,7 +230,7 @@ def test_inbox_depth_counts_waiting_and_set_aside(
 ) -> None:
     record(engine, delivery("a"), delivery("b"), delivery("c", b"x", quarantine_reason="broken"))
     with session_factory() as session:
-        assert inbox.inbox_depth(session) == {"pending": 2, "quarantined": 1}
+        assert inbox_access.inbox_depth(session) == {"pending": 2, "quarantined": 1}
 
 
 def test_find_by_delivery_id_hashes_overlong_ids(
@@ -239,7 +239,7 @@ def test_find_by_delivery_id_hashes_overlong_ids(
     long_id = "x" * 400
     record(engine, delivery(inbox.stored_delivery_id(long_id)))
     with session_factory() as session:
-        [row] = inbox.find_by_delivery_id(session, long_id)
+        [row] = inbox_access.find_by_delivery_id(session, long_id)
     assert row.delivery_id.startswith("sha256:")
 
 

@@ -12,7 +12,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation.notifications.inbox import InboundDelivery, record_deliveries, reset_for_replay
+from reconciliation.notifications.inbox import InboundDelivery, record_deliveries
+from reconciliation.notifications.inbox_access import reset_for_replay
 from reconciliation.notifications.processing import process_deliveries
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Delivery, Notification, Transfer
