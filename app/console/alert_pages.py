@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from litestar import Controller, Request, get, post
 from litestar.datastructures import FormMultiDict
 from litestar.exceptions import NotFoundException, ValidationException
-from litestar.params import QueryParameter
+from litestar.params import FromQuery, QueryParameter
 from litestar.response import Redirect, Template
 from sqlalchemy.orm import Session
 
@@ -70,10 +70,10 @@ class AlertPages(Controller):
         self,
         request: AnyRequest,
         alert_state: Annotated[str | None, QueryParameter(name="state")] = "active",
-        kind: str | None = None,
-        severity: str | None = None,
-        age: str | None = None,
-        cursor: str | None = None,
+        kind: FromQuery[str | None] = None,
+        severity: FromQuery[str | None] = None,
+        age: FromQuery[str | None] = None,
+        cursor: FromQuery[str | None] = None,
     ) -> Template:
         """Alerts newest first, filtered by kind, severity, state and age."""
         chosen = AlertFilter(alert_state or None, kind or None, severity or None, age or None)

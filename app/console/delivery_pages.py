@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from litestar import Controller, Request, get, post
 from litestar.datastructures import FormMultiDict
 from litestar.exceptions import NotFoundException, ValidationException
-from litestar.params import QueryParameter
+from litestar.params import FromQuery, QueryParameter
 from litestar.response import Redirect, Template
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -106,9 +106,9 @@ class DeliveryPages(Controller):
         self,
         request: AnyRequest,
         inbox_state: Annotated[str | None, QueryParameter(name="state")] = None,
-        event_type: str | None = None,
-        delivery_id: str | None = None,
-        cursor: str | None = None,
+        event_type: FromQuery[str | None] = None,
+        delivery_id: FromQuery[str | None] = None,
+        cursor: FromQuery[str | None] = None,
     ) -> Template:
         """The inbox, newest first."""
         found = read(

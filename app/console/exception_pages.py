@@ -8,6 +8,7 @@ from typing import Any
 from litestar import Controller, Request, get, post
 from litestar.datastructures import FormMultiDict
 from litestar.exceptions import NotFoundException, ValidationException
+from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 from sqlalchemy.orm import Session
 
@@ -82,9 +83,9 @@ class ExceptionPages(Controller):
     def queue(
         self,
         request: AnyRequest,
-        stream: str = "posting",
-        age: str | None = None,
-        cursor: str | None = None,
+        stream: FromQuery[str] = "posting",
+        age: FromQuery[str | None] = None,
+        cursor: FromQuery[str | None] = None,
     ) -> Template:
         """Counts by age bucket and stream; the oldest items of one stream, a page at a time."""
         found = read(
@@ -102,7 +103,7 @@ class ExceptionPages(Controller):
         )
 
     @get("/{kind:str}/{item_id:int}", sync_to_thread=True)
-    def item(self, request: AnyRequest, kind: str, item_id: RowId) -> Template:
+    def item(self, request: AnyRequest, kind: FromPath[str], item_id: RowId) -> Template:
         """One item, its counterparts and why each is apart, and the match form."""
         view = read(request, _explain, kind, item_id, policy(request).match_window_seconds)
         return page(request, "exception.html", view=view)

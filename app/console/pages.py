@@ -16,7 +16,7 @@ from typing import Annotated, Any, Final
 
 from litestar import Controller, Request, Response, get
 from litestar.exceptions import NotFoundException, ValidationException
-from litestar.params import QueryParameter
+from litestar.params import FromQuery, QueryParameter
 from litestar.response import Template
 from sqlalchemy.orm import Session
 
@@ -161,7 +161,10 @@ class ReadPages(Controller):
 
     @get("/holdings", sync_to_thread=True)
     def holdings(
-        self, request: AnyRequest, after: int | None = None, ref: str | None = None
+        self,
+        request: AnyRequest,
+        after: FromQuery[int | None] = None,
+        ref: FromQuery[str | None] = None,
     ) -> Template:
         """Every holding a page at a time, with its cursor's state."""
         return page(
@@ -170,7 +173,7 @@ class ReadPages(Controller):
 
     @get("/holdings/{holding_id:int}", sync_to_thread=True)
     def holding(
-        self, request: AnyRequest, holding_id: RowId, cursor: str | None = None
+        self, request: AnyRequest, holding_id: RowId, cursor: FromQuery[str | None] = None
     ) -> Template:
         """Balance against posted sum, drift history, postings."""
         view = read(request, _holding, holding_id, cursor)
@@ -185,9 +188,9 @@ class ReadPages(Controller):
     def reports(
         self,
         request: AnyRequest,
-        since: str | None = None,
-        until: str | None = None,
-        holding: str | None = None,
+        since: FromQuery[str | None] = None,
+        until: FromQuery[str | None] = None,
+        holding: FromQuery[str | None] = None,
     ) -> Template:
         """Choose a window and a holding; the report on the page (one holding, a short
         window), and downloads of any window."""
@@ -220,9 +223,9 @@ class ReadPages(Controller):
         self,
         request: AnyRequest,
         report_format: Annotated[str, QueryParameter(name="format")] = "text",
-        since: str | None = None,
-        until: str | None = None,
-        holding: str | None = None,
+        since: FromQuery[str | None] = None,
+        until: FromQuery[str | None] = None,
+        holding: FromQuery[str | None] = None,
     ) -> Response[str]:
         """The report as a file, recorded in the audit trail."""
         text = read(
@@ -242,7 +245,10 @@ class ReadPages(Controller):
 
     @get("/audit", sync_to_thread=True)
     def audit_trail(
-        self, request: AnyRequest, before: int | None = None, subject: str | None = None
+        self,
+        request: AnyRequest,
+        before: FromQuery[int | None] = None,
+        subject: FromQuery[str | None] = None,
     ) -> Template:
         """Who did what, newest first."""
         found = read(request, audit.recent, subject=subject or None, before=before)
