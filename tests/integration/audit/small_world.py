@@ -19,20 +19,18 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from reconciliation.matching.manual import manual_unmatch
-from reconciliation.notifications.inbox import InboundDelivery, record_deliveries
-from reconciliation.notifications.processing import process_deliveries
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.reconcile import run_pass
 from reconciliation.store.db import transaction
 from reconciliation.store.models import (
     BalanceSnapshot,
-    Delivery,
     Holding,
     Locator,
     Match,
     Posting,
     Transfer,
 )
+from tests.integration.reconciliation.through_inbox import deliver_through_inbox
 
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 POLICY = ReconcilePolicy(
@@ -217,24 +215,7 @@ def build_world(sessions: sessionmaker[Session]) -> World:
             ),
         ),
     ]
-    with sessions() as s, s.begin():
-        record_deliveries(
-            s.connection(),
-            [
-                InboundDelivery(
-                    delivery_id=delivery_id,
-                    body=body,
-                    headers={},
-                    scheme="standard",
-                    event_type=None,
-                    received_at=at,
-                )
-                for delivery_id, body in bodies
-            ],
-        )
-    with transaction(sessions) as s:
-        pending = list(s.scalars(select(Delivery.id).where(Delivery.state == "pending")))
-        process_deliveries(s, pending, at + timedelta(seconds=1))
+    deliver_through_inbox(sessions, bodies, at)
     first = T0 + timedelta(minutes=10)
     run_pass(sessions, POLICY, now=first, publish=False)
     with transaction(sessions) as s:

@@ -39,14 +39,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from foundation.settings.timing import RetentionSettings
-from reconciliation.notifications.inbox import InboundDelivery, record_deliveries
-from reconciliation.notifications.processing import process_deliveries
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.reconcile import run_pass
 from reconciliation.store.db import transaction
 from reconciliation.store.models import (
     BalanceSnapshot,
-    Delivery,
     Holding,
     Locator,
     Match,
@@ -57,6 +54,7 @@ from reconciliation.store.models import (
     TransferChange,
     TransferIntent,
 )
+from tests.integration.reconciliation.through_inbox import deliver_through_inbox
 
 T0: Final = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 #: When the prunes of these tests run: 30 days after the old history, 2 after the recent.
@@ -84,6 +82,7 @@ LIMITS: Final = RetentionSettings(
     notification_days=LIMIT_DAYS,
     match_days=LIMIT_DAYS,
 )
+
 EXTERNAL_ACCOUNT: Final = "1000000002"
 
 
@@ -164,30 +163,6 @@ def _body(event_id: str, kind: str, at: datetime, h: Holding, **data: Any) -> by
     stamp = at.strftime("%Y-%m-%dT%H:%M:%S.000Z")
     payload = {"id": event_id, "event": kind, "createdAt": stamp, "data": money | data}
     return json.dumps(payload).encode()
-
-
-def _deliver(
-    sessions: sessionmaker[Session], bodies: list[tuple[str, bytes]], at: datetime
-) -> None:
-    """Through the receiver's path and the inbox processing, as the worker does."""
-    with sessions() as s, s.begin():
-        record_deliveries(
-            s.connection(),
-            [
-                InboundDelivery(
-                    delivery_id=event_id,
-                    body=body,
-                    headers={},
-                    scheme="standard",
-                    event_type=None,
-                    received_at=at,
-                )
-                for event_id, body in bodies
-            ],
-        )
-    with transaction(sessions) as s:
-        pending = list(s.scalars(select(Delivery.id).where(Delivery.state == "pending")))
-        process_deliveries(s, pending, at + timedelta(seconds=1))
 
 
 def _paid(
@@ -309,7 +284,7 @@ def build_world(sessions: sessionmaker[Session]) -> World:
         _posting(s, world, "lag_old", lagging, r["lag_old"], "credit", 5_000, at)
     at = T0 + timedelta(seconds=10)
     pay = "PAYMENT_RECEIVED"
-    _deliver(
+    deliver_through_inbox(
         sessions,
         [
             _paid(
@@ -346,18 +321,24 @@ def build_world(sessions: sessionmaker[Session]) -> World:
     at = T0 + timedelta(days=2)
     with transaction(sessions) as s:
         _posting(s, world, "lag_new", lagging, r["lag_new"], "credit", 6_000, at)
-    _deliver(sessions, [_paid("evt-lag-new", pay, at, lagging, "60.00", r["lag_new"])], at)
+    deliver_through_inbox(
+        sessions, [_paid("evt-lag-new", pay, at, lagging, "60.00", r["lag_new"])], at
+    )
     run_pass(sessions, POLICY, now=at + timedelta(minutes=10), publish=False)
 
     at = NOW - timedelta(days=2)
     with transaction(sessions) as s:
         _posting(s, world, "recent", external, r["recent"], "credit", 50_000, at)
-    _deliver(sessions, [_paid("evt-recent", pay, at, external, "500.00", r["recent"])], at)
+    deliver_through_inbox(
+        sessions, [_paid("evt-recent", pay, at, external, "500.00", r["recent"])], at
+    )
     run_pass(sessions, POLICY, now=at + timedelta(minutes=10), publish=False)
     at = NOW - timedelta(hours=1, seconds=30)
     with transaction(sessions) as s:
         _posting(s, world, "in_grace", external, r["in_grace"], "credit", 1_000, at)
-    _deliver(sessions, [_paid("evt-in-grace", pay, at, external, "10.00", r["in_grace"])], at)
+    deliver_through_inbox(
+        sessions, [_paid("evt-in-grace", pay, at, external, "10.00", r["in_grace"])], at
+    )
     with transaction(sessions) as s:
         snapshot(s, internal, -10_000, NOW - timedelta(hours=1))
         snapshot(s, external, 270_000, NOW - timedelta(hours=1))  # not showing `in_grace` yet
