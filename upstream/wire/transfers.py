@@ -147,32 +147,26 @@ def parse_replay(f: Fields) -> Replay:
     )
 
 
-class TransferAccepted(msgspec.Struct, frozen=True, kw_only=True):
+class _TransferAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    """What an accepted and a denied create both carry: the transfer the gateway recorded."""
+
+    transfer: Transfer
+    idempotency_key: UUID
+    http_status: int
+    evidence: tuple[Evidence, ...]
+
+    @property
+    def transfer_ref(self) -> UUID:
+        """The transfer's reference (the gateway records denials too)."""
+        return self.transfer.transfer_ref
+
+
+class TransferAccepted(_TransferAnswer, frozen=True, kw_only=True):
     """Create answered 202: the principal is reserved; watch the status for finality."""
 
-    transfer: Transfer
-    idempotency_key: UUID
-    http_status: int
-    evidence: tuple[Evidence, ...]
 
-    @property
-    def transfer_ref(self) -> UUID:
-        """The new transfer's reference."""
-        return self.transfer.transfer_ref
-
-
-class TransferDenied(msgspec.Struct, frozen=True, kw_only=True):
+class TransferDenied(_TransferAnswer, frozen=True, kw_only=True):
     """Create answered `ReservationDenied`: a business outcome (e.g. insufficient balance)."""
-
-    transfer: Transfer
-    idempotency_key: UUID
-    http_status: int
-    evidence: tuple[Evidence, ...]
-
-    @property
-    def transfer_ref(self) -> UUID:
-        """The denied transfer's reference (the gateway records denials too)."""
-        return self.transfer.transfer_ref
 
     @property
     def reason(self) -> str | None:
