@@ -43,8 +43,10 @@ import reconcile_data  # noqa: E402 - found through the path set just above
 from reconcile_data import (  # noqa: E402 - found through the path set just above
     HOLDINGS,
     Shape,
-    append_records,
     generate,
+)
+from reconcile_load import (  # noqa: E402 - found through the path set just above
+    append_records,
     load_postgres,
     load_with_snapshots,
 )

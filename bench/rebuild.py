@@ -46,6 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from reconcile_data import (  # noqa: E402 - found through the path set just above
     Shape,
     generate,
+)
+from reconcile_load import (  # noqa: E402 - found through the path set just above
     load_postgres,
     load_sqlite_url,
     load_with_snapshots,
@@ -167,7 +169,7 @@ def load_inbox(kind: str, url: str, notes: Any) -> None:
         return
     import sqlite3
 
-    from reconcile_data import _sqlite_value
+    from reconcile_load import sqlite_value
 
     lite = sqlite3.connect(url.removeprefix("sqlite:///"))
     lite.execute("PRAGMA synchronous=OFF")
@@ -178,7 +180,7 @@ def load_inbox(kind: str, url: str, notes: Any) -> None:
         marks = ", ".join("?" for _ in columns.split(","))
         lite.executemany(
             f"INSERT INTO {table} ({columns}) VALUES ({marks})",
-            (tuple(_sqlite_value(v) for v in pair[which]) for pair in inbox_rows(notes())),
+            (tuple(sqlite_value(v) for v in pair[which]) for pair in inbox_rows(notes())),
         )
     lite.commit()
     lite.execute("ANALYZE")

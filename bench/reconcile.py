@@ -51,8 +51,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from reconcile_data import (  # noqa: E402 - found through the path set just above
     Shape,
-    append_records,
     generate,
+)
+from reconcile_load import (  # noqa: E402 - found through the path set just above
+    append_records,
     load_postgres,
     load_sqlite_url,
     load_with_snapshots,

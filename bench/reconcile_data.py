@@ -1,17 +1,15 @@
-"""Data for bench/reconcile.py: the three streams, generated straight into a store.
+"""Data for bench/reconcile.py: the three streams, generated as iterators of rows.
 
 Refs are deterministic from the row number (a tag in the high bits), so postings, transfers and
-notifications agree without keeping anything in memory: every stream is an iterator written
-with COPY (PostgreSQL) or executemany (SQLite) as it is produced.
+notifications agree without keeping anything in memory: every stream is an iterator that
+bench/reconcile_load.py writes into a store as it is produced.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 HOLDINGS = 1_000
@@ -308,123 +306,3 @@ def locator_rows() -> Iterator[tuple[Any, ...]]:
 def snapshot_rows(balances: list[int], at: datetime) -> Iterator[tuple[Any, ...]]:
     for h, amount in enumerate(balances):
         yield (h + 1, amount, amount, 0, "Projected", at)
-
-
-def load_postgres(url: str, data: dict[str, Any]) -> None:
-    import psycopg
-
-    with (
-        psycopg.connect(url.replace("postgresql+psycopg", "postgresql")) as conn,
-        conn.cursor() as cur,
-    ):
-        for table, columns, rows in (
-            ("holdings", HOLDING_COLUMNS, holdings_rows()),
-            ("locators", LOCATOR_COLUMNS, locator_rows()),
-            ("transfers", TRANSFER_COLUMNS, data["transfers"]()),
-            ("postings", POSTING_COLUMNS, data["postings"]()),
-            ("notifications", NOTIFICATION_COLUMNS, data["notifications"]()),
-        ):
-            with cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
-        for table in ("holdings", "locators", "transfers", "postings", "notifications"):
-            cur.execute(
-                f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))"
-            )
-        conn.commit()
-    with psycopg.connect(url.replace("postgresql+psycopg", "postgresql"), autocommit=True) as conn:
-        conn.execute("VACUUM ANALYZE")
-
-
-def _sqlite_value(value: Any) -> Any:
-    if isinstance(value, uuid.UUID):
-        return value.hex
-    if isinstance(value, datetime):
-        return value.astimezone(UTC).replace(tzinfo=None).strftime(ISO)
-    return value
-
-
-def load_sqlite(path: Path, data: dict[str, Any]) -> None:
-    conn = sqlite3.connect(path)
-    conn.execute("PRAGMA synchronous=OFF")
-    for table, columns, rows in (
-        ("holdings", HOLDING_COLUMNS, holdings_rows()),
-        ("locators", LOCATOR_COLUMNS, locator_rows()),
-        ("transfers", TRANSFER_COLUMNS, data["transfers"]()),
-        ("postings", POSTING_COLUMNS, data["postings"]()),
-        ("notifications", NOTIFICATION_COLUMNS, data["notifications"]()),
-    ):
-        marks = ", ".join("?" for _ in columns.split(","))
-        conn.executemany(
-            f"INSERT INTO {table} ({columns}) VALUES ({marks})",
-            (tuple(_sqlite_value(v) for v in row) for row in rows),
-        )
-    conn.commit()
-    conn.execute("ANALYZE")
-    conn.close()
-
-
-def load_sqlite_url(url: str, data: dict[str, Any]) -> None:
-    load_sqlite(Path(url.removeprefix("sqlite:///")), data)
-
-
-def load_with_snapshots(loader: Any, url: str, data: dict[str, Any]) -> None:
-    """Load the streams (which sums each holding's balance on the way), then the snapshots."""
-    loader(url, data)
-    snapshot_at = data["last"] + timedelta(hours=1)
-    balances: list[int] = data["balances"]
-    if loader is load_postgres:
-        import psycopg
-
-        with (
-            psycopg.connect(url.replace("postgresql+psycopg", "postgresql")) as conn,
-            conn.cursor() as cur,
-        ):
-            with cur.copy(f"COPY balance_snapshots ({SNAPSHOT_COLUMNS}) FROM STDIN") as copy:
-                for row in snapshot_rows(balances, snapshot_at):
-                    copy.write_row(row)
-            conn.commit()
-    else:
-        lite = sqlite3.connect(url.removeprefix("sqlite:///"))
-        lite.executemany(
-            f"INSERT INTO balance_snapshots ({SNAPSHOT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
-            (tuple(_sqlite_value(v) for v in row) for row in snapshot_rows(balances, snapshot_at)),
-        )
-        lite.commit()
-        lite.close()
-
-
-def append_records(kind: str, url: str, extra: dict[str, Any]) -> None:
-    """The 10,000 new records, written the way the ingesting processes would (committed)."""
-    if kind == "postgres":
-        import psycopg
-
-        with (
-            psycopg.connect(url.replace("postgresql+psycopg", "postgresql")) as conn,
-            conn.cursor() as cur,
-        ):
-            for table, columns, rows in (
-                ("transfers", TRANSFER_COLUMNS, extra["transfers"]()),
-                ("postings", POSTING_COLUMNS, extra["postings"]()),
-                ("notifications", NOTIFICATION_COLUMNS, extra["notifications"]()),
-            ):
-                numbered = columns.split(", ", 1)[1]  # let the database number them
-                with cur.copy(f"COPY {table} ({numbered}) FROM STDIN") as copy:
-                    for row in rows:
-                        copy.write_row(row[1:])
-            conn.commit()
-        return
-    lite = sqlite3.connect(url.removeprefix("sqlite:///"))
-    for table, columns, rows in (
-        ("transfers", TRANSFER_COLUMNS, extra["transfers"]()),
-        ("postings", POSTING_COLUMNS, extra["postings"]()),
-        ("notifications", NOTIFICATION_COLUMNS, extra["notifications"]()),
-    ):
-        numbered = columns.split(", ", 1)[1]
-        marks = ", ".join("?" for _ in numbered.split(","))
-        lite.executemany(
-            f"INSERT INTO {table} ({numbered}) VALUES ({marks})",
-            (tuple(_sqlite_value(v) for v in row[1:]) for row in rows),
-        )
-    lite.commit()
-    lite.close()
