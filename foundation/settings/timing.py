@@ -102,11 +102,13 @@ class AlertSettings:
 
 @dataclass(frozen=True, slots=True)
 class LogSettings:
-    """Log format (JSON lines off a terminal), level, and the sampled share of per-item lines."""
+    """Log format (JSON lines off a terminal), level, the sampled share of per-item lines, and
+    how often a process traces where its memory grew (0: never, the default)."""
 
     format: str
     level: str
     item_sample: float
+    trace_memory_seconds: float = 0.0
 
     @classmethod
     def from_env(cls, r: EnvReader) -> LogSettings:
@@ -116,7 +118,20 @@ class LogSettings:
             item_sample=r.convert(
                 "RECON_LOG_ITEM_SAMPLE", 0.0, _share, "a share from 0 to 1, e.g. 0.01"
             ),
+            trace_memory_seconds=r.convert(
+                "RECON_TRACE_MEMORY_SECONDS",
+                0.0,
+                _trace_interval,
+                "0 (off) or a number of seconds >= 10 between two memory reports, e.g. 600",
+            ),
         )
+
+
+def _trace_interval(text: str) -> float:
+    value = float(text)
+    if not (value == 0.0 or 10.0 <= value <= 86_400.0):
+        raise ValueError(text)
+    return value
 
 
 def _share(text: str) -> float:

@@ -135,6 +135,10 @@ def settings_or_exit(*, keeps_secrets: bool = False, serves: bool = False) -> Se
         serves=serves,
         item_sample=settings.logs.item_sample,
     )
+    if serves:
+        from foundation.memory_trace import start_memory_trace
+
+        start_memory_trace(settings.logs.trace_memory_seconds)
     if keeps_secrets:
         settings = with_secret_keys(settings)
     _register_secrets(settings)
