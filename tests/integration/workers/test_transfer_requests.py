@@ -157,7 +157,10 @@ def test_cli_create_and_track_are_recorded_then_polled_to_terminal(
     assert final[held].is_terminal is False and final[held].next_poll_at is not None
     assert overdue_refs(runtime, worker_settings) == {str(held)}
 
-    # A transfer created elsewhere: tracked (origin imported), then polled to terminal.
+    # A transfer created elsewhere: tracked (origin imported), then polled to terminal. Held on
+    # the rail until the test fails it: left to the sandbox's finality delay, a slow machine
+    # would see it settle first.
+    sandbox.state.outcomes.queue_next("hold")
     elsewhere = created_elsewhere(sandbox, source, target)
     code, out = run_cli("transfer", "track", str(elsewhere))
     assert code == 0 and f"tracking: transfer {elsewhere} (origin imported)" in out, out
