@@ -23,6 +23,23 @@ from reconcile_data import (
 )
 
 
+def _streams(data: dict[str, Any], *, with_holdings: bool = False) -> list[tuple[str, str, Any]]:
+    """(table, columns, rows) in foreign-key order: the three streams, after the holdings and
+    their locators when a store is filled from nothing."""
+    streams: list[tuple[str, str, Any]] = []
+    if with_holdings:
+        streams += [
+            ("holdings", HOLDING_COLUMNS, holdings_rows()),
+            ("locators", LOCATOR_COLUMNS, locator_rows()),
+        ]
+    streams += [
+        ("transfers", TRANSFER_COLUMNS, data["transfers"]()),
+        ("postings", POSTING_COLUMNS, data["postings"]()),
+        ("notifications", NOTIFICATION_COLUMNS, data["notifications"]()),
+    ]
+    return streams
+
+
 def load_postgres(url: str, data: dict[str, Any]) -> None:
     import psycopg
 
@@ -30,13 +47,7 @@ def load_postgres(url: str, data: dict[str, Any]) -> None:
         psycopg.connect(url.replace("postgresql+psycopg", "postgresql")) as conn,
         conn.cursor() as cur,
     ):
-        for table, columns, rows in (
-            ("holdings", HOLDING_COLUMNS, holdings_rows()),
-            ("locators", LOCATOR_COLUMNS, locator_rows()),
-            ("transfers", TRANSFER_COLUMNS, data["transfers"]()),
-            ("postings", POSTING_COLUMNS, data["postings"]()),
-            ("notifications", NOTIFICATION_COLUMNS, data["notifications"]()),
-        ):
+        for table, columns, rows in _streams(data, with_holdings=True):
             with cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row(row)
@@ -61,13 +72,7 @@ def sqlite_value(value: Any) -> Any:
 def load_sqlite(path: Path, data: dict[str, Any]) -> None:
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA synchronous=OFF")
-    for table, columns, rows in (
-        ("holdings", HOLDING_COLUMNS, holdings_rows()),
-        ("locators", LOCATOR_COLUMNS, locator_rows()),
-        ("transfers", TRANSFER_COLUMNS, data["transfers"]()),
-        ("postings", POSTING_COLUMNS, data["postings"]()),
-        ("notifications", NOTIFICATION_COLUMNS, data["notifications"]()),
-    ):
+    for table, columns, rows in _streams(data, with_holdings=True):
         marks = ", ".join("?" for _ in columns.split(","))
         conn.executemany(
             f"INSERT INTO {table} ({columns}) VALUES ({marks})",
@@ -117,11 +122,7 @@ def append_records(kind: str, url: str, extra: dict[str, Any]) -> None:
             psycopg.connect(url.replace("postgresql+psycopg", "postgresql")) as conn,
             conn.cursor() as cur,
         ):
-            for table, columns, rows in (
-                ("transfers", TRANSFER_COLUMNS, extra["transfers"]()),
-                ("postings", POSTING_COLUMNS, extra["postings"]()),
-                ("notifications", NOTIFICATION_COLUMNS, extra["notifications"]()),
-            ):
+            for table, columns, rows in _streams(extra):
                 numbered = columns.split(", ", 1)[1]  # let the database number them
                 with cur.copy(f"COPY {table} ({numbered}) FROM STDIN") as copy:
                     for row in rows:
@@ -129,11 +130,7 @@ def append_records(kind: str, url: str, extra: dict[str, Any]) -> None:
             conn.commit()
         return
     lite = sqlite3.connect(url.removeprefix("sqlite:///"))
-    for table, columns, rows in (
-        ("transfers", TRANSFER_COLUMNS, extra["transfers"]()),
-        ("postings", POSTING_COLUMNS, extra["postings"]()),
-        ("notifications", NOTIFICATION_COLUMNS, extra["notifications"]()),
-    ):
+    for table, columns, rows in _streams(extra):
         numbered = columns.split(", ", 1)[1]
         marks = ", ".join("?" for _ in numbered.split(","))
         lite.executemany(
