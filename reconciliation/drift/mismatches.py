@@ -219,6 +219,7 @@ def _load_groups(
             t.c.dest_holding_ref,
             t.c.fee_charged_minor,
             t.c.fee_bearer,
+            t.c.fee_evidence,
             n.c.amount_minor.label("notification_amount"),
             n.c.currency.label("notification_currency"),
             n.c.holding_ref.label("notification_holding_ref"),
@@ -271,12 +272,18 @@ def _new_group(r: Any) -> TransferGroup | None:
     if amount is None:
         return None  # nothing says what the transfer moved: nothing to add up to
     dest = r["dest_holding_ref"]
+    fee = r["fee_charged_minor"]
+    if fee is None and r["transfer_id"] is not None:
+        # A transfer nothing has ever stated a fee for (no fee object read, no instruction
+        # sent) moved its amount and nothing more, as every transfer did before fees; a fee
+        # not read yet, or read but not understood, stays unknown.
+        fee = 0 if r["fee_bearer"] is None and r["fee_evidence"] is None else None
     return TransferGroup(
         amount_minor=int(amount),
         currency=currency,
         source_ref=str(source) if source is not None else None,
         dest_ref=str(dest) if dest is not None else None,
-        fee_minor=r["fee_charged_minor"],
+        fee_minor=fee,
         bearer=r["fee_bearer"],
     )
 

@@ -128,21 +128,25 @@ def _text(element: Mapping[str, object], keys: Iterable[str]) -> str | None:
     return None
 
 
-def _currency(value: object) -> str | None:
-    """The unit's name under a value-unit object, a `currency` member, at any depth."""
+def _currency(value: object, *, unit: bool = False) -> str | None:
+    """The unit's name: a `currency` member, or one under a value-unit object (`valueUnit`,
+    `unit`, at any depth under `amount`). `unit`: `value` is a value-unit object itself."""
     if not isinstance(value, Mapping):
         return None
     currency = value.get("currency")
     if isinstance(currency, str) and currency:
         return currency.upper()
-    for key in (*_UNIT_KEYS, "amount"):
-        found = _currency(value.get(key))
+    for key in _UNIT_KEYS:
+        found = _currency(value.get(key), unit=True)
         if found is not None:
             return found
-    kind = value.get("kind")
-    asset = value.get("asset")
-    # A unit that is not fiat is named the way ValueUnit names it: by its kind (its asset when
-    # it says one), so a fee in another unit never adds into a fiat total.
+    found = _currency(value.get("amount"))
+    if found is not None or not unit:
+        return found
+    # A unit that is not fiat is named by its asset (else its kind), so a fee in another unit
+    # never adds into a fiat total. Only inside a unit object: an element's own `kind` is the
+    # fee's kind.
+    asset, kind = value.get("asset"), value.get("kind")
     if isinstance(asset, str) and asset:
         return asset
     return kind if isinstance(kind, str) and kind and kind != "fiat" else None
