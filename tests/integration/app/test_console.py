@@ -23,6 +23,8 @@ from app.main import create_app
 from foundation.settings import Settings, load_settings
 from reconciliation.alerts.lifecycle import raise_alert
 from reconciliation.notifications.inbox import InboundDelivery, record_deliveries
+from reconciliation.policy import ReconcilePolicy
+from reconciliation.reconcile import run_pass
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Alert, AuditEvent, Delivery, Transfer
 from reconciliation.store.types import utcnow
@@ -343,6 +345,31 @@ def test_the_holding_and_reports_pages_show_fees_by_kind_and_bearer(
 
     other = client.get(f"/console/holdings/{dest.id}").text
     assert "No fee charged on a settled transfer from this holding" in other
+
+
+def test_a_fee_mismatch_shows_the_transfer_with_both_fees(
+    client: Client, factory: sessionmaker[Session]
+) -> None:
+    store = Store(factory)
+    source, dest = store.holding(locator=False), store.holding()
+    transfer = store.transfer(source, dest, 100_000, requested=at(0))
+    with factory.begin() as s:
+        s.execute(
+            update(Transfer)
+            .where(Transfer.id == transfer.id)
+            .values(fee_charged_minor=3_000, fee_quoted_minor=2_500, fee_bearer="sender_pays")
+        )
+    run_pass(factory, ReconcilePolicy(notification_grace_seconds=300), now=at(60), publish=False)
+    with factory() as s:
+        alert = s.scalars(select(Alert).where(Alert.kind == "fee_mismatch")).one()
+    sign_in(client)
+
+    listed = client.get("/console/alerts?kind=fee_mismatch").text
+    assert "Fee mismatch" in listed
+    page = client.get(f"/console/alerts/{alert.id}").text
+    assert "was charged a fee of 30.00 NGN, its accepted quote said 25.00 NGN" in page
+    assert "fee 30.00 NGN (sender_pays)" in page
+    assert str(transfer.transfer_ref) in page
 
 
 #: Past what a database row id can be (a signed 64-bit integer): the driver cannot bind it.
