@@ -66,8 +66,6 @@ class TransferGroup:
         """Net debit per role (credits count negative), for the roles that have legs."""
         net: dict[str, int] = {}
         for leg in self.legs:
-            if self.currency is not None and leg.currency != self.currency:
-                continue
             signed = leg.amount_minor if leg.side == "debit" else -leg.amount_minor
             role = self.role(leg.holding_ref)
             net[role] = net.get(role, 0) + signed
@@ -111,7 +109,13 @@ def _fits(share: int | None, allowed: range | None) -> bool:
 
 
 def check(group: TransferGroup) -> Verdict | None:
-    """None when the group adds up for its bearer and fee; else what it shows, and why not."""
+    """None when the group adds up for its bearer and fee; else what it shows, and why not.
+
+    A group with a leg in another unit is not judged here: that leg is a unit_mismatch, and
+    what the rest adds up to says nothing more (one cause, one alert).
+    """
+    if group.currency is not None and any(leg.currency != group.currency for leg in group.legs):
+        return None
     net = group.outflow()
     sender = net[SOURCE] - group.amount_minor if SOURCE in net else None
     receiver = group.amount_minor + net[DESTINATION] if DESTINATION in net else None
