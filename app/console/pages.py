@@ -37,6 +37,8 @@ from reconciliation.postings.holding_history import (
     list_holdings,
 )
 from reconciliation.reports import FORMATS, Report, ReportError, build_report, parse_window, render
+from reconciliation.reports.fees import fee_figures
+from reconciliation.reports.model import FeeTotal, ReportWindow
 from reconciliation.store.types import utcnow
 
 AnyRequest = Request[Any, Any, Any]
@@ -92,11 +94,22 @@ def _holdings(session: Session, after: int | None, ref: str | None) -> HoldingLi
         raise ValidationException(detail=str(exc)) from None
 
 
-def _holding(session: Session, holding_id: int, cursor: str | None) -> HoldingView:
+def _holding(
+    session: Session, holding_id: int, cursor: str | None
+) -> tuple[HoldingView, list[FeeTotal]]:
+    """The holding's page, and the fees of its settled transfers over the page's window (the
+    report's own figures, `reconciliation.reports.fees`)."""
     try:
-        return holding_view(session, holding_id, cursor=cursor)
+        view = holding_view(session, holding_id, cursor=cursor)
     except HoldingError as exc:
         raise NotFoundException(detail=str(exc)) from None
+    now = utcnow()
+    window = ReportWindow(
+        until=now,
+        since=now - timedelta(days=ON_PAGE_DAYS),
+        holding_ref=str(view.holding.holding_ref),
+    )
+    return view, fee_figures(session, window, holding_id)
 
 
 def _report(
@@ -176,11 +189,13 @@ class ReadPages(Controller):
         self, request: AnyRequest, holding_id: RowId, cursor: FromQuery[str | None] = None
     ) -> Template:
         """Balance against posted sum, drift history, postings."""
-        view = read(request, _holding, holding_id, cursor)
+        view, fees = read(request, _holding, holding_id, cursor)
         return page(
             request,
             "holding.html",
             view=view,
+            fees=fees,
+            fee_days=ON_PAGE_DAYS,
             chart=balance_chart(view.checks, view.holding.currency),
         )
 
