@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-27 01:50:04.562544
+Create Date: 2026-11-24 04:04:28.805239
 """
 
 from collections.abc import Sequence
@@ -11,7 +11,6 @@ import sqlalchemy as sa
 from alembic import op
 
 import reconciliation.store.types
-
 
 revision: str = "0001"
 down_revision: str | None = None
@@ -287,8 +286,6 @@ def upgrade() -> None:
         sa.Column("currency", sa.String(length=8), nullable=False),
         sa.Column("amount_minor", sa.BigInteger(), nullable=False),
         sa.Column("material_fingerprint", sa.String(length=64), nullable=False),
-        sa.Column("fee_bearer", sa.String(length=32), nullable=True),
-        sa.Column("fee_quoted_minor", sa.BigInteger(), nullable=True),
         sa.Column("outcome", sa.String(length=16), nullable=False),
         sa.Column("transfer_ref", sa.Uuid(), nullable=True),
         sa.Column("detail", sa.Text(), nullable=True),
@@ -361,23 +358,10 @@ def upgrade() -> None:
             "updated_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.Column("match_status", sa.String(length=16), nullable=False),
-        sa.Column("fee_charged_minor", sa.BigInteger(), nullable=True),
-        sa.Column("fee_bearer", sa.String(length=32), nullable=True),
-        sa.Column("fee_kind", sa.String(length=64), nullable=True),
-        sa.Column("fee_status", sa.String(length=64), nullable=True),
-        sa.Column("fee_quoted_minor", sa.BigInteger(), nullable=True),
-        sa.Column("fee_evidence", sa.JSON(), nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_transfers")),
         sa.UniqueConstraint("transfer_ref", name=op.f("uq_transfers_transfer_ref")),
     )
     with op.batch_alter_table("transfers", schema=None) as batch_op:
-        batch_op.create_index(
-            "ix_transfers_fee_quoted",
-            ["id"],
-            unique=False,
-            postgresql_where=sa.text("fee_quoted_minor IS NOT NULL"),
-            sqlite_where=sa.text("fee_quoted_minor IS NOT NULL"),
-        )
         batch_op.create_index("ix_transfers_match_status_id", ["match_status", "id"], unique=False)
         batch_op.create_index(
             "ix_transfers_poll_due",
@@ -698,11 +682,6 @@ def downgrade() -> None:
             sqlite_where=sa.text("is_terminal = 0"),
         )
         batch_op.drop_index("ix_transfers_match_status_id")
-        batch_op.drop_index(
-            "ix_transfers_fee_quoted",
-            postgresql_where=sa.text("fee_quoted_minor IS NOT NULL"),
-            sqlite_where=sa.text("fee_quoted_minor IS NOT NULL"),
-        )
 
     op.drop_table("transfers")
     with op.batch_alter_table("transfer_intents", schema=None) as batch_op:
