@@ -33,6 +33,7 @@ from app.auth import ADMIN_TOKEN_STATE_KEY, admin_guard
 from app.console import TEMPLATE_CONFIG, console_router
 from app.correlation import correlation_middleware
 from app.deliveries_api import DeliveriesController
+from app.malformed_bodies import EXCEPTION_HANDLERS as MALFORMED_BODY_HANDLERS
 from app.receiver.enqueue_relay import EnqueueRelay
 from app.receiver.group_commit import GroupCommitWriter
 from app.receiver.route import WebhookReceiver
@@ -155,7 +156,7 @@ def create_app(
         on_startup=[start],
         on_shutdown=[stop],
         after_exception=[_log_exception],
-        exception_handlers={OperationalError: store_unavailable},
+        exception_handlers={OperationalError: store_unavailable, **MALFORMED_BODY_HANDLERS},
         state=State(
             {
                 state_keys.SESSION_FACTORY: factory,
@@ -197,5 +198,7 @@ def _log_exception(exc: Exception, scope: Scope) -> None:
     Refusals Litestar raises on purpose (401, 404, 400) are answers, not errors.
     """
     if isinstance(exc, HTTPException) and exc.status_code < 500:
+        return
+    if isinstance(exc, tuple(MALFORMED_BODY_HANDLERS)):
         return
     log.error("web.unhandled_error", error=type(exc).__name__, path=scope.get("path"), exc_info=exc)
