@@ -19,7 +19,7 @@ MESSAGES: Final[dict[type[Exception], str]] = {
 }
 
 
-def malformed_body(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+def malformed_body(_: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
     """400 with the reason from MESSAGES (the bytes themselves are never echoed)."""
     detail = next(text for kind, text in MESSAGES.items() if isinstance(exc, kind))
     return Response({"status_code": 400, "detail": detail}, status_code=400)

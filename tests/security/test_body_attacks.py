@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 
-
 import httpx
 import pytest
 
