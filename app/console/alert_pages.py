@@ -48,7 +48,7 @@ def _evidence(session: Session, alert_id: int) -> Evidence:
 def _acknowledge(alert_id: int) -> Any:
     def change(session: Session, who: str, form: FormMultiDict) -> Outcome:
         operator_actions.acknowledge(session, who, alert_id, form_fields.text(form, "comment"))
-        return Outcome(f"/console/alerts/{alert_id}", f"Alert {alert_id} acknowledged.")
+        return Outcome(f"/console/alerts/{alert_id}", "acknowledged")
 
     return change
 
@@ -56,7 +56,7 @@ def _acknowledge(alert_id: int) -> Any:
 def _resolve(alert_id: int) -> Any:
     def change(session: Session, who: str, form: FormMultiDict) -> Outcome:
         operator_actions.resolve(session, who, alert_id, form_fields.text(form, "comment"))
-        return Outcome(f"/console/alerts/{alert_id}", f"Alert {alert_id} resolved.")
+        return Outcome(f"/console/alerts/{alert_id}", "resolved")
 
     return change
 

@@ -80,21 +80,15 @@ def _show(session: Session, row_id: int) -> DeliveryView:
 def _replay(row_id: int) -> Any:
     def change(session: Session, who: str, _: FormMultiDict) -> Outcome:
         operator_actions.replay(session, who, row_id)
-        return Outcome(
-            f"/console/deliveries/{row_id}", f"Delivery {row_id} is pending again.", (row_id,)
-        )
+        return Outcome(f"/console/deliveries/{row_id}", "replayed", (row_id,))
 
     return change
 
 
 def _replay_all(session: Session, who: str, _: FormMultiDict) -> Outcome:
     ids = operator_actions.replay_quarantined(session, who)
-    more = " (more remain: press again)" if len(ids) == operator_actions.REPLAY_ALL_MAX else ""
-    return Outcome(
-        "/console/deliveries",
-        f"{len(ids)} quarantined deliveries are pending again{more}.",
-        tuple(ids),
-    )
+    done = "replayed-some" if len(ids) == operator_actions.REPLAY_ALL_MAX else "replayed-all"
+    return Outcome("/console/deliveries", done if ids else "none-quarantined", tuple(ids))
 
 
 class DeliveryPages(Controller):

@@ -56,7 +56,7 @@ def _match(session: Session, who: str, form: FormMultiDict) -> Outcome:
     for kind in ("transfer", "notification"):
         if len(picked[kind]) > 1:
             raise ActionRefusedError(f"tick at most one {kind}: a match row names one of each")
-    rows = operator_actions.match(
+    operator_actions.match(
         session,
         who,
         form_fields.text(form, "reason"),
@@ -64,15 +64,14 @@ def _match(session: Session, who: str, form: FormMultiDict) -> Outcome:
         transfer_id=picked["transfer"][0] if picked["transfer"] else None,
         notification_id=picked["notification"][0] if picked["notification"] else None,
     )
-    ids = ", ".join(str(r.id) for r in rows)
-    return Outcome(back_field(form), f"Matched by hand (match {ids}).")
+    return Outcome(back_field(form), "matched")
 
 
 def _unmatch(session: Session, who: str, form: FormMultiDict) -> Outcome:
     match_id = form_fields.row_id(form, "match")
     assert match_id is not None
     operator_actions.unmatch(session, who, match_id, form_fields.text(form, "reason"))
-    return Outcome(back_field(form), f"Match {match_id} taken apart.")
+    return Outcome(back_field(form), "unmatched")
 
 
 class ExceptionPages(Controller):
