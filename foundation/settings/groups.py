@@ -22,7 +22,11 @@ from foundation.settings._env import (
     positive_float,
     positive_int,
 )
-from foundation.settings.strength import admin_token_from_env
+from foundation.settings.strength import (
+    admin_token_from_env,
+    provider_mode,
+    webhook_secrets_from_env,
+)
 
 #: Where the embedded default keeps its SQLite file and its generated encryption key.
 DEFAULT_STATE_DIR: Final = ".recon"
@@ -126,6 +130,9 @@ class ProviderSettings:
     company_app_id: str
     gateway_requests_per_second: float
     activity_page_size: int
+    #: `live` or `sandbox` (RECON_PROVIDER_MODE, else the gateway key's prefix): how strict
+    #: the credentials guarding recon must be (foundation.settings.strength).
+    mode: str = "live"
 
     @classmethod
     def from_env(cls, r: EnvReader) -> ProviderSettings:
@@ -145,6 +152,7 @@ class ProviderSettings:
                 positive_int,
                 "a whole number of postings per page > 0",
             ),
+            mode=provider_mode(r),
         )
 
 
@@ -174,7 +182,7 @@ class WebSettings:
     def from_env(cls, r: EnvReader) -> WebSettings:
         port = r.convert("PORT", 8000, port_number, "a TCP port number 1-65535")
         public_url = r.required_url("RECON_PUBLIC_URL", "http://127.0.0.1:8000", ("http", "https"))
-        admin_token = admin_token_from_env(r, SANDBOX_ROOT)
+        admin_token = admin_token_from_env(r)
         return cls(
             port=port,
             public_url=public_url,
@@ -296,7 +304,7 @@ class WebhookSettings:
         payload_shapes, payload_field_map = cls.payload_settings(r)
         return cls(
             path=path,
-            secrets=r.secrets("RECON_WEBHOOK_SECRETS"),
+            secrets=webhook_secrets_from_env(r),
             signature_scheme=r.choice("RECON_SIGNATURE_SCHEME", "standard", SIGNATURE_SCHEMES),
             signature_header=r.text("RECON_SIGNATURE_HEADER", "X-Signature"),
             signature_tolerance_seconds=r.whole_seconds("RECON_SIGNATURE_TOLERANCE_SECONDS", 300),
