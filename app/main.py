@@ -29,8 +29,10 @@ from litestar.types import Scope
 from sqlalchemy.exc import OperationalError
 
 from app import health, reporting_routes, state_keys, transfers_api
-from app.auth import ADMIN_TOKEN_STATE_KEY, admin_guard
+from app.auth import ADMIN_TOKEN_STATE_KEY, AUTH_LIMITER_STATE_KEY, admin_guard
+from app.auth_limits import AuthFailureLimiter
 from app.console import TEMPLATE_CONFIG, console_router
+from app.console.session import RULES_STATE_KEY
 from app.correlation import correlation_middleware
 from app.deliveries_api import DeliveriesController
 from app.malformed_bodies import EXCEPTION_HANDLERS as MALFORMED_BODY_HANDLERS
@@ -50,6 +52,7 @@ from reconciliation.notifications.registration import (
     ensure_registered,
     process_owner,
 )
+from reconciliation.operator.console_sessions import SessionRules
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.store.db import make_engine, make_session_factory
 from upstream.company import CompanyClient
@@ -118,6 +121,7 @@ def create_app(
         keys.refresh()
 
     registration = StartupRegistration(register, registered)
+    limiter = AuthFailureLimiter(settings.web.auth_failures_per_minute, settings.broker.redis_url)
 
     async def start() -> None:
         await asyncio.to_thread(keys.refresh)
@@ -134,6 +138,7 @@ def create_app(
         if relay is not None:
             relay.stop()
         keys.stop()
+        await limiter.close()
         engine.dispose()
 
     receiver_route = ASGIRouteHandler(
@@ -167,6 +172,11 @@ def create_app(
                 state_keys.ENQUEUE: relay.submit if relay else _leave_pending,
                 state_keys.BROKER_URL: settings.broker.redis_url,
                 ADMIN_TOKEN_STATE_KEY: settings.web.admin_token,
+                AUTH_LIMITER_STATE_KEY: limiter,
+                RULES_STATE_KEY: SessionRules(
+                    absolute_seconds=settings.web.console_session_seconds,
+                    idle_seconds=settings.web.console_idle_seconds,
+                ),
                 REGISTRATION_STATE_KEY: registration,
                 SIGNING_KEYS_STATE_KEY: keys,
                 # The reports API reads grace periods from the same settings as the workers.

@@ -58,7 +58,7 @@ def with_security_headers(send: Send, path: str) -> Send:
             headers = list(message.get("headers", ()))
             present = {bytes(name).lower() for name, _ in headers}
             headers += [(name, value) for name, value in added if name not in present]
-            message = {**message, "headers": headers}  # type: ignore[misc]
+            message = {**message, "headers": headers}
         await send(message)
 
     return send_with_headers

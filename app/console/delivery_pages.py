@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from litestar import Controller, Request, get, post
+from litestar import Controller, Request, Response, get, post
 from litestar.datastructures import FormMultiDict
 from litestar.exceptions import NotFoundException, ValidationException
 from litestar.params import FromQuery, QueryParameter
-from litestar.response import Redirect, Template
+from litestar.response import Template
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -124,9 +124,9 @@ class DeliveryPages(Controller):
         return page(request, "delivery.html", view=read(request, _show, row_id))
 
     @post("/{row_id:int}/replay")
-    async def replay(self, request: AnyRequest, row_id: RowId) -> Redirect:
+    async def replay(self, request: AnyRequest, row_id: RowId) -> Response[Any]:
         return await act(request, _replay(row_id), f"/console/deliveries/{row_id}")
 
     @post("/replay-quarantined")
-    async def replay_all(self, request: AnyRequest) -> Redirect:
+    async def replay_all(self, request: AnyRequest) -> Response[Any]:
         return await act(request, _replay_all, "/console/deliveries?state=quarantined")

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import Controller, Request, get, post
+from litestar import Controller, Request, Response, get, post
 from litestar.datastructures import FormMultiDict
 from litestar.exceptions import NotFoundException, ValidationException
 from litestar.params import FromPath, FromQuery
-from litestar.response import Redirect, Template
+from litestar.response import Template
 from sqlalchemy.orm import Session
 
 import app.console.forms as form_fields
@@ -108,9 +108,9 @@ class ExceptionPages(Controller):
         return page(request, "exception.html", view=view)
 
     @post("/match")
-    async def match(self, request: AnyRequest) -> Redirect:
+    async def match(self, request: AnyRequest) -> Response[Any]:
         return await act(request, _match)
 
     @post("/unmatch")
-    async def unmatch(self, request: AnyRequest) -> Redirect:
+    async def unmatch(self, request: AnyRequest) -> Response[Any]:
         return await act(request, _unmatch)

@@ -148,9 +148,7 @@ def back_field(form: FormMultiDict, name: str = "back") -> str:
     return target if target.startswith("/console") and "//" not in target else "/console"
 
 
-async def act(
-    request: AnyRequest, change: Change, on_refused: str | None = None
-) -> Redirect | Response[str]:
+async def act(request: AnyRequest, change: Change, on_refused: str | None = None) -> Response[Any]:
     """Apply a change in its own transaction; a refusal is a 400 page with its reason and a
     link back to `on_refused` (default: the form's `here` field, the page the form is on).
 

@@ -167,16 +167,33 @@ DEFAULT_MAX_CONNECTIONS: Final = 1000
 DEFAULT_KEEP_ALIVE_SECONDS: Final = 5
 
 
+#: Longest a console session lasts after sign-in, however busy: a working day, so a browser
+#: left signed in does not stay so overnight.
+DEFAULT_CONSOLE_SESSION_SECONDS: Final = 12 * 3600
+
+#: Longest a console session survives without a request: a screen left unlocked at lunch.
+DEFAULT_CONSOLE_IDLE_SECONDS: Final = 30 * 60
+
+#: Wrong admin tokens one client may send in a minute (console sign-in and API bearer checks
+#: together) before every further try that minute is answered 429: a person mistyping is far
+#: below it; a guesser is slowed to this many tries a minute.
+DEFAULT_AUTH_FAILURES_PER_MINUTE: Final = 10
+
+
 @dataclass(frozen=True, slots=True)
 class WebSettings:
-    """The web process: its port, the address the provider reaches it at, the admin token, and
-    how many connections it holds at once."""
+    """The web process: its port, the address the provider reaches it at, the admin token, how
+    many connections it holds at once, how long console sessions last and how many wrong
+    admin tokens a client may send."""
 
     port: int
     public_url: str
     admin_token: Secret
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     keep_alive_seconds: int = DEFAULT_KEEP_ALIVE_SECONDS
+    console_session_seconds: int = DEFAULT_CONSOLE_SESSION_SECONDS
+    console_idle_seconds: int = DEFAULT_CONSOLE_IDLE_SECONDS
+    auth_failures_per_minute: int = DEFAULT_AUTH_FAILURES_PER_MINUTE
 
     @classmethod
     def from_env(cls, r: EnvReader) -> WebSettings:
@@ -195,6 +212,18 @@ class WebSettings:
             ),
             keep_alive_seconds=r.whole_seconds(
                 "RECON_WEB_KEEP_ALIVE_SECONDS", DEFAULT_KEEP_ALIVE_SECONDS
+            ),
+            console_session_seconds=r.whole_seconds(
+                "RECON_CONSOLE_SESSION_SECONDS", DEFAULT_CONSOLE_SESSION_SECONDS
+            ),
+            console_idle_seconds=r.whole_seconds(
+                "RECON_CONSOLE_IDLE_SECONDS", DEFAULT_CONSOLE_IDLE_SECONDS
+            ),
+            auth_failures_per_minute=r.convert(
+                "RECON_AUTH_FAILURES_PER_MINUTE",
+                DEFAULT_AUTH_FAILURES_PER_MINUTE,
+                positive_int,
+                "a whole number of wrong tokens per client per minute > 0",
             ),
         )
 

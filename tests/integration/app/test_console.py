@@ -204,7 +204,7 @@ def statements(factory: sessionmaker[Session]) -> Iterator[list[str]]:
 #: What a bounded statement looks like: it has a LIMIT, or it only aggregates, or it reads one
 #: row by primary key.
 BOUNDED = re.compile(
-    r"\bLIMIT\b|\bcount\(|\bmax\(|\bmin\(|WHERE \w+\.(id|name|holding_id|holding_ref) = ",
+    r"\bLIMIT\b|\bcount\(|\bmax\(|\bmin\(|WHERE \w+\.(id|name|holding_id|holding_ref|secret_sha256) = ",
     re.I,
 )
 
