@@ -20,9 +20,9 @@ from reconciliation.operator import audit_trail as audit
 from reconciliation.store.models import ConsoleSession
 from reconciliation.store.types import utcnow
 
-#: A session's last-seen time is written at most this often: a page view is a read, and
-#: writing a row on each would turn browsing into a write load. The idle timeout is therefore
-#: exact to within this many seconds.
+#: A session's last-seen time is written at most this often (or a quarter of the idle timeout,
+#: when that is shorter): a page view is a read, and writing a row on each would turn browsing
+#: into a write load. The idle timeout is therefore exact to within this many seconds.
 TOUCH_EVERY_SECONDS: Final = 60
 
 #: Audit action of ending every session at once.
@@ -74,7 +74,8 @@ def live_operator(
     row = session.get(ConsoleSession, secret_hash(secret))
     if row is None or _over(row, rules, now):
         return None
-    if now - row.last_seen_at >= timedelta(seconds=TOUCH_EVERY_SECONDS):
+    touch_every = min(TOUCH_EVERY_SECONDS, rules.idle_seconds / 4)
+    if now - row.last_seen_at >= timedelta(seconds=touch_every):
         row.last_seen_at = now
     return row.operator
 
