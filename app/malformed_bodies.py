@@ -14,7 +14,7 @@ from litestar import Request, Response
 
 #: What each exception says to the client: the problem and what to send instead.
 MESSAGES: Final[dict[type[Exception], str]] = {
-    UnicodeDecodeError: "the request body is not valid UTF-8: send JSON encoded as UTF-8",
+    UnicodeDecodeError: "the request body is not valid UTF-8: send it (JSON or a form) encoded as UTF-8",
     RecursionError: "the request body is nested too deeply to read: send a flat JSON object",
 }
 
