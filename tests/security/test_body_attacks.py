@@ -65,7 +65,7 @@ def test_a_signed_body_nested_thousands_deep_is_stored_quarantined(
     ("path", "body"),
     [
         ("/alerts/1/ack", b'{"by": "\xff\xfe ops"}'),
-        ("/alerts/1/resolve", b"\xc3\x28"),
+        ("/alerts/1/resolve", b'{"by": "ops", "note": "\xc3\x28"}'),
         ("/alerts/1/ack", b'{"by": ' + b"[" * DEPTH + b"]" * DEPTH + b"}"),
     ],
     ids=["bad-start-byte", "bad-continuation", "deep"],
