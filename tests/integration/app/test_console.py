@@ -244,7 +244,13 @@ def test_every_page_reads_a_bounded_amount_whatever_the_store_holds(
         with statements(factory) as seen:
             answer = client.get(path)
         assert answer.status_code == 200, path
-        reads = [s for s in seen if s.lstrip().upper().startswith("SELECT")]
+        # The receiver's signing keys are re-read every 5 s on their own thread (a handful of
+        # rows); a page that takes a moment on a loaded machine may see that read too.
+        reads = [
+            s
+            for s in seen
+            if s.lstrip().upper().startswith("SELECT") and "FROM webhook_secrets" not in s
+        ]
         unbounded = [s for s in reads if not BOUNDED.search(s)]
         assert unbounded == [], f"{path} read without a bound: {unbounded}"
         assert answer.text.count("<tr") <= 60, f"{path} drew {answer.text.count('<tr')} rows"
