@@ -24,6 +24,7 @@ from app.console.chart import balance_chart
 from app.console.rendering import operator, page, policy, read
 from app.console.session import console_guard
 from app.path_ids import RowId
+from app.reporting_routes import report_headers
 from reconciliation.ledger_audit.compare import DIFFERS, MISSING, UNKNOWN
 from reconciliation.ledger_audit.summary import AuditSummary, last_audit
 from reconciliation.operator import actions as operator_actions
@@ -255,7 +256,10 @@ class ReadPages(Controller):
         return Response(
             content=text,
             media_type=FORMATS[report_format][1],
-            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+            headers={
+                "Content-Disposition": f'attachment; filename="{name}"',
+                **report_headers(report_format),
+            },
         )
 
     @get("/audit", sync_to_thread=True)

@@ -161,7 +161,8 @@ def test_every_action_leaves_an_audit_row_with_who_what_and_why(
     assert post(f"/console/alerts/{first}/acknowledge", comment="looking").status_code == 303
     assert post(f"/console/alerts/{second}/resolve", comment="known cause").status_code == 303
     refused = post(f"/console/alerts/{second}/acknowledge", comment="too late")
-    assert "already+resolved" in refused.headers["location"]
+    assert refused.status_code == 400
+    assert "already resolved" in refused.text
     assert post(f"/console/deliveries/{row_id}/replay").status_code == 303
     assert client.get("/console/reports/download?format=json").status_code == 200
     assert post("/console/sign-out").status_code == 303
@@ -205,7 +206,7 @@ def statements(factory: sessionmaker[Session]) -> Iterator[list[str]]:
 #: What a bounded statement looks like: it has a LIMIT, or it only aggregates, or it reads one
 #: row by primary key.
 BOUNDED = re.compile(
-    r"\bLIMIT\b|\bcount\(|\bmax\(|\bmin\(|WHERE \w+\.(id|name|holding_id|holding_ref) = ",
+    r"\bLIMIT\b|\bcount\(|\bmax\(|\bmin\(|WHERE \w+\.(id|name|holding_id|holding_ref|secret_sha256) = ",
     re.I,
 )
 
@@ -245,7 +246,13 @@ def test_every_page_reads_a_bounded_amount_whatever_the_store_holds(
         with statements(factory) as seen:
             answer = client.get(path)
         assert answer.status_code == 200, path
-        reads = [s for s in seen if s.lstrip().upper().startswith("SELECT")]
+        # The receiver's signing keys are re-read every 5 s on their own thread (a handful of
+        # rows); a page that takes a moment on a loaded machine may see that read too.
+        reads = [
+            s
+            for s in seen
+            if s.lstrip().upper().startswith("SELECT") and "FROM webhook_secrets" not in s
+        ]
         unbounded = [s for s in reads if not BOUNDED.search(s)]
         assert unbounded == [], f"{path} read without a bound: {unbounded}"
         assert answer.text.count("<tr") <= 60, f"{path} drew {answer.text.count('<tr')} rows"
