@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-27 02:00:57.972899
+Create Date: 2026-11-24 04:04:28.805239
 """
 
 from collections.abc import Sequence
@@ -11,7 +11,6 @@ import sqlalchemy as sa
 from alembic import op
 
 import reconciliation.store.types
-
 
 revision: str = "0001"
 down_revision: str | None = None
@@ -92,24 +91,6 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("audit_runs", schema=None) as batch_op:
         batch_op.create_index("ix_audit_runs_finished", ["finished_at"], unique=False)
-
-    op.create_table(
-        "console_sessions",
-        sa.Column("secret_sha256", sa.String(length=64), nullable=False),
-        sa.Column("operator", sa.String(length=128), nullable=False),
-        sa.Column(
-            "created_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
-        ),
-        sa.Column(
-            "last_seen_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
-        ),
-        sa.Column(
-            "expires_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
-        ),
-        sa.PrimaryKeyConstraint("secret_sha256", name=op.f("pk_console_sessions")),
-    )
-    with op.batch_alter_table("console_sessions", schema=None) as batch_op:
-        batch_op.create_index("ix_console_sessions_expires_at", ["expires_at"], unique=False)
 
     op.create_table(
         "deliveries",
@@ -748,10 +729,6 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f("ix_deliveries_shape_problem"))
 
     op.drop_table("deliveries")
-    with op.batch_alter_table("console_sessions", schema=None) as batch_op:
-        batch_op.drop_index("ix_console_sessions_expires_at")
-
-    op.drop_table("console_sessions")
     with op.batch_alter_table("audit_runs", schema=None) as batch_op:
         batch_op.drop_index("ix_audit_runs_finished")
 
