@@ -347,6 +347,7 @@ def run_demo(
                 session,
                 ReportWindow(since=started_at, until=utcnow(), holding_ref=None),
                 grace_seconds=int(DEMO_TIMINGS["RECON_NOTIFICATION_GRACE_SECONDS"]),
+                finality_seconds=int(DEMO_TIMINGS["RECON_FINALITY_DEADLINE_SECONDS"]),
             )
         plan.report_path.parent.mkdir(parents=True, exist_ok=True)
         plan.report_path.write_text(render(report, "html"), encoding="utf-8")
