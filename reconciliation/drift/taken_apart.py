@@ -41,15 +41,16 @@ def findings(session: Session, only: Iterable[tuple[str, int]] | None = None) ->
     """One finding per item a person unmatched that no active match names (of `only`, if given)."""
     latest: dict[tuple[str, int], Any] = {}
     wanted = None if only is None else set(only)
+    undone = matches.alias("undone")  # apart from the active-row probe's own `matches`
     for kind, (table, column) in ITEM_TABLES.items():
         query = (
-            select(table.c.id, matches.c.id, matches.c.unmatched_by, matches.c.unmatch_reason)
+            select(table.c.id, undone.c.id, undone.c.unmatched_by, undone.c.unmatch_reason)
             .join(
-                matches,
-                and_(matches.c[column] == table.c.id, matches.c.unmatched_at.is_not(None)),
+                undone,
+                and_(undone.c[column] == table.c.id, undone.c.unmatched_at.is_not(None)),
             )
             .where(table.c.match_status == EXCEPTION, ~active_row(kind, table.c.id))
-            .order_by(matches.c.unmatched_at, matches.c.id)
+            .order_by(undone.c.unmatched_at, undone.c.id)
         )
         if wanted is not None:
             ids = [i for k, i in wanted if k == kind]

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from recon.cli.main import cli
-from reconciliation.store.models import Alert, Match
+from reconciliation.store.models import Alert, AuditEvent, Match
 from reconciliation.store.types import utcnow
 from tests.integration.reconciliation.builders import Store
 
@@ -55,16 +55,45 @@ def test_reconcile_dry_run_then_for_real(
 
     out = invoke(run, "unmatch", str(row.id), "--by", "ana", "--reason", "wrong customer")
     assert f"unmatched: match {row.id}" in out
-    out = invoke(
-        run, "match", "--posting", str(posting.id), "--by", "ana", "--reason", "refund, no notice"
-    )
-    assert "matched: match" in out
+    # Both items are unexplained now, and say so at once: an open alert each.
     with session_factory() as s:
-        manual = s.scalars(select(Match).where(Match.rule == "manual")).one()
-        assert (manual.matched_by, manual.reason) == ("ana", "refund, no notice")
+        raised = s.scalars(select(Alert).where(Alert.state == "open")).all()
+        assert sorted(a.evidence["itemKind"] for a in raised) == ["notification", "posting"]
+        assert {a.kind for a in raised} == {"unmatched_by_hand"}
+    assert out.count("alert ") == 2 and "took match" in out and "wrong customer" in out
+
+    # One item alone is not a match: the CLI says which decision that is instead.
+    alone = run.invoke(
+        cli, ["match", "--posting", str(posting.id), "--by", "ana", "--reason", "refund"]
+    )
+    assert alone.exit_code == 2 and "accept it without a counterpart" in alone.output
+    out = invoke(
+        run, "accept", "--posting", str(posting.id), "--by", "ana", "--reason", "refund, no notice"
+    )
+    assert f"accepted without a counterpart: posting {posting.id}" in out
+    with session_factory() as s:
+        accepted = s.scalars(select(Match).where(Match.rule == "accepted")).one()
+        assert (accepted.posting_id, accepted.matched_by, accepted.reason) == (
+            posting.id,
+            "ana",
+            "refund, no notice",
+        )
+        trail = s.scalars(select(AuditEvent).order_by(AuditEvent.id)).all()
+        assert [(e.actor, e.action, e.reason) for e in trail] == [
+            ("ana", "unmatched", "wrong customer"),
+            ("ana", "accepted without a counterpart", "refund, no notice"),
+        ]
+    # The pass clears the accepted item's alert; the notification's stays open.
+    invoke(run, "reconcile")
+    with session_factory() as s:
+        still = s.scalars(select(Alert).where(Alert.state == "open")).all()
+        assert [a.evidence["itemKind"] for a in still] == ["notification"]
+    report = json.loads(invoke(run, "report", "--format", "json", "--since", "2020-01-01"))
+    assert report["summary"]["accepted"] == 1
+    assert "accepted without a counterpart" in invoke(run, "report", "--since", "2020-01-01")
 
     refused = run.invoke(
-        cli, ["match", "--posting", str(posting.id), "--by", "ana", "--reason", "again"]
+        cli, ["accept", "--posting", str(posting.id), "--by", "ana", "--reason", "again"]
     )
     assert refused.exit_code == 2
     assert "already matched" in refused.output
