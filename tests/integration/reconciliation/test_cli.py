@@ -135,3 +135,29 @@ def test_report_to_a_file_in_every_format(
     assert "Items by holding and unit" in invoke(run, "report")
     bad = run.invoke(cli, ["report", "--until", "2026-01-01T00:00:00"])
     assert bad.exit_code == 2 and "no time zone" in bad.output
+
+
+def test_a_transfer_past_its_finality_deadline_is_late_in_the_alert_and_the_report(
+    run: CliRunner, session_factory: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One definition of late: the report never calls "waiting" what an alert calls overdue."""
+    monkeypatch.setenv("RECON_FINALITY_DEADLINE_SECONDS", "1800")
+    store = Store(session_factory)
+    source, dest = store.holding(), store.holding()
+    stuck = store.transfer(source, dest, 5_000, status="awaiting_finality", requested=AN_HOUR_AGO)
+    fresh = store.transfer(source, dest, 7_000, status="awaiting_finality", requested=utcnow())
+    invoke(run, "reconcile")
+    listed = json.loads(invoke(run, "alerts", "list", "--json"))
+    assert [a["kind"] for a in listed] == ["finality_overdue"]
+    assert str(stuck.transfer_ref) in listed[0]["subject"]
+
+    report = json.loads(invoke(run, "report", "--format", "json", "--since", "2020-01-01"))
+    states = {i["reference"]: (i["state"], i["why"]) for i in report["openItems"]["items"]}
+    assert states[str(stuck.transfer_ref)] == (
+        "exception",
+        "late: still in flight past its finality deadline",
+    )
+    assert states[str(fresh.transfer_ref)] == ("waiting", "in flight at the provider")
+    assert "late: still in flight past its finality deadline" in invoke(
+        run, "report", "--since", "2020-01-01"
+    )
