@@ -195,9 +195,7 @@ def test_drifts_that_can_clear_resolve_themselves(scenario: tuple[Store, dict[st
         fingerprint("status_contradiction", known["liar"].event_id),
         body_conflict_fingerprint("evt-conflict"),
         fingerprint("unit_mismatch", "notification", known["unit_note"].event_id),
-        fingerprint(
-            "unmatched_by_hand", "posting", f"{altered.journal_ref}:{altered.line_ref}"
-        ),
+        fingerprint("unmatched_by_hand", "posting", f"{altered.journal_ref}:{altered.line_ref}"),
         fingerprint("unmatched_by_hand", "notification", known["altered_note"].event_id),
     }
     resolved = {c.kind for c in result.alerts.resolved}
