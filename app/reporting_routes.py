@@ -75,7 +75,12 @@ def reconciliation_report(
     try:
         window = parse_window(since, until, holding, utcnow())
         with transaction(_factory(state)) as session:
-            report = build_report(session, window, grace_seconds=policy.notification_grace_seconds)
+            report = build_report(
+                session,
+                window,
+                grace_seconds=policy.notification_grace_seconds,
+                finality_seconds=policy.finality_deadline_seconds,
+            )
     except ReportError as exc:
         raise ValidationException(detail=str(exc)) from None
     _, media_type = FORMATS[report_format]

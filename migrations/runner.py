@@ -25,8 +25,17 @@ def upgrade(database_url: str, revision: str = "head") -> None:
     command.upgrade(alembic_config(database_url), revision)
 
 
-def downgrade(database_url: str, revision: str = "base") -> None:
+def downgrade(database_url: str, revision: str) -> None:
+    """Revert to `revision`, always named by the caller: "base" drops every table."""
     command.downgrade(alembic_config(database_url), revision)
+
+
+def revision_ids(database_url: str) -> list[str]:
+    """Every migration's revision id, newest first (what `recon db downgrade` may name)."""
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(alembic_config(database_url))
+    return [r.revision for r in script.walk_revisions()]
 
 
 def check(database_url: str) -> None:

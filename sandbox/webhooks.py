@@ -16,6 +16,7 @@ no `webhook-id` at all; the body id is then the delivery's only identity, and th
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import threading
 from collections import deque
@@ -93,6 +94,8 @@ class Message:
     label: str = "original"
     #: What the `webhook-id` header carries: the body's id, or a message id of its own.
     delivery_id: str = ""
+    #: Messages sent only once this one is settled (acknowledged, or its retries spent).
+    followers: list[Message] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -255,7 +258,9 @@ class WebhookHub:
                 other["createdAt"] = format_timestamp(self._clock.now_ms() + 1000)
             twin = Message(event_id, event_type, hook, self._encode(other), label="other_body")
             twin.delivery_id = delivery_id
-            self._scheduler.after(first_delay, lambda: self._attempt(twin), "io")
+            # A re-send: it leaves only once the original is settled, so the receiver always
+            # meets the original body first (two bodies in flight together would race).
+            msg.followers.append(twin)
 
     def _drop(self, msg: Message) -> None:
         """The provider believes it delivered; nothing reaches the receiver."""
@@ -365,8 +370,13 @@ class WebhookHub:
                     )
                 else:
                     msg.state = "failed"
+            followers: list[Message] = []
+            if msg.state in ("delivered", "failed"):
+                followers, msg.followers = msg.followers, []
         for held in released:  # reorder: the held message goes out after this one
             self._release(hook, held)
+        for follower in followers:
+            self._scheduler.after(0.0, functools.partial(self._attempt, follower), "io")
 
 
 def _seconds(fault: Fault | None, default: float) -> float:

@@ -1,5 +1,6 @@
 """Exceptions: the unmatched queue by age, one item with why each counterpart is apart, and
-manual match and unmatch through the same service as `recon match` / `recon unmatch`."""
+the decisions a person makes there (match by hand, accept without a counterpart, unmatch)
+through the same service as `recon match` / `recon accept` / `recon unmatch`."""
 
 from __future__ import annotations
 
@@ -27,17 +28,24 @@ from reconciliation.operator.exception_queue import (
     QueuePage,
     queue_page,
 )
+from reconciliation.policy import ReconcilePolicy
 from reconciliation.store.types import utcnow
 
 AnyRequest = Request[Any, Any, Any]
 
 
 def _queue(
-    session: Session, grace: int, stream: str, bucket: str | None, cursor: str | None
+    session: Session, rules: ReconcilePolicy, stream: str, bucket: str | None, cursor: str | None
 ) -> QueuePage:
     try:
         return queue_page(
-            session, now=utcnow(), grace_seconds=grace, stream=stream, bucket=bucket, cursor=cursor
+            session,
+            now=utcnow(),
+            grace_seconds=rules.notification_grace_seconds,
+            finality_seconds=rules.finality_deadline_seconds,
+            stream=stream,
+            bucket=bucket,
+            cursor=cursor,
         )
     except QueueError as exc:
         raise ValidationException(detail=str(exc)) from None
@@ -67,6 +75,18 @@ def _match(session: Session, who: str, form: FormMultiDict) -> Outcome:
     return Outcome(back_field(form), "matched")
 
 
+def _accept(session: Session, who: str, form: FormMultiDict) -> Outcome:
+    """The page's own item, closed with no counterpart and the reason it needs none."""
+    kind = str(form.get("kind") or "")
+    item_id = form_fields.row_id(form, "item")
+    if kind not in STREAMS or item_id is None:
+        raise ActionRefusedError("the form names no item: reload the item's page")
+    operator_actions.accept_without_counterpart(
+        session, who, kind, item_id, form_fields.text(form, "reason")
+    )
+    return Outcome(back_field(form), "accepted")
+
+
 def _unmatch(session: Session, who: str, form: FormMultiDict) -> Outcome:
     match_id = form_fields.row_id(form, "match")
     assert match_id is not None
@@ -87,9 +107,7 @@ class ExceptionPages(Controller):
         cursor: FromQuery[str | None] = None,
     ) -> Template:
         """Counts by age bucket and stream; the oldest items of one stream, a page at a time."""
-        found = read(
-            request, _queue, policy(request).notification_grace_seconds, stream, age or None, cursor
-        )
+        found = read(request, _queue, policy(request), stream, age or None, cursor)
         return page(
             request,
             "exceptions.html",
@@ -110,6 +128,10 @@ class ExceptionPages(Controller):
     @post("/match")
     async def match(self, request: AnyRequest) -> Response[Any]:
         return await act(request, _match)
+
+    @post("/accept")
+    async def accept(self, request: AnyRequest) -> Response[Any]:
+        return await act(request, _accept)
 
     @post("/unmatch")
     async def unmatch(self, request: AnyRequest) -> Response[Any]:

@@ -30,6 +30,7 @@ from reconciliation.ledger_audit.summary import AuditSummary, last_audit
 from reconciliation.operator import actions as operator_actions
 from reconciliation.operator import audit_trail as audit
 from reconciliation.operator.overview import Overview, read_overview
+from reconciliation.policy import ReconcilePolicy
 from reconciliation.postings.holding_history import (
     HoldingError,
     HoldingList,
@@ -83,8 +84,13 @@ class OverviewView:
         return links
 
 
-def _overview(session: Session, grace_seconds: int) -> OverviewView:
-    figures = read_overview(session, now=utcnow(), grace_seconds=grace_seconds)
+def _overview(session: Session, rules: ReconcilePolicy) -> OverviewView:
+    figures = read_overview(
+        session,
+        now=utcnow(),
+        grace_seconds=rules.notification_grace_seconds,
+        finality_seconds=rules.finality_deadline_seconds,
+    )
     return OverviewView(figures, last_audit(session))
 
 
@@ -114,18 +120,29 @@ def _holding(
 
 
 def _report(
-    session: Session, since: str | None, until: str | None, holding: str | None, grace: int
+    session: Session,
+    since: str | None,
+    until: str | None,
+    holding: str | None,
+    rules: ReconcilePolicy,
 ) -> Report:
     try:
         return build_report(
-            session, parse_window(since, until, holding, utcnow()), grace_seconds=grace
+            session,
+            parse_window(since, until, holding, utcnow()),
+            grace_seconds=rules.notification_grace_seconds,
+            finality_seconds=rules.finality_deadline_seconds,
         )
     except ReportError as exc:
         raise ValidationException(detail=str(exc)) from None
 
 
 def _on_page(
-    session: Session, since: str | None, until: str | None, holding: str | None, grace: int
+    session: Session,
+    since: str | None,
+    until: str | None,
+    holding: str | None,
+    rules: ReconcilePolicy,
 ) -> ReportView:
     """The report when the window is one holding and at most ON_PAGE_DAYS; else why not."""
     try:
@@ -136,7 +153,7 @@ def _on_page(
         return ReportView(None, "it covers every holding")
     if window.since is None or window.until - window.since > timedelta(days=ON_PAGE_DAYS):
         return ReportView(None, f"its window is longer than {ON_PAGE_DAYS} days")
-    return ReportView(_report(session, since, until, holding, grace), None)
+    return ReportView(_report(session, since, until, holding, rules), None)
 
 
 def _download(
@@ -144,12 +161,12 @@ def _download(
     who: str,
     fmt: str,
     window: tuple[str | None, str | None, str | None],
-    grace: int,
+    rules: ReconcilePolicy,
 ) -> str:
     if fmt not in FORMATS:
         raise ValidationException(detail=f"format {fmt!r} is not one of {', '.join(FORMATS)}")
     since, until, holding = window
-    text = render(_report(session, since, until, holding, grace), fmt)
+    text = render(_report(session, since, until, holding, rules), fmt)
     described = f"report {fmt} since {since or 'the start'} until {until or 'now'}" + (
         f" holding {holding}" if holding else ""
     )
@@ -164,7 +181,7 @@ class ReadPages(Controller):
     @get("/", sync_to_thread=True)
     def overview(self, request: AnyRequest) -> Template:
         """Is recon healthy right now; the audit tile links to the audit's alerts, by kind."""
-        view = read(request, _overview, policy(request).notification_grace_seconds)
+        view = read(request, _overview, policy(request))
         return page(
             request,
             "overview.html",
@@ -222,7 +239,7 @@ class ReadPages(Controller):
             chosen["since"] or None,
             until or None,
             chosen["holding"] or None,
-            policy(request).notification_grace_seconds,
+            policy(request),
         )
         return page(
             request,
@@ -250,7 +267,7 @@ class ReadPages(Controller):
             operator(request).name,
             report_format,
             (since or None, until or None, holding or None),
-            policy(request).notification_grace_seconds,
+            policy(request),
         )
         name = f"recon-report-{utcnow():%Y%m%d-%H%M%S}.{EXTENSIONS.get(report_format, 'txt')}"
         return Response(

@@ -68,6 +68,9 @@ class StoreSettings:
     database_url: str
     state_dir: Path
     secret_keys: tuple[Secret, ...]
+    #: DATABASE_URL was left unset: the embedded default's SQLite file in `state_dir`, which a
+    #: serving process may create and migrate itself. A configured store never is.
+    embedded: bool = False
 
     @property
     def is_postgres(self) -> bool:
@@ -85,6 +88,7 @@ class StoreSettings:
             database_url=normalise_database_url(database_url),
             state_dir=state_dir,
             secret_keys=_fernet_keys(r.raw("RECON_SECRET_KEY")),
+            embedded=r.raw("DATABASE_URL") is None,
         )
 
 

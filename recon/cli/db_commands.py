@@ -1,4 +1,8 @@
-"""`recon db`: schema migrations (the Procfile's release step)."""
+"""`recon db`: schema migrations (the Procfile's release step).
+
+`recon db downgrade` destroys: it must name the revision to go back to (no default), and
+`base`, which drops every table and all the data in them, also needs `--drop-everything`.
+"""
 
 from __future__ import annotations
 
@@ -58,10 +62,35 @@ def upgrade(revision: str) -> None:
     _run("upgrade", revision)
 
 
+#: The target that drops every table.
+BASE = "base"
+
+
 @db.command()
 @click.option(
-    "--revision", default="base", show_default=True, help="Alembic revision to go back to."
+    "--revision",
+    required=True,
+    help="Revision to go back to: a migration's id, or base (drops every table).",
 )
-def downgrade(revision: str) -> None:
+@click.option(
+    "--drop-everything",
+    is_flag=True,
+    help="Confirm --revision base: every table of the store and all its data are dropped.",
+)
+def downgrade(revision: str, drop_everything: bool) -> None:
     """Revert migrations down to REVISION (base drops every table: only for development)."""
-    _run("downgrade", revision)
+    from foundation.settings import mask_url_password
+    from migrations import runner as migrate
+
+    settings = settings_or_exit()
+    target = revision.strip()
+    if target == BASE:
+        if not drop_everything:
+            shown = mask_url_password(settings.store.database_url)
+            fail(
+                f"--revision base drops every table of the store at {shown} and all its data; "
+                "add --drop-everything if that is what you want"
+            )
+    elif target not in (known := migrate.revision_ids(settings.store.database_url)):
+        fail(f"no revision {target!r}: name one of {', '.join([*known, BASE])}")
+    _run("downgrade", target)

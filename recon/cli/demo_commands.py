@@ -90,13 +90,14 @@ def demo(report_path: Path, procfile: Path | None, serve: bool) -> None:
     )
     elapsed = time.monotonic() - started
     click.echo(f"look around with the demo's settings: {shell_hint(plan.env_file)}")
+    click.echo(outcome.tally())
     if outcome.ok:
         click.echo(f"recon found exactly the injected faults ({elapsed:.0f} s).")
         return
     if outcome.missing:
-        click.echo(f"MISSED: no alert of kind {', '.join(outcome.missing)}", err=True)
+        click.echo(f"MISSED: {'; '.join(outcome.missing)}", err=True)
     if outcome.unexpected:
-        click.echo(f"UNEXPECTED alerts: {', '.join(outcome.unexpected)}", err=True)
+        click.echo(f"UNEXPECTED: {'; '.join(outcome.unexpected)}", err=True)
     click.echo(f"process logs: {plan.log_dir}", err=True)
     sys.exit(1)
 

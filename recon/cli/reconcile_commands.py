@@ -1,4 +1,8 @@
-"""`recon reconcile`, `recon match`, `recon unmatch`: run a pass, decide an exception by hand.
+"""`recon reconcile`, `recon match`, `recon accept`, `recon unmatch`: run a pass, decide an
+exception by hand.
+
+The decisions go through the operator service (`reconciliation.operator.actions`), as the
+console's do, so each leaves the same audit row whichever door it came through.
 
 A pass in a terminal shows Rich progress bars on stderr (matching batches, drift rules); piped
 or in a job it prints only its summary. `--dry-run` runs the same pass and rolls it back: it
@@ -150,24 +154,55 @@ def match(
     by: str,
     reason: str,
 ) -> None:
-    """Match items by hand (ids are in the alert's evidence and in `recon report`)."""
-    from reconciliation.matching.manual import ManualMatchError, manual_match
+    """Match an item with its counterparts by hand (ids are in the alert's evidence and in
+    `recon report`); one item alone is `recon accept`."""
+    from reconciliation.operator import actions
 
     settings = settings_or_exit()
     with open_store(settings) as factory, factory() as session:
         try:
-            rows = manual_match(
+            rows = actions.match(
                 session,
+                by,
+                reason,
                 posting_ids=list(postings),
                 transfer_id=transfer,
                 notification_id=notification,
-                by=by,
-                reason=reason,
             )
             session.commit()
-        except ManualMatchError as exc:
+        except actions.ActionRefusedError as exc:
             fail(str(exc))
         say("matched: " + ", ".join(f"match {r.id}" for r in rows))
+
+
+@click.command()
+@click.option("--posting", type=int, help="Posting id.")
+@click.option("--transfer", type=int, help="Transfer id.")
+@click.option("--notification", type=int, help="Notification id.")
+@BY
+@click.option("--reason", required=True, help="Why it needs no counterpart; recorded.")
+def accept(
+    posting: int | None, transfer: int | None, notification: int | None, by: str, reason: str
+) -> None:
+    """Accept one item without a counterpart: a decision, counted apart from matches."""
+    from reconciliation.operator import actions
+
+    named = [
+        (k, i)
+        for k, i in (("posting", posting), ("transfer", transfer), ("notification", notification))
+        if i is not None
+    ]
+    if len(named) != 1:
+        fail("name exactly one item: --posting, --transfer or --notification")
+    ((kind, item_id),) = named
+    settings = settings_or_exit()
+    with open_store(settings) as factory, factory() as session:
+        try:
+            row = actions.accept_without_counterpart(session, by, kind, item_id, reason)
+            session.commit()
+        except actions.ActionRefusedError as exc:
+            fail(str(exc))
+        say(f"accepted without a counterpart: {kind} {item_id} (match {row.id})")
 
 
 @click.command()
@@ -175,17 +210,20 @@ def match(
 @BY
 @REASON
 def unmatch(match_id: int, by: str, reason: str) -> None:
-    """Take match MATCH_ID apart; its items become exceptions for a person to decide."""
-    from reconciliation.matching.manual import ManualMatchError, manual_unmatch
+    """Take match MATCH_ID apart; its items become exceptions, each with an open alert, for a
+    person to decide."""
+    from reconciliation.operator import actions
 
     settings = settings_or_exit()
     with open_store(settings) as factory, factory() as session:
         try:
-            manual_unmatch(session, match_id, by=by, reason=reason)
+            _, alerts = actions.unmatch(session, by, match_id, reason)
             session.commit()
-        except ManualMatchError as exc:
+        except actions.ActionRefusedError as exc:
             fail(str(exc))
         say(f"unmatched: match {match_id}")
+        for change in (*alerts.opened, *alerts.reopened):
+            say(f"alert {change.alert_id} open: {change.subject}")
 
 
-COMMANDS = [reconcile, match, unmatch]
+COMMANDS = [reconcile, match, accept, unmatch]

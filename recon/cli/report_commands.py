@@ -50,7 +50,10 @@ def report(
         window = parse_window(since, until, holding, utcnow())
         with open_store(settings) as factory, factory() as session:
             built = build_report(
-                session, window, grace_seconds=settings.matching.notification_grace_seconds
+                session,
+                window,
+                grace_seconds=settings.matching.notification_grace_seconds,
+                finality_seconds=settings.matching.finality_deadline_seconds,
             )
     except ReportError as exc:
         fail(str(exc))

@@ -215,6 +215,36 @@ def require_redis_or_exit(settings: Settings) -> None:
 # -- the store, for commands that read it ---------------------------------------------------------
 
 
+def serving_store_or_exit(settings: Settings) -> None:
+    """Before a serving process (web, worker, scheduler) starts anything: its store is usable.
+
+    The embedded default (DATABASE_URL unset) is the laptop's first run: the process creates
+    and migrates its own SQLite file, so `recon web` works from nothing. A configured store is
+    the operator's, made by the release step: if it cannot be reached, is not there, or has no
+    tables, the process stops with one line, as every other command does, instead of serving
+    /health while every request fails (and it never creates an empty SQLite file on the way).
+    An outage after start is another matter: requests answer 503 and workers retry.
+    """
+    if settings.store.embedded:
+        from sqlalchemy.exc import OperationalError
+
+        from migrations import runner as migrate
+
+        alembic_log = logging.getLogger("alembic")
+        level = alembic_log.level
+        alembic_log.setLevel(logging.WARNING)  # its plugin and step lines say nothing here
+        try:
+            migrate.upgrade(settings.store.database_url)
+        except OperationalError as exc:
+            reason = str(exc.orig).strip().splitlines()[0] if exc.orig else "cannot open it"
+            fail(f"the embedded store at {settings.store.database_url} is not usable: {reason}")
+        finally:
+            alembic_log.setLevel(level)
+        return
+    with existing_store(settings):
+        pass
+
+
 @contextmanager
 def existing_store(settings: Settings) -> Iterator[sessionmaker[Session]]:
     """Sessions on the configured store, which must already exist with its schema.

@@ -17,6 +17,7 @@ from recon.cli.startup import (
     ensure_port_free,
     fail,
     require_redis_or_exit,
+    serving_store_or_exit,
     settings_or_exit,
     with_secret_keys,
 )
@@ -76,6 +77,7 @@ def web(host: str, port: int | None, register: bool, workers: bool) -> None:
     settings = settings_or_exit(serves=True)
     ensure_port_free(host, port or settings.web.port)
     require_redis_or_exit(settings)
+    serving_store_or_exit(settings)
     settings = with_secret_keys(settings)
 
     import uvicorn

@@ -17,6 +17,7 @@ from recon.cli.startup import (
     ensure_port_free,
     fail,
     require_redis_or_exit,
+    serving_store_or_exit,
     settings_or_exit,
 )
 
@@ -50,6 +51,7 @@ def worker(threads: int, lease_seconds: float | None, metrics_port: int | None) 
     if metrics_port is not None:
         ensure_port_free("0.0.0.0", metrics_port, option="--metrics-port")
     require_redis_or_exit(settings)
+    serving_store_or_exit(settings)
     _serve_metrics(metrics_port)
     try:
         if settings.broker.redis_url is None:
@@ -90,6 +92,7 @@ def scheduler(lock_seconds: float | None) -> None:
             "`recon worker`; set REDIS_URL to run it as its own process"
         )
     require_redis_or_exit(settings)
+    serving_store_or_exit(settings)
     from workers.broker import install_broker
     from workers.runtime import worker_identity
     from workers.scheduler import TickScheduler, configured_ticks

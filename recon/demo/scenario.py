@@ -80,6 +80,23 @@ class SandboxControl:
         events = response.json()
         return len(events["events"] if isinstance(events, dict) else events)
 
+    def delivered_labels(self, event_id: str) -> list[str]:
+        """Labels (original, other_body, ...) of the attempts the receiver acknowledged, in order."""
+        response = self._http.get("/deliveries")
+        response.raise_for_status()
+        return [
+            d["label"]
+            for d in response.json()["deliveries"]
+            if d["eventId"] == event_id and d["outcome"] == "delivered"
+        ]
+
+    def last_event_id(self, event_type: str) -> str:
+        response = self._http.get("/events")
+        response.raise_for_status()
+        events = response.json()
+        rows = events["events"] if isinstance(events, dict) else events
+        return str([e for e in rows if e["event"] == event_type][-1]["id"])
+
     def delivery_fault(self, event_type: str, kind: str) -> None:
         self.post("/faults/deliveries", {"eventType": event_type, "kind": kind, "count": 1})
 
@@ -158,6 +175,14 @@ def run_scenario(
     credit(bob, 77_700, fault="drop")
     credit(carol, 15_000, fault="altered_amount")
     credit(alice, 61_250, fault="same_id_other_body")
+    # The provider re-sends the delivery id with another body only after our receiver has
+    # acknowledged the first: recon must keep the original and flag the other, never the
+    # reverse. Wait until both are through, in that order, so the fault is what it says.
+    conflicted = control.last_event_id("PAYMENT_RECEIVED")
+    _wait_for(
+        lambda: control.delivered_labels(conflicted) == ["original", "other_body"],
+        "the original body, then the other body, acknowledged by recon",
+    )
 
     def transfer(to: HoldingAddress, amount_minor: int, fee_bearer: str | None = None) -> uuid.UUID:
         creation = request_transfer(

@@ -21,10 +21,12 @@ from reconciliation.drift.notifications import NotificationWithoutPosting
 from reconciliation.drift.pollers import PollerStuck
 from reconciliation.drift.postings import PostingWithoutNotification
 from reconciliation.drift.subscriptions import SubscriptionInactive
+from reconciliation.drift.taken_apart import UnmatchedByHand
 
 #: The rules of a pass, in order: cheap set checks first, the ledger sum last.
 RULES: Final[tuple[DriftRule, ...]] = (
     AmbiguousMatch(),
+    UnmatchedByHand(),
     StatusContradiction(),
     NotificationWithoutPosting(),
     PostingWithoutNotification(),

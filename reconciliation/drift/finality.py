@@ -1,16 +1,14 @@
 """finality_overdue: a transfer still awaiting finality past its deadline.
 
-The deadline is the transfer's own `finality_deadline_at` when the poller set one, otherwise
-its request time (or, failing that, when we first stored it) plus the policy's
-`finality_deadline_seconds`. Clears when the transfer reaches a terminal stage.
+"Late" is `reconciliation.transfers.lateness`, the definition the report and the console use
+too. Clears when the transfer reaches a terminal stage.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Final
 
-from sqlalchemy import Table, false, select
+from sqlalchemy import Table, select
 
 from foundation.readable import moment, words
 from reconciliation.alerts.changes import Assessment
@@ -18,6 +16,7 @@ from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.base import DriftContext
 from reconciliation.drift.evidence import TRANSFER_FIELDS, as_evidence
 from reconciliation.store.models import Transfer
+from reconciliation.transfers.lateness import finality_deadline, late
 
 KIND: Final = "finality_overdue"
 SEVERITY: Final = "medium"
@@ -30,17 +29,15 @@ class FinalityOverdue:
 
     def assess(self, ctx: DriftContext) -> Assessment:
         t = transfers
-        allowed = timedelta(seconds=ctx.policy.finality_deadline_seconds)
+        allowed = ctx.policy.finality_deadline_seconds
         query = select(
             *TRANSFER_FIELDS.values(), t.c.requested_at, t.c.created_at, t.c.finality_deadline_at
-        ).where(t.c.is_terminal == false())
+        ).where(late(ctx.now, allowed))
         width = len(TRANSFER_FIELDS)
         found = []
         for row in ctx.session.execute(query):
             requested_at, created_at, deadline_at = row[width:]
-            deadline = deadline_at or (requested_at or created_at) + allowed
-            if ctx.now <= deadline:
-                continue
+            deadline = finality_deadline(deadline_at, requested_at, created_at, allowed)
             evidence = as_evidence(TRANSFER_FIELDS, row[:width])
             evidence["deadline"] = deadline.isoformat()
             found.append(

@@ -1,11 +1,15 @@
-"""A person's decision on an exception: match items by hand, or take a match apart.
+"""A person's decision on an exception: match items by hand, accept one item without a
+counterpart, or take a match apart.
 
 Every manual change is a row in `matches` that says who and why (matched_by/reason for a match,
 unmatched_by/unmatch_reason for an unmatch), so the audit trail is the table itself; nothing is
-deleted. Items a person took apart become 'exception': automatic matching never touches an
+deleted. A manual match puts at least two items together; closing one item on its own (a
+duplicate notification, a transfer the provider never announced) is a different decision,
+"accepted without a counterpart", recorded under its own rule so that no report counts it as a
+match. Items a person took apart become 'exception': automatic matching never touches an
 exception, so it cannot put them straight back together and undo the decision. A person puts
-them together again (or closes one on its own, say a duplicate notification) with a manual
-match, which hands them back ('unmatched', the row saying they are matched).
+them together again, or accepts one alone, which hands them back ('unmatched', the row saying
+they are decided).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from reconciliation.matching.backlog import seen
 from reconciliation.matching.status import ITEM_TABLES, mark_items
-from reconciliation.matching.vocabulary import RULE_MANUAL
+from reconciliation.matching.vocabulary import RULE_ACCEPTED, RULE_MANUAL
 from reconciliation.store.models import EXCEPTION, UNMATCHED, Match
 from reconciliation.store.types import utcnow
 
@@ -77,12 +81,18 @@ def manual_match(
 ) -> list[Match]:
     """Match the given items together, one row per posting (or one row without a posting).
 
-    A single item may be matched on its own, to close it with a reason (a duplicate
-    notification, a transfer the provider never announced).
+    At least two items: one item alone is not a match, it is `accept_alone`.
     """
     who, why = _require(by, reason)
-    if not posting_ids and transfer_id is None and notification_id is None:
-        raise ManualMatchError("name at least one item: --posting, --transfer or --notification")
+    named = len(posting_ids) + (transfer_id is not None) + (notification_id is not None)
+    if named == 0:
+        raise ManualMatchError("name at least two items: --posting, --transfer, --notification")
+    if named == 1:
+        raise ManualMatchError(
+            "a match needs the item and at least one counterpart; to close one item on its "
+            "own, accept it without a counterpart (recon accept, or the console's "
+            '"Accept without a counterpart")'
+        )
     if len(set(posting_ids)) != len(posting_ids):
         raise ManualMatchError("a posting is named twice")
     for posting_id in posting_ids:
@@ -118,6 +128,50 @@ def manual_match(
     return rows
 
 
+def accept_alone(
+    session: Session,
+    kind: str,
+    item_id: int,
+    *,
+    by: str,
+    reason: str,
+    now: datetime | None = None,
+) -> Match:
+    """Close one item with no counterpart: a person says it needs none, and why.
+
+    One row under RULE_ACCEPTED naming the item alone; like a manual match it takes the item
+    out of a person's hands, and `manual_unmatch` takes the decision back.
+    """
+    who, why = _require(by, reason)
+    if kind not in ITEM_TABLES:
+        raise ManualMatchError(f"{kind!r} is not an item kind: posting, transfer or notification")
+    _check_item(session, kind, item_id)
+    row = Match(
+        rule=RULE_ACCEPTED,
+        posting_id=item_id if kind == "posting" else None,
+        transfer_id=item_id if kind == "transfer" else None,
+        notification_id=item_id if kind == "notification" else None,
+        matched_at=now or utcnow(),
+        matched_by=who,
+        reason=why,
+    )
+    session.add(row)
+    session.flush()
+    mark_items(session, [(kind, item_id)], UNMATCHED)
+    log.info("match.accepted_alone", match=row.id, item=f"{kind} {item_id}", by=who, reason=why)
+    return row
+
+
+def items_of(row: Match) -> list[tuple[str, int]]:
+    """The (kind, id) items a match row names."""
+    named = (
+        ("posting", row.posting_id),
+        ("transfer", row.transfer_id),
+        ("notification", row.notification_id),
+    )
+    return [(kind, item_id) for kind, item_id in named if item_id is not None]
+
+
 def manual_unmatch(
     session: Session,
     match_id: int,
@@ -140,13 +194,7 @@ def manual_unmatch(
     row.unmatched_by = who
     row.unmatch_reason = why
     session.flush()
-    for kind, item_id in (
-        ("posting", row.posting_id),
-        ("transfer", row.transfer_id),
-        ("notification", row.notification_id),
-    ):
-        if item_id is None:
-            continue
+    for kind, item_id in items_of(row):
         table, column = ITEM_TABLES[kind]
         still = exists().where(
             Match.__table__.c[column] == item_id,

@@ -16,13 +16,19 @@ RULE_ACCOUNT_AMOUNT: Final = "account_amount_window"
 #: webhook), so it is reconciled on its own.
 RULE_NOTHING_MOVED: Final = "nothing_moved"
 RULE_MANUAL: Final = "manual"
+#: A person accepted one item without a counterpart (with a reason): a decision, not a match,
+#: and the report counts it apart from matched items.
+RULE_ACCEPTED: Final = "accepted"
 RULES: Final = (
     RULE_TRANSFER_REF,
     RULE_RECEIPT_REF,
     RULE_ACCOUNT_AMOUNT,
     RULE_NOTHING_MOVED,
     RULE_MANUAL,
+    RULE_ACCEPTED,
 )
+#: Rows a person decided: never recomputed from the facts, kept as they are by a rebuild.
+PEOPLES_RULES: Final = (RULE_MANUAL, RULE_ACCEPTED)
 
 #: Who made an automatic match.
 MATCHER: Final = "recon"

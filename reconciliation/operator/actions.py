@@ -1,8 +1,9 @@
 """What a person may change, each change with its audit row in the same transaction.
 
-The operator console calls these (the CLI could too): acknowledge or resolve an alert, match
-or unmatch by hand (through `reconciliation.matching.manual`, exactly as `recon match` and
-`recon unmatch`), put deliveries back in the inbox for replay, and record sign-in and sign-out.
+The operator console and the CLI call these: acknowledge or resolve an alert, match by hand,
+accept one item without a counterpart, or unmatch (through `reconciliation.matching.manual`;
+`recon match`, `recon accept` and `recon unmatch` call the same functions), put deliveries back
+in the inbox for replay, and record sign-in and sign-out.
 Each function works in the caller's session; the caller commits, so the change and its audit
 row land together or not at all. Errors of the services below are re-raised as one
 `ActionRefusedError` carrying their message, which already says what to do instead.
@@ -15,11 +16,20 @@ from typing import Final
 
 from sqlalchemy.orm import Session
 
+from reconciliation.alerts.changes import AlertOutcome, Assessment, apply_assessments
 from reconciliation.alerts.lifecycle import AlertError, acknowledge_alert, resolve_alert
-from reconciliation.matching.manual import ManualMatchError, manual_match, manual_unmatch
+from reconciliation.drift import taken_apart
+from reconciliation.matching.manual import (
+    ManualMatchError,
+    accept_alone,
+    items_of,
+    manual_match,
+    manual_unmatch,
+)
 from reconciliation.notifications import inbox, inbox_access
 from reconciliation.operator import audit_trail as audit
 from reconciliation.store.models import Alert, Delivery, Match
+from reconciliation.store.types import utcnow
 
 #: Most quarantined deliveries one "replay all" resets: the rest wait for the next press, so a
 #: flood of bad deliveries cannot turn one click into an unbounded transaction.
@@ -31,6 +41,7 @@ SIGNED_OUT: Final = "signed out"
 ACKNOWLEDGED: Final = "acknowledged alert"
 RESOLVED: Final = "resolved alert"
 MATCHED: Final = "matched by hand"
+ACCEPTED_ALONE: Final = "accepted without a counterpart"
 UNMATCHED: Final = "unmatched"
 REPLAYED: Final = "replayed delivery"
 REPLAYED_ALL: Final = "replayed quarantined deliveries"
@@ -108,14 +119,43 @@ def match(
     return rows
 
 
-def unmatch(session: Session, actor: str, match_id: int, reason: str) -> Match:
-    """The same manual unmatch as `recon unmatch`, with its audit row."""
+def accept_without_counterpart(
+    session: Session, actor: str, kind: str, item_id: int, reason: str
+) -> Match:
+    """Close one item with no counterpart, with the reason it needs none, and its audit row."""
+    why = _need_reason(reason, "accept it without a counterpart")
+    try:
+        row = accept_alone(session, kind, item_id, by=actor, reason=why)
+    except ManualMatchError as exc:
+        raise ActionRefusedError(str(exc)) from None
+    audit.record(
+        session,
+        actor=actor,
+        action=ACCEPTED_ALONE,
+        subject=f"{kind} {item_id} (match {row.id})",
+        reason=why,
+    )
+    return row
+
+
+def unmatch(session: Session, actor: str, match_id: int, reason: str) -> tuple[Match, AlertOutcome]:
+    """Take a match apart, with its audit row; each item left with no counterpart gets its
+    `unmatched_by_hand` alert at once (opened, or reopened), in the same transaction, so the
+    decision never leaves an unexplained item silent until the next pass."""
     try:
         row = manual_unmatch(session, match_id, by=actor, reason=reason)
     except ManualMatchError as exc:
         raise ActionRefusedError(str(exc)) from None
     audit.record(session, actor=actor, action=UNMATCHED, subject=f"match {match_id}", reason=reason)
-    return row
+    found = taken_apart.findings(session, items_of(row))
+    alerts = apply_assessments(
+        session,
+        [Assessment(kinds=taken_apart.UnmatchedByHand.kinds, findings=found, clears=False)],
+        now=utcnow(),
+        cap=max(1, len(found)),
+        previous_pass_at=None,
+    )
+    return row, alerts
 
 
 def replay(session: Session, actor: str, row_id: int) -> Delivery:

@@ -43,7 +43,7 @@ from sqlalchemy.orm import Session
 
 from reconciliation.matching.backlog import STREAMS as STREAM_TABLES
 from reconciliation.matching.backlog import backlog, watermark_name
-from reconciliation.reports.items import age_bucket, classified, why_open
+from reconciliation.reports.items import FINALITY_SECONDS, age_bucket, classified, why_open
 from reconciliation.reports.model import AGEING_BUCKETS, EXCEPTION, ReportWindow
 from reconciliation.store import watermarks
 from reconciliation.store.models import EXCEPTION as MARKED_EXCEPTION
@@ -115,7 +115,12 @@ class QueuePage:
 
 
 def _branches(
-    session: Session, stream: str, now: datetime, grace_seconds: int, after: int = 0
+    session: Session,
+    stream: str,
+    now: datetime,
+    grace_seconds: int,
+    after: int = 0,
+    finality_seconds: int = FINALITY_SECONDS,
 ) -> list[Select[Any]]:
     """The report's classified rows of `stream` in its three unmatched branches (disjoint),
     ids above `after` (said to the backlog too: PostgreSQL carries equalities across a join,
@@ -127,7 +132,8 @@ def _branches(
     window = ReportWindow(until=now)
 
     def branch(condition: ColumnElement[bool]) -> Select[Any]:
-        return classified(stream, window, None, grace_seconds).where(condition, table.c.id > after)
+        found = classified(stream, window, None, grace_seconds, finality_seconds)
+        return found.where(condition, table.c.id > after)
 
     marked = branch(table.c.match_status == MARKED_EXCEPTION)
     waiting = branch(and_(table.c.match_status != MARKED_EXCEPTION, table.c.id <= seen)).join(
@@ -139,13 +145,20 @@ def _branches(
 
 
 def counts(
-    session: Session, now: datetime, grace_seconds: int, *, cap: int = COUNT_CAP
+    session: Session,
+    now: datetime,
+    grace_seconds: int,
+    *,
+    cap: int = COUNT_CAP,
+    finality_seconds: int = FINALITY_SECONDS,
 ) -> QueueCounts:
     """Exceptions per age bucket and stream (every bucket and stream present, zero when empty),
     among the first `cap` candidates of each stream."""
     found = QueueCounts({label: dict.fromkeys(STREAMS, 0) for label, _, _ in AGE_BUCKETS})
     for stream in STREAMS:
-        branches = union_all(*_branches(session, stream, now, grace_seconds))
+        branches = union_all(
+            *_branches(session, stream, now, grace_seconds, finality_seconds=finality_seconds)
+        )
         looked = branches.limit(cap).subquery()
         bucket = age_bucket(looked.c.at, now).label("bucket")
         late = func.count().filter(looked.c.state == EXCEPTION)
@@ -228,6 +241,7 @@ def queue_page(
     limit: int = 50,
     scan_cap: int = SCAN_CAP,
     count_cap: int = COUNT_CAP,
+    finality_seconds: int = FINALITY_SECONDS,
 ) -> QueuePage:
     """The counts, and the next exceptions of one stream (in one bucket) after `cursor`.
 
@@ -242,7 +256,7 @@ def queue_page(
         _bucket_bounds(bucket, now)  # refuse an unknown bucket before reading anything
     walks = [
         _walk(session, branch, size, bucket, now, scan_cap)
-        for branch in _branches(session, stream, now, grace_seconds, after)
+        for branch in _branches(session, stream, now, grace_seconds, after, finality_seconds)
     ]
     known = [w.known_through for w in walks if w.known_through is not None]
     frontier = min(known) if known else None
@@ -270,4 +284,7 @@ def queue_page(
         next_cursor = str(page[-1].item_id)
     elif frontier is not None:
         next_cursor = str(frontier)  # a walk stopped at its cap: the next page goes on from there
-    return QueuePage(counts(session, now, grace_seconds, cap=count_cap), page, next_cursor)
+    found_counts = counts(
+        session, now, grace_seconds, cap=count_cap, finality_seconds=finality_seconds
+    )
+    return QueuePage(found_counts, page, next_cursor)

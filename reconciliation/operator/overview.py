@@ -23,6 +23,7 @@ from reconciliation.notifications.inbox import PENDING, QUARANTINED
 from reconciliation.notifications.inbox_access import inbox_depth
 from reconciliation.operator.exception_queue import counts as exception_counts
 from reconciliation.reconcile import LAST_PASS_AT, LAST_PASS_MILLIS
+from reconciliation.reports.items import FINALITY_SECONDS
 from reconciliation.store import watermarks
 from reconciliation.store.models import (
     ActivityCursor,
@@ -182,8 +183,15 @@ def _alerts(session: Session) -> list[SeverityCount]:
     ]
 
 
-def read_overview(session: Session, *, now: datetime, grace_seconds: int) -> Overview:
-    """The health figures as of `now`; `grace_seconds` is the notification grace of the pass."""
+def read_overview(
+    session: Session,
+    *,
+    now: datetime,
+    grace_seconds: int,
+    finality_seconds: int = FINALITY_SECONDS,
+) -> Overview:
+    """The health figures as of `now`; `grace_seconds` is the notification grace of the pass,
+    `finality_seconds` its finality deadline (a transfer in flight past it is an exception)."""
     depth = inbox_depth(session)
     oldest_pending = session.scalar(
         select(Delivery.received_at)
@@ -193,7 +201,7 @@ def read_overview(session: Session, *, now: datetime, grace_seconds: int) -> Ove
     )
     last_pass = watermarks.read(session, LAST_PASS_AT, 0)
     duration = watermarks.read(session, LAST_PASS_MILLIS, -1)
-    by_bucket = exception_counts(session, now, grace_seconds)
+    by_bucket = exception_counts(session, now, grace_seconds, finality_seconds=finality_seconds)
     return Overview(
         now=now,
         pending=depth[PENDING],

@@ -25,7 +25,7 @@ from sqlalchemy import Connection, Table, and_, exists, func, literal, or_, sele
 
 from reconciliation.alerts.lifecycle import AUTO_RESOLVER
 from reconciliation.drift import ALERT_KINDS
-from reconciliation.matching.vocabulary import RULE_MANUAL
+from reconciliation.matching.vocabulary import PEOPLES_RULES
 from reconciliation.notifications.shape_alerts import KIND as SHAPE_ALERT
 from reconciliation.rebuild.facets import tables_in
 from reconciliation.store.models import EXCEPTION, UNMATCHED
@@ -110,7 +110,7 @@ def copy_facts(connection: Connection, schema: str) -> CopiedFacts:
         connection,
         matches,
         scratch["matches"],
-        or_(matches.c.rule == RULE_MANUAL, matches.c.unmatched_at.is_not(None)),
+        or_(matches.c.rule.in_(PEOPLES_RULES), matches.c.unmatched_at.is_not(None)),
     )
     alerts = live["alerts"]
     copied.rows["alerts (facts)"] = _copy(

@@ -33,7 +33,7 @@ from sqlalchemy import (
 )
 
 from reconciliation.alerts.lifecycle import OPEN, RESOLVED
-from reconciliation.matching.vocabulary import RULE_MANUAL
+from reconciliation.matching.vocabulary import PEOPLES_RULES
 from reconciliation.rebuild.facets import ACTIVE_ALERT_STATES, tables_in
 from reconciliation.rebuild.facts import DERIVED_ALERT_KINDS
 
@@ -72,7 +72,7 @@ def facts_mark(connection: Connection) -> FactsMark:
         select(func.count(), func.coalesce(func.sum(d.c.attempts), 0)).where(d.c.attempts > 0)
     ).one()
     values += [int(tried), int(attempts)]
-    people = or_(m.c.rule == RULE_MANUAL, m.c.unmatched_at.is_not(None))
+    people = or_(m.c.rule.in_(PEOPLES_RULES), m.c.unmatched_at.is_not(None))
     values.append(int(connection.scalar(select(func.count()).where(people)) or 0))
     return FactsMark(tuple(values))
 
@@ -175,7 +175,7 @@ def _swap_matches(connection: Connection, live: Table, scratch: Table) -> int:
     key = ["rule", "posting_id", "transfer_id", "notification_id"]
 
     def automatic(t: Table) -> Any:
-        return and_(t.c.rule != RULE_MANUAL, t.c.unmatched_at.is_(None))
+        return and_(t.c.rule.not_in(PEOPLES_RULES), t.c.unmatched_at.is_(None))
 
     in_scratch = exists().where(automatic(scratch), _same(live, scratch, key))
     gone = connection.execute(delete(live).where(automatic(live), not_(in_scratch))).rowcount

@@ -74,6 +74,7 @@ def render_csv(report: Report) -> str:
         metrics += [
             ("items", t.items),
             ("matched_count", t.matched_count),
+            ("accepted_count", t.accepted_count),
             ("unmatched_count", t.unmatched_count),
             ("waiting_count", t.waiting_count),
             ("exception_count", t.exception_count),

@@ -16,12 +16,12 @@ from sqlalchemy import Table, func, select
 from sqlalchemy.orm import Session
 
 from reconciliation.reports.filters import UNKNOWN_HOLDING
-from reconciliation.reports.items import age_bucket, classified, why_open
+from reconciliation.reports.items import FINALITY_SECONDS, age_bucket, classified, why_open
 from reconciliation.reports.model import (
     AGEING_BUCKETS,
     EXCEPTION,
-    MATCHED,
     STREAMS,
+    WAITING,
     Ageing,
     HoldingName,
     HoldingTotals,
@@ -46,7 +46,11 @@ def _ref(value: Any) -> str:
 
 
 def item_figures(
-    session: Session, window: ReportWindow, holding_id: int | None, grace_seconds: int
+    session: Session,
+    window: ReportWindow,
+    holding_id: int | None,
+    grace_seconds: int,
+    finality_seconds: int = FINALITY_SECONDS,
 ) -> tuple[list[HoldingTotals], Ageing]:
     """Totals per holding and unit, and exceptions by age, from one grouped read per stream."""
     rows: dict[tuple[str, str], HoldingTotals] = {}
@@ -55,7 +59,7 @@ def item_figures(
         amounts={label: {} for label, _, _ in AGEING_BUCKETS},
     )
     for stream in STREAMS:
-        items = classified(stream, window, holding_id, grace_seconds).subquery()
+        items = classified(stream, window, holding_id, grace_seconds, finality_seconds).subquery()
         bucket = age_bucket(items.c.at, window.until).label("bucket")
         grouped = select(
             items.c.holding_ref,
@@ -104,14 +108,15 @@ def open_items(
     holding_id: int | None,
     grace_seconds: int,
     limit: int = OPEN_ITEMS_LISTED,
+    finality_seconds: int = FINALITY_SECONDS,
 ) -> list[OpenItem]:
     """The unmatched items (waiting and exceptions), oldest first, at most `limit`."""
     found: list[OpenItem] = []
     for stream in STREAMS:
-        items = classified(stream, window, holding_id, grace_seconds).subquery()
+        items = classified(stream, window, holding_id, grace_seconds, finality_seconds).subquery()
         query = (
             select(items)
-            .where(items.c.state != MATCHED)
+            .where(items.c.state.in_((WAITING, EXCEPTION)))
             .order_by(items.c.at, items.c.item_id)
             .limit(limit)
         )

@@ -43,6 +43,7 @@ dl.legend dt { font-weight: bold; } dl.legend dd { margin: 0; }
 CARD_LABELS = {
     "items": "items",
     "matched": "matched",
+    "accepted": "accepted alone",
     "waiting": "waiting",
     "exceptions": "exceptions",
     "transfersInFlight": "transfers in flight",
@@ -241,6 +242,7 @@ def _totals(report: Report) -> list[str]:
                 "unit",
                 "items",
                 "matched",
+                "accepted",
                 "waiting",
                 "exceptions",
                 "posted",
@@ -252,6 +254,7 @@ def _totals(report: Report) -> list[str]:
                     t.currency,
                     f"{t.items:,}",
                     f"{t.matched_count:,}",
+                    f"{t.accepted_count:,}",
                     f"{t.waiting_count:,}",
                     f"{t.exception_count:,}",
                     f"{t.posted_count:,}",
@@ -259,7 +262,7 @@ def _totals(report: Report) -> list[str]:
                 ]
                 for t in report.totals
             ),
-            {2, 3, 4, 5, 6, 7},
+            {2, 3, 4, 5, 6, 7, 8},
         ),
         "<h2>Notified and transferred, by outcome</h2>",
         _table(

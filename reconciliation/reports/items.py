@@ -11,16 +11,21 @@ exactly one state:
 
 - matched: an active match links it to its counterparts, or it needs none (a refused transfer
   moved nothing, so nothing can match it);
+- accepted: a person accepted it without a counterpart, with a reason (`recon accept`): a
+  decision, not a match, so it is counted apart;
 - waiting: not matched yet, and not late: its counterpart may still arrive. That is a posting or
   notification younger than the notification grace (counted from the later of the provider's
-  time and ours, as the drift rules count it), or a transfer still in flight at the provider,
-  or one that finished within the grace;
+  time and ours, as the drift rules count it), a transfer still in flight at the provider and
+  not past its finality deadline, or one that finished within the grace;
 - exception: not matched, and a person must look: matching marked it an exception (a choice
-  only a person can make), or it outlived the grace without a counterpart.
+  only a person can make), it outlived the grace without a counterpart, or it is a transfer
+  still in flight past its finality deadline (late as `reconciliation.transfers.lateness`
+  defines it, the definition the `finality_overdue` alert uses).
 
 An item moves waiting -> matched when a pass matches it, waiting -> exception when the grace
-runs out first, exception -> matched when its counterpart arrives late or a person matches it,
-and matched -> exception when a person takes its match apart.
+(or a transfer's finality deadline) runs out first, exception -> matched when its counterpart
+arrives late or a person matches it, exception -> accepted when a person accepts it alone, and
+matched or accepted -> exception when a person takes the decision apart.
 
 A transfer's outcome comes from the provider's own flags (isTerminal, isSuccessful), never
 from the status words, which differ between providers: not terminal is in flight; terminal and
@@ -33,12 +38,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, Table, case, func, select
+from sqlalchemy import ColumnElement, Select, Table, case, exists, func, select
 
 from reconciliation.matching.backlog import active_row
-from reconciliation.matching.vocabulary import MONEY_EVENTS
+from reconciliation.matching.vocabulary import MONEY_EVENTS, RULE_ACCEPTED
+from reconciliation.policy import ReconcilePolicy
 from reconciliation.reports.filters import for_holding, in_window
 from reconciliation.reports.model import (
+    ACCEPTED,
     AGEING_BUCKETS,
     EXCEPTION,
     FAILED,
@@ -50,13 +57,18 @@ from reconciliation.reports.model import (
     ReportWindow,
 )
 from reconciliation.store.models import EXCEPTION as MARKED_EXCEPTION
-from reconciliation.store.models import Holding, Notification, Posting, Transfer
+from reconciliation.store.models import Holding, Match, Notification, Posting, Transfer
+from reconciliation.transfers.lateness import late
 from upstream.wire.transfers import Stage
+
+#: The finality deadline the report assumes when its caller names none: the policy's default.
+FINALITY_SECONDS = ReconcilePolicy().finality_deadline_seconds
 
 postings: Table = Posting.__table__  # type: ignore[assignment]
 notifications: Table = Notification.__table__  # type: ignore[assignment]
 transfers: Table = Transfer.__table__  # type: ignore[assignment]
 holdings: Table = Holding.__table__  # type: ignore[assignment]
+matches: Table = Match.__table__  # type: ignore[assignment]
 
 
 def later_of(first: Any, second: Any) -> Any:
@@ -94,9 +106,20 @@ def _refused() -> ColumnElement[bool]:
     )
 
 
+def accepted_row(stream: str, item_id: Any) -> ColumnElement[bool]:
+    """SQL: an active row of a person's "accepted without a counterpart" names this item."""
+    column = {"posting": "posting_id", "notification": "notification_id"}.get(stream, "transfer_id")
+    return exists().where(
+        matches.c[column] == item_id,
+        matches.c.unmatched_at.is_(None),
+        matches.c.rule == RULE_ACCEPTED,
+    )
+
+
 def _state(stream: str, item_id: Any, marked: Any, heard: Any, cutoff: datetime) -> Any:
-    """SQL: matched, waiting or exception (the module docstring is the definition)."""
+    """SQL: matched, accepted, waiting or exception (the module docstring is the definition)."""
     return case(
+        (accepted_row(stream, item_id), ACCEPTED),
         (active_row(stream, item_id), MATCHED),
         (marked == MARKED_EXCEPTION, EXCEPTION),
         (heard <= cutoff, EXCEPTION),
@@ -105,7 +128,11 @@ def _state(stream: str, item_id: Any, marked: Any, heard: Any, cutoff: datetime)
 
 
 def classified(
-    stream: str, window: ReportWindow, holding_id: int | None, grace_seconds: int
+    stream: str,
+    window: ReportWindow,
+    holding_id: int | None,
+    grace_seconds: int,
+    finality_seconds: int = FINALITY_SECONDS,
 ) -> Select[Any]:
     """Every item of `stream` in the window, with the columns every figure is built from.
 
@@ -169,9 +196,11 @@ def classified(
         asked = func.coalesce(t.c.requested_at, t.c.created_at)
         finished = later_of(asked, func.coalesce(t.c.terminal_at, t.c.updated_at))
         state = case(
+            (accepted_row("transfer", t.c.id), ACCEPTED),
             (active_row("transfer", t.c.id), MATCHED),
             (_refused(), MATCHED),
             (t.c.match_status == MARKED_EXCEPTION, EXCEPTION),
+            (late(window.until, finality_seconds, t), EXCEPTION),
             (t.c.is_terminal.is_not(True), WAITING),
             (finished <= cutoff, EXCEPTION),
             else_=WAITING,
@@ -198,7 +227,9 @@ def why_open(stream: str, state: str, detail: str | None, marked: str | None) ->
     """A few words on why an unmatched item is where it is, for the list under the figures."""
     if state == EXCEPTION:
         if marked == MARKED_EXCEPTION:
-            return "a person must decide (recon match)"
+            return "a person must decide (recon match or recon accept)"
+        if stream == "transfer" and detail == IN_FLIGHT:
+            return "late: still in flight past its finality deadline"
         counterpart = {"posting": "notification", "notification": "posting"}.get(
             stream, "posting or notification"
         )

@@ -13,20 +13,25 @@ from typing import Final
 DEFINITIONS: Final[dict[str, str]] = {
     "items": (
         "postings, money notifications and transfers we asked for whose own time falls in the "
-        "window; each is matched, waiting or an exception"
+        "window; each is matched, accepted, waiting or an exception"
     ),
     "matched": (
         "an active match links the item to its counterparts, or it needs none (a refused "
         "transfer moved nothing)"
     ),
+    "accepted": (
+        "accepted without a counterpart: a person decided the item needs none and said why "
+        "(recon accept); a decision, not a match"
+    ),
     "unmatched": "waiting + exceptions",
     "waiting": (
         "not matched yet and not late: younger than the {grace} grace, or a transfer still "
-        "in flight at the provider"
+        "in flight at the provider and not past its finality deadline"
     ),
     "exceptions": (
-        "not matched and needing a person: no counterpart within the {grace} grace, or marked "
-        "for a person to decide; aged from the item's own time"
+        "not matched and needing a person: no counterpart within the {grace} grace, a "
+        "transfer still in flight past its finality deadline (the finality_overdue alert), or "
+        "marked for a person to decide; aged from the item's own time"
     ),
     "transfers": (
         "by the provider's isTerminal/isSuccessful: settled (terminal, successful), in flight "
@@ -42,8 +47,10 @@ DEFINITIONS: Final[dict[str, str]] = {
         "is not a count of items"
     ),
     "moves": (
-        "waiting -> matched when a pass matches it; waiting -> exception when the grace runs "
-        "out first; exception -> matched when the counterpart arrives or a person matches it"
+        "waiting -> matched when a pass matches it; waiting -> exception when the grace (or a "
+        "transfer's finality deadline) runs out first; exception -> matched when the "
+        "counterpart arrives or a person matches it; exception -> accepted when a person "
+        "accepts it alone; matched or accepted -> exception when a person unmatches it"
     ),
 }
 

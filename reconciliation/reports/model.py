@@ -24,9 +24,10 @@ STREAMS: Final = ("posting", "notification", "transfer")
 #: Where an item stands (reconciliation.reports.items decides): every item in the window is in
 #: exactly one of these.
 MATCHED: Final = "matched"
+ACCEPTED: Final = "accepted"
 WAITING: Final = "waiting"
 EXCEPTION: Final = "exception"
-ITEM_STATES: Final = (MATCHED, WAITING, EXCEPTION)
+ITEM_STATES: Final = (MATCHED, ACCEPTED, WAITING, EXCEPTION)
 
 #: How a transfer we asked for ended, read from the provider's isTerminal and isSuccessful.
 SETTLED: Final = "settled"
@@ -97,6 +98,10 @@ class HoldingTotals:
     @property
     def matched_count(self) -> int:
         return self.states[MATCHED]
+
+    @property
+    def accepted_count(self) -> int:
+        return self.states[ACCEPTED]
 
     @property
     def waiting_count(self) -> int:
@@ -201,6 +206,7 @@ class Report:
     window: ReportWindow
     generated_at: datetime
     grace_seconds: int = 900
+    finality_seconds: int = 3600
     totals: list[HoldingTotals] = field(default_factory=list)
     ageing: Ageing = field(default_factory=Ageing)
     open_items: list[OpenItem] = field(default_factory=list)
@@ -226,6 +232,7 @@ class Report:
             "holdings": len({t.holding_ref for t in self.totals}),
             "items": sum(states.values()),
             "matched": states[MATCHED],
+            "accepted": states[ACCEPTED],
             "unmatched": states[WAITING] + states[EXCEPTION],
             "waiting": states[WAITING],
             "exceptions": states[EXCEPTION],

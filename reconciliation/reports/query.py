@@ -27,6 +27,7 @@ from reconciliation.ledger_audit.summary import last_audit
 from reconciliation.reports.fees import fee_figures
 from reconciliation.reports.figures import holding_names, item_figures, open_items
 from reconciliation.reports.history import alert_counts, balance_drift
+from reconciliation.reports.items import FINALITY_SECONDS
 from reconciliation.reports.model import Report, ReportWindow
 from reconciliation.store.models import Holding
 from reconciliation.store.types import utcnow
@@ -43,6 +44,7 @@ def build_report(
     window: ReportWindow,
     *,
     grace_seconds: int = 900,
+    finality_seconds: int = FINALITY_SECONDS,
     now: datetime | None = None,
 ) -> Report:
     """Read the whole report for `window` in one session.
@@ -50,16 +52,27 @@ def build_report(
     `grace_seconds` is the notification grace the reconciliation passes use
     (RECON_NOTIFICATION_GRACE_SECONDS): an unmatched item younger than it is waiting, an older
     one is an exception. Pass the same value the passes run with, or the report and the
-    alerts will disagree about when an item became late.
+    alerts will disagree about when an item became late. `finality_seconds` likewise is the
+    passes' finality deadline (RECON_FINALITY_DEADLINE_SECONDS): a transfer still in flight
+    past it is late, an exception, exactly when `finality_overdue` says so.
     """
     if window.since is not None and window.since >= window.until:
         raise ReportError(
             f"--since ({window.since.isoformat()}) must be before --until ({window.until.isoformat()})"
         )
     holding_id = _holding_id(session, window.holding_ref)
-    report = Report(window=window, generated_at=now or utcnow(), grace_seconds=grace_seconds)
-    report.totals, report.ageing = item_figures(session, window, holding_id, grace_seconds)
-    report.open_items = open_items(session, window, holding_id, grace_seconds)
+    report = Report(
+        window=window,
+        generated_at=now or utcnow(),
+        grace_seconds=grace_seconds,
+        finality_seconds=finality_seconds,
+    )
+    report.totals, report.ageing = item_figures(
+        session, window, holding_id, grace_seconds, finality_seconds
+    )
+    report.open_items = open_items(
+        session, window, holding_id, grace_seconds, finality_seconds=finality_seconds
+    )
     report.alerts, report.open_alerts, report.open_alert_count = alert_counts(session, window)
     report.drift = balance_drift(session, window, holding_id)
     report.fees = fee_figures(session, window, holding_id)

@@ -42,6 +42,7 @@ FIGURE_LABELS: Final = {
     "holdings": "holdings",
     "items": "items in the window",
     "matched": "matched",
+    "accepted": "accepted without a counterpart",
     "unmatched": "unmatched (waiting + exceptions)",
     "waiting": "  waiting",
     "exceptions": "  exceptions",
@@ -141,8 +142,18 @@ def _items_by_holding(console: Console, report: Report) -> None:
         return
     items = _table(
         "Items by holding and unit",
-        ("holding", "unit", "items", "matched", "waiting", "exceptions", "posted", "net posted"),
-        {2, 3, 4, 5, 6, 7},
+        (
+            "holding",
+            "unit",
+            "items",
+            "matched",
+            "accepted",
+            "waiting",
+            "exceptions",
+            "posted",
+            "net posted",
+        ),
+        {2, 3, 4, 5, 6, 7, 8},
     )
     for t in report.totals:
         items.add_row(
@@ -150,6 +161,7 @@ def _items_by_holding(console: Console, report: Report) -> None:
             t.currency,
             f"{t.items:,}",
             f"{t.matched_count:,}",
+            f"{t.accepted_count:,}",
             f"{t.waiting_count:,}",
             f"{t.exception_count:,}",
             f"{t.posted_count:,}",

@@ -64,6 +64,7 @@ def report_as_dict(report: Report) -> dict[str, Any]:
                 },
                 "items": t.items,
                 "matchedCount": t.matched_count,
+                "acceptedCount": t.accepted_count,
                 "unmatchedCount": t.unmatched_count,
                 "waitingCount": t.waiting_count,
                 "exceptionCount": t.exception_count,

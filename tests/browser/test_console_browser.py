@@ -1,8 +1,8 @@
 """The operator console as a person uses it, in Chromium, over the demo's four faults.
 
 One walk through: sign in, see the four injected faults on the alerts page, acknowledge one,
-resolve another, match the posting whose webhook was dropped by hand and see it leave the
-queue, replay the quarantined delivery, download a report, read the audit trail, sign out.
+resolve another, accept the posting whose webhook was dropped without a counterpart (after
+"Match by hand" with nothing ticked is refused) and see it leave the queue, replay the quarantined delivery, download a report, read the audit trail, sign out.
 Every page is screenshotted (see conftest.py for where).
 """
 
@@ -114,13 +114,21 @@ def test_operator_walks_through_the_four_faults(
         assert page.get_by_role(
             "heading", name=f"Why is posting {silent.id} not matched?"
         ).is_visible(), page.content()[:3000]
+        # "Match by hand" with no counterpart ticked is not a match: the console says which
+        # decision that would be instead, and changes nothing.
         page.fill(".match-form input[name=reason]", "Provider confirmed the webhook was never sent")
         page.click(".match-form button[type=submit]")
-        assert "Matched by hand" in page.locator(".flash.done").inner_text()
+        assert "accept it without a counterpart" in page.locator(".flash.error").inner_text()
+        with sessions() as s:
+            assert s.scalars(select(Match).where(Match.posting_id == silent.id)).all() == []
+        accept = page.locator("form[action$='/exceptions/accept']")
+        accept.locator("input[name=reason]").fill("Provider confirmed the webhook was never sent")
+        accept.locator("button[type=submit]").click()
+        assert "accepted without a counterpart" in page.locator(".flash.done").inner_text()
         assert page.locator(f"a[href='/console/exceptions/posting/{silent.id}']").count() == 0
         with sessions() as s:
             match = s.scalars(select(Match).where(Match.posting_id == silent.id)).one()
-        assert (match.matched_by, match.rule) == (NAME, "manual")
+        assert (match.matched_by, match.rule) == (NAME, "accepted")
 
         # Replay the quarantined delivery (the other body under a known id).
         page.goto(f"{base}/console/deliveries?state=quarantined")
@@ -172,7 +180,7 @@ def test_operator_walks_through_the_four_faults(
             "signed in",
             "acknowledged alert",
             "resolved alert",
-            "matched by hand",
+            "accepted without a counterpart",
             "replayed delivery",
             "downloaded report",
         } <= actions

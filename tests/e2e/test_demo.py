@@ -55,6 +55,8 @@ def _run_demo(env: dict[str, str], report: Path, *args: str) -> subprocess.Compl
 def _assert_demo_passed(result: subprocess.CompletedProcess[str], report: Path) -> None:
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "recon found exactly the injected faults" in result.stdout
+    # Counted, not compared as kinds: one open alert per injected fault and nothing else.
+    assert "4 open alerts for 4 injected faults" in result.stdout
     for kind in (
         "posting_without_notification",
         "amount_mismatch",

@@ -309,3 +309,123 @@ def test_missing_services_are_summarised_once_per_reason(tmp_path: Path) -> None
     assert any(
         line.startswith("SKIPPED [2] ") and "not on this machine" in line for line in skipped
     )
+
+
+# -- commands that destroy, processes that would serve nothing ---------------------------------------
+
+
+def _tables(database_url: str) -> set[str]:
+    from sqlalchemy import inspect
+
+    from reconciliation.store.db import make_engine
+
+    engine = make_engine(database_url, must_exist=True)
+    try:
+        return set(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def test_downgrade_names_its_revision_and_base_needs_confirming(
+    base_env: dict[str, str],
+) -> None:
+    url = base_env["DATABASE_URL"]
+    assert recon(base_env, "db", "upgrade").returncode == 0
+    assert "alerts" in _tables(url)
+
+    bare = recon(base_env, "db", "downgrade")
+    assert bare.returncode == 2 and "--revision" in bare.stderr
+    assert "alerts" in _tables(url), "a downgrade without a revision dropped the store"
+
+    line = one_line(recon(base_env, "db", "downgrade", "--revision", "base"))
+    assert line.startswith("recon: --revision base drops every table of the store at ")
+    assert line.endswith("add --drop-everything if that is what you want")
+    assert "alerts" in _tables(url)
+
+    line = one_line(recon(base_env, "db", "downgrade", "--revision", "-1"))
+    assert line == "recon: no revision '-1': name one of 0001, base"
+    assert "alerts" in _tables(url)
+
+    done = recon(base_env, "db", "downgrade", "--revision", "base", "--drop-everything")
+    assert done.returncode == 0, done.stderr
+    assert "downgraded to base" in done.stdout
+    assert _tables(url) <= {"alembic_version"}
+
+
+@pytest.mark.parametrize("command", [["web"], ["worker"]])
+def test_a_process_refuses_a_configured_store_that_is_not_there(
+    base_env: dict[str, str], tmp_path: Path, command: list[str]
+) -> None:
+    missing = tmp_path / "nowhere" / "recon.db"
+    env = {**base_env, "DATABASE_URL": f"sqlite:///{missing}"}
+    started = time.monotonic()
+    line = one_line(recon(env, *command, timeout=PROMPT_SECONDS * 2))
+    assert time.monotonic() - started < PROMPT_SECONDS
+    assert line.startswith(
+        f"recon: there is no store at {missing}: create it with `recon db upgrade`"
+    )
+    assert not missing.parent.exists(), "an empty store was created on the way"
+
+
+@pytest.mark.parametrize("command", [["web"], ["worker"]])
+def test_a_process_refuses_a_configured_store_without_tables(
+    base_env: dict[str, str], tmp_path: Path, command: list[str]
+) -> None:
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    line = one_line(recon({**base_env, "DATABASE_URL": f"sqlite:///{empty}"}, *command))
+    assert line == (
+        f"recon: the store at sqlite:///{empty} has no tables yet: create them with "
+        "`recon db upgrade`"
+    )
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("command", [["web"], ["worker"], ["scheduler"]])
+def test_every_process_refuses_a_database_that_does_not_answer(
+    base_env: dict[str, str], refused_port: int, redis_url: str, command: list[str]
+) -> None:
+    url = f"postgresql://recon:pg-pa55word@127.0.0.1:{refused_port}/recon"
+    env = {**base_env, "DATABASE_URL": url, "REDIS_URL": redis_url}
+    started = time.monotonic()
+    line = one_line(recon(env, *command, timeout=PROMPT_SECONDS * 2))
+    assert time.monotonic() - started < PROMPT_SECONDS
+    assert line.startswith(
+        f"recon: database unavailable at postgresql+psycopg://recon:***@127.0.0.1:{refused_port}/"
+    )
+    assert "pg-pa55word" not in line
+
+
+def test_the_embedded_default_web_starts_from_nothing(
+    base_env: dict[str, str], tmp_path: Path
+) -> None:
+    """No DATABASE_URL on a fresh laptop: `recon web` makes and migrates its own SQLite store."""
+    import httpx
+
+    from tests.integration.app.receiver_helpers import free_port, wait_for
+
+    state = tmp_path / "fresh"
+    env = {k: v for k, v in base_env.items() if k not in ("DATABASE_URL", "RECON_SECRET_KEY")}
+    env["RECON_STATE_DIR"] = str(state)
+    port = free_port()
+    inherited = {name: os.environ[name] for name in ("PATH", "HOME") if name in os.environ}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "recon", "web", "--no-register", "--port", str(port)],
+        env={**inherited, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+    def ready() -> bool:
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        wait_for(lambda: ready() or process.poll() is not None, 60, "recon web to answer")
+        assert process.poll() is None, process.stderr.read() if process.stderr else ""
+    finally:
+        process.terminate()
+        process.wait(30)
+    assert "alerts" in _tables(f"sqlite:///{state / 'recon.db'}")

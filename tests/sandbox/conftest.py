@@ -52,11 +52,12 @@ def receiver() -> Iterator[Receiver]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
             body = self.rfile.read(length)
+            arrived = time.monotonic()
             if sink.delay:
                 time.sleep(sink.delay)
             with sink.lock:
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                sink.received.append(Received(headers, body))
+                sink.received.append(Received(headers, body, arrived))
                 status = sink.statuses.pop(0) if sink.statuses else 200
             self.send_response(status)
             self.send_header("Content-Length", "0")

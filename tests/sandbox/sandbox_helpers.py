@@ -224,6 +224,8 @@ def problem(r: Any, status: int, kind: str, code: str) -> dict[str, Any]:
 class Received:
     headers: dict[str, str]
     body: bytes
+    #: `time.monotonic()` when the request reached the receiver, before any ``delay``.
+    arrived: float = 0.0
 
     def json(self) -> Any:
         return json.loads(self.body)

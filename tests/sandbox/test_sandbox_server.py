@@ -17,6 +17,7 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from sandbox.config import SandboxConfig
+from sandbox.faults import Fault
 from sandbox.server import SandboxServer
 from tests.sandbox.sandbox_helpers import AUTH, COMPANY, NGN, SECRET, Receiver, new_key
 
@@ -146,6 +147,22 @@ def test_retries_in_real_time(receiver: Receiver) -> None:
         server.state.emit_kyc_verified(ep.endpoint_ref)
         got = receiver.wait_for(3)
         assert len({g.headers["webhook-id"] for g in got}) == 1
+
+
+def test_other_body_leaves_only_after_the_original_is_answered(receiver: Receiver) -> None:
+    """With deliveries on a thread pool, two bodies in flight together reach the receiver in
+    either order; the re-send must wait for the original's answer, so the original is first."""
+    receiver.delay = 0.3
+    with SandboxServer(fast_config()) as server:
+        server.state.hub.register(receiver.url, ["KYC_VERIFIED"], SECRET, None, True, None)
+        ep = server.state.create_endpoint("customer_balance_internal", new_key(), "x", "NGN")
+        server.state.faults.add_delivery(Fault(target="KYC_VERIFIED", kind="same_id_other_body"))
+        event_id = server.state.emit_kyc_verified(ep.endpoint_ref)
+        first, second = receiver.wait_for(2)
+    original = next(e for e in server.state.hub.events if e["id"] == event_id)
+    assert first.headers["webhook-id"] == second.headers["webhook-id"]
+    assert first.json() == original != second.json(), "the original body comes first"
+    assert second.arrived - first.arrived >= receiver.delay, "sent while the original was open"
 
 
 def test_dropped_connection_on_the_wire() -> None:

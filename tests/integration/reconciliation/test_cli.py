@@ -13,7 +13,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from recon.cli.main import cli
-from reconciliation.store.models import Alert, Match, Transfer
+from reconciliation.store.models import Alert, AuditEvent, Match, Transfer
 from reconciliation.store.types import utcnow
 from tests.integration.reconciliation.builders import Store
 
@@ -55,16 +55,45 @@ def test_reconcile_dry_run_then_for_real(
 
     out = invoke(run, "unmatch", str(row.id), "--by", "ana", "--reason", "wrong customer")
     assert f"unmatched: match {row.id}" in out
-    out = invoke(
-        run, "match", "--posting", str(posting.id), "--by", "ana", "--reason", "refund, no notice"
-    )
-    assert "matched: match" in out
+    # Both items are unexplained now, and say so at once: an open alert each.
     with session_factory() as s:
-        manual = s.scalars(select(Match).where(Match.rule == "manual")).one()
-        assert (manual.matched_by, manual.reason) == ("ana", "refund, no notice")
+        raised = s.scalars(select(Alert).where(Alert.state == "open")).all()
+        assert sorted(a.evidence["itemKind"] for a in raised) == ["notification", "posting"]
+        assert {a.kind for a in raised} == {"unmatched_by_hand"}
+    assert out.count("alert ") == 2 and "took match" in out and "wrong customer" in out
+
+    # One item alone is not a match: the CLI says which decision that is instead.
+    alone = run.invoke(
+        cli, ["match", "--posting", str(posting.id), "--by", "ana", "--reason", "refund"]
+    )
+    assert alone.exit_code == 2 and "accept it without a counterpart" in alone.output
+    out = invoke(
+        run, "accept", "--posting", str(posting.id), "--by", "ana", "--reason", "refund, no notice"
+    )
+    assert f"accepted without a counterpart: posting {posting.id}" in out
+    with session_factory() as s:
+        accepted = s.scalars(select(Match).where(Match.rule == "accepted")).one()
+        assert (accepted.posting_id, accepted.matched_by, accepted.reason) == (
+            posting.id,
+            "ana",
+            "refund, no notice",
+        )
+        trail = s.scalars(select(AuditEvent).order_by(AuditEvent.id)).all()
+        assert [(e.actor, e.action, e.reason) for e in trail] == [
+            ("ana", "unmatched", "wrong customer"),
+            ("ana", "accepted without a counterpart", "refund, no notice"),
+        ]
+    # The pass clears the accepted item's alert; the notification's stays open.
+    invoke(run, "reconcile")
+    with session_factory() as s:
+        still = s.scalars(select(Alert).where(Alert.state == "open")).all()
+        assert [a.evidence["itemKind"] for a in still] == ["notification"]
+    report = json.loads(invoke(run, "report", "--format", "json", "--since", "2020-01-01"))
+    assert report["summary"]["accepted"] == 1
+    assert "accepted without a counterpart" in invoke(run, "report", "--since", "2020-01-01")
 
     refused = run.invoke(
-        cli, ["match", "--posting", str(posting.id), "--by", "ana", "--reason", "again"]
+        cli, ["accept", "--posting", str(posting.id), "--by", "ana", "--reason", "again"]
     )
     assert refused.exit_code == 2
     assert "already matched" in refused.output
@@ -139,3 +168,29 @@ def test_report_gives_fees_per_holding_by_kind_and_bearer_in_every_format(
     assert "Fees of settled transfers, by kind and bearer" in as_text and "25.00 NGN" in as_text
     as_html = invoke(run, "report", "--format", "html", "--since", "2020-01-01")
     assert "Fees of settled transfers" in as_html and "10.00 NGN" in as_html
+
+
+def test_a_transfer_past_its_finality_deadline_is_late_in_the_alert_and_the_report(
+    run: CliRunner, session_factory: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One definition of late: the report never calls "waiting" what an alert calls overdue."""
+    monkeypatch.setenv("RECON_FINALITY_DEADLINE_SECONDS", "1800")
+    store = Store(session_factory)
+    source, dest = store.holding(), store.holding()
+    stuck = store.transfer(source, dest, 5_000, status="awaiting_finality", requested=AN_HOUR_AGO)
+    fresh = store.transfer(source, dest, 7_000, status="awaiting_finality", requested=utcnow())
+    invoke(run, "reconcile")
+    listed = json.loads(invoke(run, "alerts", "list", "--json"))
+    assert [a["kind"] for a in listed] == ["finality_overdue"]
+    assert str(stuck.transfer_ref) in listed[0]["subject"]
+
+    report = json.loads(invoke(run, "report", "--format", "json", "--since", "2020-01-01"))
+    states = {i["reference"]: (i["state"], i["why"]) for i in report["openItems"]["items"]}
+    assert states[str(stuck.transfer_ref)] == (
+        "exception",
+        "late: still in flight past its finality deadline",
+    )
+    assert states[str(fresh.transfer_ref)] == ("waiting", "in flight at the provider")
+    assert "late: still in flight past its finality deadline" in invoke(
+        run, "report", "--since", "2020-01-01"
+    )

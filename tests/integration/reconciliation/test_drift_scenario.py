@@ -122,6 +122,7 @@ def build(store: Store) -> dict[str, Any]:
         "stuck": stuck,
         "suspended": suspended,
         "altered": altered,
+        "altered_note": altered_note,
         "liar": liar,
         "unit_note": unit_note,
         "twice": twice,
@@ -187,11 +188,15 @@ def test_drifts_that_can_clear_resolve_themselves(scenario: tuple[Store, dict[st
 
     still_open = set(open_alerts(store.factory))
     # What cannot clear by itself stays: a denied transfer stays denied, a conflict stays a
-    # fact, and the USD/NGN pair still disagrees.
+    # fact, and the USD/NGN pair still disagrees. The pair a person took apart is no longer an
+    # amount mismatch, but each of its items waits for a decision, under an alert of its own.
+    altered = known["altered"]
     assert still_open == {
         fingerprint("status_contradiction", known["liar"].event_id),
         body_conflict_fingerprint("evt-conflict"),
         fingerprint("unit_mismatch", "notification", known["unit_note"].event_id),
+        fingerprint("unmatched_by_hand", "posting", f"{altered.journal_ref}:{altered.line_ref}"),
+        fingerprint("unmatched_by_hand", "notification", known["altered_note"].event_id),
     }
     resolved = {c.kind for c in result.alerts.resolved}
     assert resolved == {

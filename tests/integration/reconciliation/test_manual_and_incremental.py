@@ -11,7 +11,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from reconciliation.matching.backlog import watermark_name
-from reconciliation.matching.manual import ManualMatchError, manual_match, manual_unmatch
+from reconciliation.matching.manual import (
+    ManualMatchError,
+    accept_alone,
+    manual_match,
+    manual_unmatch,
+)
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.reconcile import run_pass
 from reconciliation.store import watermarks
@@ -42,17 +47,20 @@ def test_manual_match_needs_who_why_and_a_seen_item(store: Store) -> None:
         store.factory() as s,
         pytest.raises(ManualMatchError, match="not been through a reconciliation pass"),
     ):
-        manual_match(s, posting_ids=[posting.id], by="ana", reason="refund")
+        accept_alone(s, "posting", posting.id, by="ana", reason="refund")
     reconcile(store)
     with store.factory() as s:
         with pytest.raises(ManualMatchError, match="say who you are"):
-            manual_match(s, posting_ids=[posting.id], by=" ", reason="refund")
+            accept_alone(s, "posting", posting.id, by=" ", reason="refund")
         with pytest.raises(ManualMatchError, match="say why"):
-            manual_match(s, posting_ids=[posting.id], by="ana", reason="")
+            accept_alone(s, "posting", posting.id, by="ana", reason="")
         with pytest.raises(ManualMatchError, match="no posting has id 999"):
-            manual_match(s, posting_ids=[999], by="ana", reason="x")
-        with pytest.raises(ManualMatchError, match="name at least one item"):
+            accept_alone(s, "posting", 999, by="ana", reason="x")
+        with pytest.raises(ManualMatchError, match="name at least two items"):
             manual_match(s, by="ana", reason="x")
+        # One item alone is not a match: it is the other decision, said by its own name.
+        with pytest.raises(ManualMatchError, match="accept it without a counterpart"):
+            manual_match(s, posting_ids=[posting.id], by="ana", reason="x")
 
 
 def test_an_exception_decided_by_hand_then_taken_apart(store: Store) -> None:
@@ -70,8 +78,8 @@ def test_an_exception_decided_by_hand_then_taken_apart(store: Store) -> None:
             by="ana@example.com",
             reason="the second event is the provider's duplicate",
         )
-        [dismissed] = manual_match(
-            s, notification_id=second.id, by="ana@example.com", reason="duplicate of the first"
+        dismissed = accept_alone(
+            s, "notification", second.id, by="ana@example.com", reason="duplicate of the first"
         )
     with store.factory() as s:
         stored = s.get_one(Match, row.id)
@@ -97,6 +105,19 @@ def test_an_exception_decided_by_hand_then_taken_apart(store: Store) -> None:
         assert s.get_one(Match, dismissed.id).unmatched_at is None  # the other decision stands
     again = reconcile(store, 120)
     assert again.matched.rows == 0  # automatic matching leaves a person's decision alone
+    # ... and the items it left unexplained are not silent: one alert each until decided.
+    assert sorted(c.fingerprint.split(":")[1] for c in again.alerts.opened) == [
+        "notification",
+        "posting",
+    ]
+    assert {c.kind for c in again.alerts.opened} == {"unmatched_by_hand"}
+    with store.factory.begin() as s:
+        manual_match(
+            s, posting_ids=[posting.id], notification_id=first.id, by="bo", reason="it was right"
+        )
+    settled = reconcile(store, 150)
+    resolved = sorted(c.fingerprint.split(":")[1] for c in settled.alerts.resolved)
+    assert resolved == ["notification", "posting"]
 
 
 def test_an_incremental_pass_reads_new_ids_and_the_backlog_only(store: Store) -> None:

@@ -91,7 +91,12 @@ def test_the_demo_day_reports_what_happened(session_factory: sessionmaker[Sessio
     day = demo_day(store)
     run_pass(session_factory, POLICY, now=at(0), publish=False)
     with session_factory() as s:
-        report = build_report(s, ReportWindow(until=at(60)), grace_seconds=GRACE)
+        report = build_report(
+            s,
+            ReportWindow(until=at(60)),
+            grace_seconds=GRACE,
+            finality_seconds=POLICY.finality_deadline_seconds,
+        )
     agree(report)
 
     treasury = next(t for t in report.totals if t.holding_ref == str(day.treasury.holding_ref))
@@ -104,15 +109,16 @@ def test_the_demo_day_reports_what_happened(session_factory: sessionmaker[Sessio
     }
     figures = report.figures()
     assert (figures["transfersSettled"], figures["transfersRefused"]) == (2, 1)
-    # The dropped webhook's posting is the one exception; the stuck transfer is in flight.
-    [exception] = [i for i in report.open_items if i.state == "exception"]
-    assert (exception.stream, exception.reference) == ("posting", str(day.dropped_receipt))
-    [waiting] = [i for i in report.open_items if i.state == "waiting"]
-    assert (waiting.stream, waiting.reference, waiting.why) == (
-        "transfer",
-        str(day.stuck_ref),
-        "in flight at the provider",
-    )
+    # The dropped webhook's posting and the stuck transfer are the exceptions: the transfer
+    # is late by the very definition its finality_overdue alert uses, never "waiting" beside it.
+    exceptions = {
+        (i.stream, i.reference): i.why for i in report.open_items if i.state == "exception"
+    }
+    assert exceptions == {
+        ("posting", str(day.dropped_receipt)): "no notification within the grace",
+        ("transfer", str(day.stuck_ref)): "late: still in flight past its finality deadline",
+    }
+    assert [i for i in report.open_items if i.state == "waiting"] == []
     assert figures["openAlerts"] == 4
     assert {a.kind for a in report.open_alerts} == {
         "posting_without_notification",
@@ -136,11 +142,16 @@ def test_the_demo_day_reports_what_happened(session_factory: sessionmaker[Sessio
 
     # A later report on the same store, nothing new: the same items, in the same states.
     with session_factory() as s:
-        later = build_report(s, ReportWindow(until=at(2 * DAY)), grace_seconds=GRACE)
+        later = build_report(
+            s,
+            ReportWindow(until=at(2 * DAY)),
+            grace_seconds=GRACE,
+            finality_seconds=POLICY.finality_deadline_seconds,
+        )
     agree(later)
     for name in ("items", "matched", "waiting", "exceptions", "openAlerts"):
         assert later.figures()[name] == figures[name], name
-    assert later.ageing.counts["2-7"] == {"posting": 1}  # the exception aged, stayed one
+    assert later.ageing.counts["2-7"] == {"posting": 1, "transfer": 1}  # aged, stayed two
 
 
 def test_an_item_moves_from_waiting_to_exception_to_matched(
@@ -216,7 +227,12 @@ def test_every_figure_counts_what_the_report_lists(fresh_factory: object, story:
     until = at(story.until_offset)
     since = at(-story.since_days * DAY) if story.since_days is not None else None
     with factory() as s:
-        report = build_report(s, ReportWindow(until=until, since=since), grace_seconds=story.grace)
+        report = build_report(
+            s,
+            ReportWindow(until=until, since=since),
+            grace_seconds=story.grace,
+            finality_seconds=policy.finality_deadline_seconds,
+        )
         alerts_open = s.scalar(
             select(func.count())
             .select_from(Alert)
@@ -238,13 +254,21 @@ def test_every_figure_counts_what_the_report_lists(fresh_factory: object, story:
     assert figures["transfersRefused"] == outcomes["refused"]
     assert figures["transfersFailed"] == outcomes["failed"]
     assert figures["openAlerts"] == alerts_open
-    # Pass or no pass: a refused transfer is matched (it needs nothing), one in flight waits.
+    # Pass or no pass: a refused transfer is matched (it needs nothing), one in flight waits
+    # until its finality deadline and is late, an exception, past it (what finality_overdue
+    # says of it).
+    deadline = timedelta(seconds=policy.finality_deadline_seconds)
     listed = {(i.stream, i.reference): i for i in report.open_items}
+
+    def overdue(age: int) -> bool:
+        return until - at(-age) > deadline
+
     for w in mine:
         if w.outcome == "refused":
             assert ("transfer", w.reference) not in listed
         if w.outcome == "in_flight":
-            assert listed[("transfer", w.reference)].state == "waiting"
+            state = "exception" if overdue(w.age) else "waiting"
+            assert listed[("transfer", w.reference)].state == state
     if not story.run_pass:
         # No pass has matched anything: only refused transfers are matched, and an item is an
         # exception exactly when it is older than the grace at `until`.
@@ -253,7 +277,8 @@ def test_every_figure_counts_what_the_report_lists(fresh_factory: object, story:
             "matched"
             if w.outcome == "refused"
             else "waiting"
-            if w.outcome == "in_flight" or until - at(-w.age) < late
+            if (w.outcome == "in_flight" and not overdue(w.age))
+            or (w.outcome != "in_flight" and until - at(-w.age) < late)
             else "exception"
             for w in mine
         )

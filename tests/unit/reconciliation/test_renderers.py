@@ -47,7 +47,7 @@ def report() -> Report:
                     "refused": Tally(1, 10_000_000_000),
                     "failed": Tally(0, 0),
                 },
-                states={"matched": 4, "waiting": 1, "exception": 3},
+                states={"matched": 4, "accepted": 2, "waiting": 1, "exception": 3},
             )
         ],
         ageing=Ageing(
@@ -113,6 +113,7 @@ def test_json_keeps_money_exact() -> None:
     assert data["totals"][0]["accountNumber"] == "0123456789"
     assert data["openExceptions"]["total"] == 3
     assert data["summary"]["unmatched"] == 4  # waiting 1 + exceptions 3
+    assert (data["summary"]["accepted"], data["totals"][0]["acceptedCount"]) == (2, 2)
     assert set(data["legend"]) >= {"matched", "unmatched", "waiting", "exceptions", "openAlerts"}
     assert data["balanceDrift"][0]["series"][1] == {
         "observedAt": (NOW - timedelta(hours=1)).isoformat(),
@@ -129,6 +130,7 @@ def test_csv_is_one_long_table() -> None:
     assert by_metric["transfers_refused_minor"] == "10000000000"
     assert by_metric["transfers_settled_count"] == "1"
     assert by_metric["unmatched"] == "4"
+    assert by_metric["accepted_count"] == by_metric["accepted"] == "2"
     assert {r["metric"] for r in rows if r["section"] == "legend"} >= {"waiting", "exceptions"}
     assert {"8-30 days:notification", "0-1 days:posting"} <= {r["metric"] for r in rows}
 
@@ -142,6 +144,7 @@ def test_text_shows_major_units_for_people() -> None:
     assert "2026-11-22 12:00:00 UTC" in text
     assert "T12:00" not in text and "+00:00" not in text  # no ISO stamps for people
     assert "unmatched: waiting + exceptions" in text  # the legend travels with the figures
+    assert "accepted without a counterpart" in text  # a decision, named apart from matches
 
 
 def test_an_empty_report_reads_as_one_line_per_section() -> None:
