@@ -2,21 +2,25 @@
 
 1. A fresh scratch (`scratch.create`: no secondary indexes yet, UNLOGGED on PostgreSQL).
 2. One transaction on the live store (REPEATABLE READ on PostgreSQL, so every table is read at
-   one moment): copy the facts (`facts.copy_facts`), read the inbox again into notifications
+   one moment): read the live pass's marks (`horizon.read_horizon`), copy the facts up to them
+   (`facts.copy_facts`), read the inbox again into notifications
    (`notifications.rebuild_notifications`, the bodies read by worker processes over a large
    inbox), and mark what people took apart as exceptions. On PostgreSQL the transaction's
    snapshot is shared with a second connection that digests the live derived state of that
    same moment (`live_digest`) while step 3 runs.
 3. The scratch's indexes and statistics; the alerts processing raises for deliveries no payload
    shape reads, then one full reconciliation pass (`reconciliation.reconcile.run_pass`,
-   unchanged) on the scratch, as of the live store's last pass, so both states judged the same
-   facts at the same moment.
+   unchanged) on the scratch, as of the live store's last pass and reading each matching
+   stream only as far as that pass did, so both states judged the same facts at the same
+   moment. Facts that came after the live pass are counted as not yet judged, never compared.
 4. Digests and differences (`compare.compare`).
 5. Then, by mode: keep the scratch for a person to inspect, drop it (dry run), or swap the
    rebuilt state into the live tables in one transaction (`swap.swap`) and drop it.
 
 Log lines written while the scratch is worked on (the pass's `alert.opened`, say) carry
-`rebuild_scratch`, so nobody mistakes them for the live store's.
+`rebuild_scratch`, so nobody mistakes them for the live store's, and its alert changes are
+logged at info rather than as warnings (`alert_changes_on_scratch`): a command that shows
+warnings only prints the rebuild's result and nothing of its scratch pass.
 """
 
 from __future__ import annotations
@@ -32,12 +36,15 @@ import structlog
 from sqlalchemy import Connection, Engine
 
 from reconciliation import pass_lease
+from reconciliation.alerts.lifecycle import alert_changes_on_scratch
 from reconciliation.notifications.shape_alerts import raise_shape_alerts
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.rebuild import scratch as scratch_store
 from reconciliation.rebuild.compare import Comparison, compare
 from reconciliation.rebuild.digest import StateDigest, state_digest
+from reconciliation.rebuild.facets import tables_in
 from reconciliation.rebuild.facts import CopiedFacts, copy_facts, restore_unmatched_exceptions
+from reconciliation.rebuild.horizon import Horizon, drop_unjudged_notifications, read_horizon
 from reconciliation.rebuild.live_digest import SnapshotDigest
 from reconciliation.rebuild.notifications import NotificationTally, rebuild_notifications
 from reconciliation.rebuild.reading import workers_for
@@ -71,6 +78,7 @@ class RebuildResult:
     scratch: str
     as_of: datetime
     copied: CopiedFacts = field(default_factory=CopiedFacts)
+    horizon: Horizon | None = None
     inbox: NotificationTally = field(default_factory=NotificationTally)
     comparison: Comparison | None = None
     swapped: dict[str, int] | None = None
@@ -84,6 +92,7 @@ class RebuildResult:
             "scratch": self.scratch,
             "asOf": self.as_of.isoformat(),
             "copied": self.copied.rows,
+            "horizon": self.horizon.as_dict() if self.horizon else None,
             "inbox": {
                 "read": self.inbox.read,
                 "notifications": self.inbox.notifications,
@@ -117,17 +126,25 @@ def _fill(
     the live digest in that transaction's snapshot (entered on `digests`)."""
     live_digest = None
     with connection.begin():
+        snapshot = None
         if connection.dialect.name == "postgresql":
             connection.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             snapshot = connection.exec_driver_sql("SELECT pg_export_snapshot()").scalar_one()
-            live_digest = digests.enter_context(SnapshotDigest(scratch.live, str(snapshot)))
+        horizon = result.horizon = read_horizon(connection)
+        if snapshot is not None:
+            live_digest = digests.enter_context(
+                SnapshotDigest(scratch.live, str(snapshot), horizon)
+            )
         mark = facts_mark(connection)
         clock = time.perf_counter()
-        result.copied = copy_facts(connection, scratch.schema)
+        result.copied = copy_facts(connection, scratch.schema, horizon)
         result.seconds["copy facts"] = time.perf_counter() - clock
         clock = time.perf_counter()
         processes = workers_for(result.copied.rows["deliveries"], connection.dialect.name, workers)
-        result.inbox = rebuild_notifications(connection, scratch.schema, reader, processes)
+        result.inbox = rebuild_notifications(
+            connection, scratch.schema, reader, processes, up_to=horizon.deliveries
+        )
+        drop_unjudged_notifications(connection, tables_in(scratch.schema), horizon)
         restore_unmatched_exceptions(connection, scratch.schema)
         result.seconds["notifications"] = time.perf_counter() - clock
     return mark, live_digest
@@ -162,13 +179,15 @@ def rebuild(
                     mark, live_digest = _fill(connection, scratch, reader, result, workers, digests)
                 if live_digest is not None:
                     live_digest.go()
-                _derive(scratch, policy, reader, as_of, result)
+                with alert_changes_on_scratch():
+                    _derive(scratch, policy, reader, as_of, result)
                 clock = time.perf_counter()
                 with scratch_store.workbench(scratch) as connection:
                     result.comparison = compare(
                         connection,
                         scratch.schema,
                         live=live_digest.result() if live_digest is not None else None,
+                        horizon=result.horizon,
                     )
                 result.seconds["compare"] = time.perf_counter() - clock
             if mode is Mode.SWAP:
@@ -200,7 +219,8 @@ def _derive(
     scratch_sessions = make_session_factory(scratch.engine)
     with scratch_sessions.begin() as session:
         raise_shape_alerts(session, result.inbox.problems, reader.shapes, as_of)
-    run_pass(scratch_sessions, policy, now=as_of, publish=False)
+    ceiling = result.horizon.seen if result.horizon is not None else None
+    run_pass(scratch_sessions, policy, now=as_of, publish=False, ceiling=ceiling)
     result.seconds["pass"] = time.perf_counter() - clock
 
 
@@ -218,8 +238,8 @@ def _swap(
     try:
         with scratch_store.workbench(scratch) as connection:
             with connection.begin():
-                result.swapped = swap(connection, scratch.schema, mark, now)
-            result.after_swap = state_digest(connection, None)
+                result.swapped = swap(connection, scratch.schema, mark, now, result.horizon)
+            result.after_swap = state_digest(connection, None, result.horizon)
     finally:
         pass_lease.release(sessions, owner)
     result.seconds["swap"] = time.perf_counter() - clock
