@@ -119,7 +119,7 @@ def _judged_notifications(t: dict[str, Table], horizon: Horizon | None) -> Any:
     return None if horizon is None else judged_notification(t, horizon)
 
 
-def _open(t: dict[str, Table], horizon: Horizon | None) -> Any:
+def _open(t: dict[str, Table], _horizon: Horizon | None) -> Any:
     return t["alerts"].c.state.in_(ACTIVE_ALERT_STATES)
 
 
@@ -143,7 +143,7 @@ _NOTIFICATION_COLUMNS: Final = (
 )
 
 
-def _matches(t: dict[str, Table], dialect: Dialect, horizon: Horizon | None) -> Rows:
+def _matches(t: dict[str, Table], dialect: Dialect, _horizon: Horizon | None) -> Rows:
     m = t["matches"]
     active = case((m.c.unmatched_at.is_(None), "1"), else_="0")
     return select(
@@ -155,7 +155,7 @@ def _matches(t: dict[str, Table], dialect: Dialect, horizon: Horizon | None) -> 
     )
 
 
-def _exceptions(t: dict[str, Table], dialect: Dialect, horizon: Horizon | None) -> Rows:
+def _exceptions(t: dict[str, Table], dialect: Dialect, _horizon: Horizon | None) -> Rows:
     parts = [
         select(literal(kind).label("kind"), render(t[table].c.id, dialect).label("item_id")).where(
             t[table].c.match_status == EXCEPTION
@@ -170,7 +170,7 @@ def _exceptions(t: dict[str, Table], dialect: Dialect, horizon: Horizon | None) 
     return select(every.c.kind, every.c.item_id)
 
 
-def _balance_checks(t: dict[str, Table], dialect: Dialect, horizon: Horizon | None) -> Rows:
+def _balance_checks(t: dict[str, Table], dialect: Dialect, _horizon: Horizon | None) -> Rows:
     """Each holding's check of its newest checked snapshot: a snapshot no pass has checked yet
     (its holding's poller behind it, or it came after the pass) is not yet judged."""
     checks = t["balance_checks"]

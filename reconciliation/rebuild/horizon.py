@@ -23,13 +23,15 @@ every live one) stay in both the scratch and the comparison: that is a differenc
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Final
 
 from sqlalchemy import Connection, Table, and_, exists, func, not_, or_, select
 
 from reconciliation.drift.balance import POSTINGS_READ
 from reconciliation.matching.frontier import STREAMS, watermark_name
-from reconciliation.reconcile import DELIVERIES_CHECKED
+from reconciliation.reconcile import DELIVERIES_CHECKED, LAST_PASS_AT
+from reconciliation.store import watermarks
 from reconciliation.store.models import Base
 
 #: The stores's tables as the live connection names them.
@@ -45,6 +47,7 @@ class Horizon:
     deliveries: the highest delivery id the last pass's drift rules checked.
     notifications_top: the highest live notification id (a rebuilt one above it is new).
     unjudged: facts beyond the marks, by kind (shown, never compared).
+    passed_at: when that pass ran (None: no pass has run).
     """
 
     seen: dict[str, int]
@@ -52,6 +55,7 @@ class Horizon:
     deliveries: int
     notifications_top: int
     unjudged: dict[str, int] = field(default_factory=dict)
+    passed_at: datetime | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -96,13 +100,14 @@ def checked_snapshot(tables: dict[str, Table]) -> Any:
 def read_horizon(connection: Connection) -> Horizon:
     """The live pass's marks and the facts beyond them (in the caller's transaction)."""
     names = [watermark_name(s) for s in STREAMS]
-    marks = _marks(connection, [*names, POSTINGS_READ, DELIVERIES_CHECKED])
+    marks = _marks(connection, [*names, POSTINGS_READ, DELIVERIES_CHECKED, LAST_PASS_AT])
     seen = {s: marks[watermark_name(s)] for s in STREAMS}
     horizon = Horizon(
         seen=seen,
         postings=max(seen["posting"], marks[POSTINGS_READ]),
         deliveries=marks[DELIVERIES_CHECKED],
         notifications_top=_top(connection, LIVE["notifications"]),
+        passed_at=watermarks.from_millis(marks[LAST_PASS_AT]) if marks[LAST_PASS_AT] else None,
     )
     p, d, t = LIVE["postings"], LIVE["deliveries"], LIVE["transfers"]
     n, s, c = LIVE["notifications"], LIVE["balance_snapshots"], LIVE["balance_checks"]
@@ -126,7 +131,9 @@ def read_horizon(connection: Connection) -> Horizon:
     return horizon
 
 
-def drop_unjudged_notifications(connection: Connection, scratch: dict[str, Table], horizon: Horizon) -> int:
+def drop_unjudged_notifications(
+    connection: Connection, scratch: dict[str, Table], horizon: Horizon
+) -> int:
     """Remove from the scratch the notifications read again that no pass has judged yet
     (above the frontier, named by no live match, not new to the live store)."""
     n, m = scratch["notifications"], LIVE["matches"]

@@ -30,7 +30,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import Any, Final
 
 import structlog
 from sqlalchemy import Connection, Engine
@@ -58,6 +58,13 @@ from upstream.webhooks.payloads import PayloadReader
 log = structlog.get_logger(__name__)
 
 
+#: Longest wait for a running pass to give the lease back: far above a normal pass (seconds to
+#: a minute over millions of rows), well below the lease's own expiry.
+LEASE_WAIT_SECONDS: Final = 300.0
+#: How often the waiting rebuild asks again.
+LEASE_POLL_SECONDS: Final = 0.1
+
+
 class RebuildError(Exception):
     """The rebuild could not be done as asked; the message says why and what to do."""
 
@@ -76,7 +83,8 @@ class RebuildResult:
 
     mode: Mode
     scratch: str
-    as_of: datetime
+    #: When the live pass whose judgement is rebuilt ran (None until the marks are read).
+    as_of: datetime | None
     copied: CopiedFacts = field(default_factory=CopiedFacts)
     horizon: Horizon | None = None
     inbox: NotificationTally = field(default_factory=NotificationTally)
@@ -90,7 +98,7 @@ class RebuildResult:
         return {
             "mode": self.mode.value,
             "scratch": self.scratch,
-            "asOf": self.as_of.isoformat(),
+            "asOf": self.as_of.isoformat() if self.as_of else None,
             "copied": self.copied.rows,
             "horizon": self.horizon.as_dict() if self.horizon else None,
             "inbox": {
@@ -114,6 +122,40 @@ def last_pass_time(live: Engine) -> datetime | None:
     return watermarks.from_millis(millis) if millis else None
 
 
+class BetweenPasses:
+    """The pass lease, held while the rebuild reads the live pass's marks and state.
+
+    A pass commits its matching (with the `match.seen.*` marks) before its drift rules and the
+    rest of its marks: read in between, the marks would belong to two passes. So the rebuild
+    takes the lease, waiting for a running pass to finish, and gives it back once what it reads
+    of the live store is fixed: on PostgreSQL as soon as its snapshot is taken (the facts, the
+    marks and the live digest all come from it), on SQLite (no snapshot to share with the
+    digest) once the comparison is done. Passes skip their turn meanwhile, as they do when
+    another pass runs.
+    """
+
+    def __init__(self, live: Engine) -> None:
+        self._sessions = make_session_factory(live)
+        self._owner = pass_lease.lease_owner()
+        self._held = False
+
+    def take(self) -> None:
+        deadline = time.monotonic() + LEASE_WAIT_SECONDS
+        while not pass_lease.acquire(self._sessions, self._owner, utcnow()):
+            if time.monotonic() > deadline:
+                raise RebuildError(
+                    f"a reconciliation pass has held the pass lease for over "
+                    f"{LEASE_WAIT_SECONDS:.0f} s; rebuild once it has finished"
+                )
+            time.sleep(LEASE_POLL_SECONDS)
+        self._held = True
+
+    def give_back(self) -> None:
+        if self._held:
+            pass_lease.release(self._sessions, self._owner)
+            self._held = False
+
+
 def _fill(
     connection: Connection,
     scratch: scratch_store.Scratch,
@@ -121,16 +163,22 @@ def _fill(
     result: RebuildResult,
     workers: int | None,
     digests: ExitStack,
+    lease: BetweenPasses,
 ) -> tuple[FactsMark, SnapshotDigest | None]:
-    """Copy the facts and read the inbox again, in one transaction; on PostgreSQL also start
-    the live digest in that transaction's snapshot (entered on `digests`)."""
+    """Read the live pass's marks, copy the facts up to them and read the inbox again, in one
+    transaction; on PostgreSQL also start the live digest in that transaction's snapshot
+    (entered on `digests`)."""
     live_digest = None
+    lease.take()
     with connection.begin():
         snapshot = None
         if connection.dialect.name == "postgresql":
             connection.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             snapshot = connection.exec_driver_sql("SELECT pg_export_snapshot()").scalar_one()
         horizon = result.horizon = read_horizon(connection)
+        if snapshot is not None:
+            lease.give_back()
+        result.as_of = result.as_of or horizon.passed_at or utcnow()
         if snapshot is not None:
             live_digest = digests.enter_context(
                 SnapshotDigest(scratch.live, str(snapshot), horizon)
@@ -166,9 +214,9 @@ def rebuild(
     with `spawn`, which imports the caller's main module again in each: a script that calls
     `rebuild` must do so under `if __name__ == "__main__"` (as `recon` does)."""
     started = time.perf_counter()
-    as_of = as_of or last_pass_time(live) or utcnow()
     scratch = scratch_store.scratch_for(live)
     result = RebuildResult(mode=mode, scratch=scratch.describe(), as_of=as_of)
+    lease = BetweenPasses(live)
     with structlog.contextvars.bound_contextvars(rebuild_scratch=scratch.describe()):
         try:
             clock = time.perf_counter()
@@ -176,11 +224,14 @@ def rebuild(
             result.seconds["create scratch"] = time.perf_counter() - clock
             with ExitStack() as digests:
                 with scratch_store.workbench(scratch) as connection:
-                    mark, live_digest = _fill(connection, scratch, reader, result, workers, digests)
+                    mark, live_digest = _fill(
+                        connection, scratch, reader, result, workers, digests, lease
+                    )
                 if live_digest is not None:
                     live_digest.go()
+                assert result.as_of is not None  # set from the marks, or given
                 with alert_changes_on_scratch():
-                    _derive(scratch, policy, reader, as_of, result)
+                    _derive(scratch, policy, reader, result.as_of, result)
                 clock = time.perf_counter()
                 with scratch_store.workbench(scratch) as connection:
                     result.comparison = compare(
@@ -190,9 +241,11 @@ def rebuild(
                         horizon=result.horizon,
                     )
                 result.seconds["compare"] = time.perf_counter() - clock
+            lease.give_back()
             if mode is Mode.SWAP:
                 _swap(live, scratch, mark, result)
         finally:
+            lease.give_back()
             scratch.close()
             if mode is not Mode.KEEP:
                 scratch_store.drop(scratch)
