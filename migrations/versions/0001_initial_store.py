@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-24 04:04:28.805239
+Create Date: 2026-11-27 02:04:10.670054
 """
 
 from collections.abc import Sequence
@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 import reconciliation.store.types
+
 
 revision: str = "0001"
 down_revision: str | None = None
@@ -87,6 +88,8 @@ def upgrade() -> None:
         sa.Column("differing", sa.BigInteger(), nullable=False),
         sa.Column("digest", sa.String(length=64), nullable=True),
         sa.Column("error", sa.Text(), nullable=True),
+        sa.Column("first_day", sa.Date(), nullable=True),
+        sa.Column("last_day", sa.Date(), nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_audit_runs")),
     )
     with op.batch_alter_table("audit_runs", schema=None) as batch_op:
