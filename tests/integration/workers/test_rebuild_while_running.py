@@ -94,6 +94,11 @@ def test_ten_rebuilds_of_a_running_store_all_compare_equal(
         embedded.stop()
 
     codes = [code for code, _ in outcomes]
+    # The figures, for whoever runs this with -rP: exit codes and what each left unjudged.
+    print("exit codes:", codes)
+    for _, found in outcomes:
+        if "horizon" in found:
+            print("not yet judged:", found["horizon"]["notYetJudged"])  # type: ignore[index]
     shown = [
         (code, found.get("comparison", {}).get("differences"))  # type: ignore[union-attr]
         for code, found in outcomes
