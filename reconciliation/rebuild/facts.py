@@ -15,7 +15,7 @@ retention removed (its `retention.*` watermarks: a rebuild sums a pruned holding
 from the net amount removed, not from nothing). Items are copied
 `unmatched`; an item a person took apart becomes an exception again, as `recon unmatch` left it.
 
-Postings, deliveries and balance snapshots are copied up to the live pass's marks
+Postings, deliveries, transfers and balance snapshots are copied up to the live pass's marks
 (`reconciliation.rebuild.horizon`): the rebuild judges what that pass judged, no more.
 """
 
@@ -31,7 +31,7 @@ from reconciliation.drift import ALERT_KINDS
 from reconciliation.matching.vocabulary import RULE_MANUAL
 from reconciliation.notifications.shape_alerts import KIND as SHAPE_ALERT
 from reconciliation.rebuild.facets import tables_in
-from reconciliation.rebuild.horizon import Horizon, checked_snapshot
+from reconciliation.rebuild.horizon import Horizon, checked_snapshot, judged_transfer
 from reconciliation.store.models import EXCEPTION, UNMATCHED
 
 #: Alert kinds a rebuild derives again (the pass's and processing's); others are facts.
@@ -104,6 +104,11 @@ def _within(live: dict[str, Table], name: str, horizon: Horizon) -> list[Any]:
         return [table.c.id <= horizon.deliveries]
     if name == "balance_snapshots":
         return [checked_snapshot(live)]
+    if name == "transfers":
+        return [judged_transfer(live, horizon)]
+    if name == "transfer_changes":
+        judged = select(live["transfers"].c.id).where(judged_transfer(live, horizon))
+        return [table.c.transfer_id.in_(judged)]
     return []
 
 

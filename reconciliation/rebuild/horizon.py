@@ -11,8 +11,9 @@ snapshot as the facts, and goes exactly as far:
 - postings: up to the highest id the pass's balance read summed (at least the frontier's), so
   the rebuilt balance sums are made of the same postings;
 - deliveries: up to the highest id the pass's drift rules checked;
-- notifications above the frontier: only those a pass already took as a counterpart (named by
-  a match); the others are dropped from the scratch once read again;
+- notifications and transfers above the frontier: only those a pass already took as a
+  counterpart (named by a match); the other notifications are dropped from the scratch once
+  read again, the other transfers (and their status history) are not copied;
 - balance snapshots: only those the live store holds a check of (a pass judged them).
 
 What lies beyond is counted (`unjudged`) and shown as "not yet judged by a pass", never as a
@@ -91,6 +92,12 @@ def judged_notification(tables: dict[str, Table], horizon: Horizon) -> Any:
     )
 
 
+def judged_transfer(tables: dict[str, Table], horizon: Horizon) -> Any:
+    """SQL over `tables`: a transfer the last pass's matching read, or took as a counterpart."""
+    t, m = tables["transfers"], tables["matches"]
+    return or_(t.c.id <= horizon.seen["transfer"], exists().where(m.c.transfer_id == t.c.id))
+
+
 def checked_snapshot(tables: dict[str, Table]) -> Any:
     """SQL over `tables`: a balance snapshot some pass wrote a check of."""
     s, c = tables["balance_snapshots"], tables["balance_checks"]
@@ -119,7 +126,7 @@ def read_horizon(connection: Connection) -> Horizon:
             "postings": _count(connection, p, p.c.id > seen["posting"]),
             "deliveries": _count(connection, d, d.c.id > horizon.deliveries),
             "notifications": _count(connection, n, not_(judged_notification(LIVE, horizon))),
-            "transfers": _count(connection, t, t.c.id > seen["transfer"]),
+            "transfers": _count(connection, t, not_(judged_transfer(LIVE, horizon))),
             "balance snapshots": _count(
                 connection,
                 s,

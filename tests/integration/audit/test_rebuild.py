@@ -19,8 +19,15 @@ from reconciliation.rebuild.digest import state_digest
 from reconciliation.rebuild.run import Mode, RebuildResult, rebuild
 from reconciliation.reconcile import run_pass
 from reconciliation.store.db import make_session_factory, transaction
-from reconciliation.store.models import Alert, BalanceSnapshot, Delivery, Match, Notification
-from tests.integration.audit.small_world import POLICY, World, build_world, posting_for
+from reconciliation.store.models import (
+    Alert,
+    BalanceSnapshot,
+    Delivery,
+    Match,
+    Notification,
+    Transfer,
+)
+from tests.integration.audit.small_world import POLICY, T0, World, build_world, posting_for
 from upstream.webhooks.payloads import configured_reader
 
 READER = configured_reader()
@@ -294,6 +301,20 @@ def test_facts_that_came_after_the_last_pass_are_not_yet_judged_never_a_differen
     process_pending(session_factory, later)
     with transaction(session_factory) as s:
         s.add(posting_for(world.external, uuid.uuid4(), "credit", 4_200, later))
+        s.add(  # long past its finality deadline: the next pass will say so, not the rebuild
+            Transfer(
+                transfer_ref=uuid.uuid4(),
+                source_holding_ref=world.internal.holding_ref,
+                dest_holding_ref=world.external.holding_ref,
+                currency="NGN",
+                amount_minor=5_000,
+                status="awaiting_finality",
+                is_terminal=False,
+                is_successful=False,
+                requested_at=T0,
+                origin="created",
+            )
+        )
         s.add(
             BalanceSnapshot(
                 holding_id=world.external.id,
@@ -313,7 +334,7 @@ def test_facts_that_came_after_the_last_pass_are_not_yet_judged_never_a_differen
         "postings": 1,
         "deliveries": 1,
         "notifications": 2,
-        "transfers": 0,
+        "transfers": 1,
         "balance snapshots": 1,
     }
 
@@ -324,7 +345,7 @@ def test_facts_that_came_after_the_last_pass_are_not_yet_judged_never_a_differen
     assert [d.as_dict() for d in judged.comparison.differences] == []
     assert set(judged.horizon.unjudged.values()) == {0}
     before, after = waiting.comparison.live.by_name(), judged.comparison.live.by_name()
-    for table in ("notifications", "deliveries", "balance_checks"):
+    for table in ("notifications", "deliveries", "balance_checks", "open_alerts"):
         assert before[table] != after[table], table  # now judged, and compared
 
 
