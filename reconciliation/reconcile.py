@@ -12,7 +12,7 @@ and rolls it back, so it reports exactly what a real pass would do and writes no
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
@@ -92,8 +92,12 @@ def run_pass(
     now: datetime | None = None,
     progress: Progress | None = None,
     publish: bool = True,
+    ceiling: Mapping[str, int] | None = None,
 ) -> PassResult:
-    """Run one pass; skip (result.skipped) when another pass holds the lease."""
+    """Run one pass; skip (result.skipped) when another pass holds the lease.
+
+    `ceiling`: per matching stream, the highest id to read (a rebuild's pass on its scratch
+    copy goes as far as the live store's last pass went; `matching.frontier`)."""
     policy = ReconcilePolicy.from_settings(settings_like)
     now = now or utcnow()
     progress = progress or SilentProgress()
@@ -104,7 +108,7 @@ def run_pass(
         result.skipped = True
         return result
     try:
-        _run(session_factory, policy, result, progress)
+        _run(session_factory, policy, result, progress, ceiling)
     finally:
         if not dry_run:
             release(session_factory, owner)
@@ -126,6 +130,7 @@ def _run(
     policy: ReconcilePolicy,
     result: PassResult,
     progress: Progress,
+    ceiling: Mapping[str, int] | None = None,
 ) -> None:
     now = result.now
     with factory() as session:
@@ -145,6 +150,7 @@ def _run(
             checkpoint=checkpoint,
             progress=progress,
             seconds=result.matching_seconds,
+            ceiling=ceiling,
         )
         result.seconds["matching"] = time.perf_counter() - clock
 

@@ -3,7 +3,8 @@
 `recon audit` re-reads every holding's posted activity from the gateway (at the shared gateway
 rate limit, the pollers' own, through the workers' runtime) and compares it with the stored
 postings; the live cursors are left exactly where they are. `recon rebuild` recomputes the
-derived state from the facts into a scratch schema and compares it with the live one. Both
+derived state from the facts the live store's last pass judged into a scratch schema and
+compares it with the live one; facts that came after that pass are counted as not yet judged. Both
 print the digest of the derived state, so two runs or two deployments compare at a glance.
 
 Exit status: 0 when everything agrees (or a swap was made), 1 when something differs, 2 for a
@@ -163,6 +164,13 @@ def _print_rebuild(summary: dict[str, Any]) -> None:
         f"inbox read again: {inbox['read']:,} deliveries, {inbox['notifications']:,} "
         f"notifications, {inbox['quarantined']:,} quarantined, {inbox['restated']:,} restated"
     )
+    horizon = summary["horizon"]
+    if horizon is not None:
+        waiting = {kind: n for kind, n in horizon["notYetJudged"].items() if n}
+        click.echo(
+            "not yet judged by a pass (left out of both states): "
+            + (", ".join(f"{n:,} {kind}" for kind, n in waiting.items()) or "nothing")
+        )
     comparison = summary["comparison"]
     _print_digest("live derived state", comparison["live"])
     _print_digest("rebuilt derived state", comparison["rebuilt"])

@@ -9,7 +9,9 @@ consistent when it equals the sum up to any point inside that grace (the sum bef
 plus the grace's postings one by one in ledger order). Anything else is drift.
 
 Each comparison is kept in balance_checks (reports draw drift over time from it). A holding
-whose poller has not read past the snapshot's time yet is left undecided.
+whose poller has not read past the snapshot's time yet is left undecided. The highest posting id
+the read saw is kept too (`POSTINGS_READ`): a rebuild copies the postings up to it, so its sums
+are made of the postings this pass summed.
 """
 
 from __future__ import annotations
@@ -25,9 +27,12 @@ from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.balance_sums import Basis, consistent_read, grace_postings, read_bases
 from reconciliation.drift.base import DriftContext
+from reconciliation.store import watermarks
 from reconciliation.store.models import BalanceCheck
 
 KIND: Final = "balance_mismatch"
+#: Watermark: the highest posting id the last pass's balance read saw.
+POSTINGS_READ: Final = "balance.postings_read"
 SEVERITY: Final = "critical"
 
 checks: Table = BalanceCheck.__table__  # type: ignore[assignment]
@@ -92,6 +97,7 @@ class BalanceMismatch:
                 )
             )
         self._record(ctx.session, checked, through, ctx.now)
+        watermarks.write(ctx.session, POSTINGS_READ, through, ctx.now)
         return Assessment(kinds=self.kinds, findings=found, undecided=undecided)
 
     def _record(

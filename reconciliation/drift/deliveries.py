@@ -19,7 +19,11 @@ from reconciliation.alerts.changes import Assessment, chunks
 from reconciliation.alerts.lifecycle import Finding
 from reconciliation.drift.base import DriftContext
 from reconciliation.drift.evidence import plain
-from reconciliation.notifications.inbox import BODY_CONFLICT_ALERT, body_conflict_fingerprint
+from reconciliation.notifications.inbox import (
+    BODY_CONFLICT_ALERT,
+    body_conflict_fingerprint,
+    body_conflict_subject,
+)
 from reconciliation.store.models import Alert, Delivery
 
 KIND: Final = BODY_CONFLICT_ALERT
@@ -32,10 +36,7 @@ def conflict_finding(delivery_id: str, bodies: list[dict[str, Any]]) -> Finding:
     return Finding(
         kind=KIND,
         severity=SEVERITY,
-        subject=(
-            f"delivery {delivery_id} arrived with {len(bodies)} different bodies; "
-            "the later ones were not applied"
-        ),
+        subject=body_conflict_subject(delivery_id),
         fingerprint=body_conflict_fingerprint(delivery_id),
         evidence={"deliveryId": delivery_id, "bodies": bodies},
     )

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Final
 from uuid import UUID
 
@@ -83,14 +83,20 @@ def fetch_from(gateway: GatewayClient) -> FetchFor:
 
 
 def due(session: Session, interval_seconds: float, now: datetime) -> bool:
-    """Whether a scheduled audit should run: no whole-store audit finished within 90% of the
-    interval. A tick sent twice, or at every scheduler start, then costs no gateway request."""
+    """Whether a scheduled audit should run: holdings are known, and no whole-store audit of
+    at least one holding finished within 90% of the interval. A tick sent twice, or at every
+    scheduler start, then costs no gateway request; and a start before any holding is
+    discovered audits nothing (it would prove nothing: the first audit comes with discovery,
+    `workers.actors.holdings`)."""
+    if session.scalar(select(Holding.id).where(Holding.watched.is_(True)).limit(1)) is None:
+        return False
     latest = session.scalar(
         select(AuditRun.finished_at)
         .where(
             AuditRun.finished_at.is_not(None),
             AuditRun.holding_ref.is_(None),
             AuditRun.since.is_(None),
+            AuditRun.holdings > 0,
         )
         .order_by(AuditRun.finished_at.desc())
         .limit(1)
@@ -122,6 +128,12 @@ class AuditResult:
     def total_divergences(self) -> int:
         return sum(self.counts.values())
 
+    @property
+    def days(self) -> tuple[date, date] | None:
+        """The first and last UTC day of the postings compared (None: none were)."""
+        every = [day for h in self.holdings for day in h.days]
+        return (min(every), max(every)) if every else None
+
     def as_dict(self) -> dict[str, Any]:
         """JSON-safe: totals, the holdings that differ, the first divergences."""
         return {
@@ -131,6 +143,8 @@ class AuditResult:
             "finishedAt": self.finished_at.isoformat() if self.finished_at else None,
             "holdings": len(self.holdings),
             "postings": self.postings,
+            "firstDay": self.days[0].isoformat() if self.days else None,
+            "lastDay": self.days[1].isoformat() if self.days else None,
             "divergences": self.total_divergences,
             "byKind": self.counts,
             "digest": self.digest,
@@ -336,4 +350,5 @@ def _finish(
         run.unknown = result.counts[KINDS[1]]
         run.differing = result.counts[KINDS[2]]
         run.digest = result.digest
+        run.first_day, run.last_day = result.days or (None, None)
         run.error = error or ("; ".join(unreadable)[:2000] if unreadable else None)

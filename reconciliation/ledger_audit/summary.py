@@ -1,15 +1,18 @@
 """The one line a report or the console overview says about the books: the last audit.
 
-"last audit: clean, 1,000 holdings, 1,000,000 postings" (or how many divergences, or that it
-failed, or that none ran yet). Reads the newest finished `audit_runs` row; cheap enough for a
-page that is rendered on every visit (one indexed row). The reconciliation report carries it in
+"last audit: clean, 1,000 holdings, 1,000,000 postings over 30 days (2026-10-01 to
+2026-10-30)" (or how many divergences, or that it failed, or that none ran yet): the verdict
+and, beside it, what it covered. Reads the newest finished `audit_runs` row that audited at
+least one holding: an audit of nothing (one run before any holding was known) proves nothing,
+so until a holding has been audited the line says "none yet". Cheap enough for a page that is
+rendered on every visit (one indexed row). The reconciliation report carries it in
 every format (`reconciliation.reports`), and the console's overview shows it as a tile.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -33,6 +36,8 @@ class AuditSummary:
     differing: int
     digest: str | None
     partial: bool
+    first_day: date | None = None
+    last_day: date | None = None
 
     @property
     def outcome(self) -> str:
@@ -47,9 +52,22 @@ class AuditSummary:
         return self.status != "clean"
 
     @property
+    def days(self) -> str:
+        """The days its postings were posted on: `30 days (2026-10-01 to 2026-10-30)`, or ``."""
+        if self.first_day is None or self.last_day is None:
+            return ""
+        count = (self.last_day - self.first_day).days + 1
+        if count == 1:
+            return f"1 day ({self.first_day.isoformat()})"
+        return f"{count:,} days ({self.first_day.isoformat()} to {self.last_day.isoformat()})"
+
+    @property
     def covered(self) -> str:
-        """What the audit read: `1,000 holdings, 1,000,000 postings` (and whether all of it)."""
+        """What the audit read: `1,000 holdings, 1,000,000 postings over 30 days (...)` (and
+        whether all of the store)."""
         covered = f"{_many(self.holdings, 'holding')}, {_many(self.postings, 'posting')}"
+        if self.days:
+            covered += f" over {self.days}"
         return covered + " (part of the store)" if self.partial else covered
 
     def line(self) -> str:
@@ -77,6 +95,8 @@ class AuditSummary:
             "differing": self.differing,
             "digest": self.digest,
             "partial": self.partial,
+            "firstDay": self.first_day.isoformat() if self.first_day else None,
+            "lastDay": self.last_day.isoformat() if self.last_day else None,
             "line": self.line(),
         }
 
@@ -86,15 +106,15 @@ def _many(count: int, noun: str) -> str:
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
-#: What a report prints when no audit has finished yet.
+#: What a report prints when no audit of at least one holding has finished yet.
 NEVER: str = "last audit: none yet (run `recon audit`)"
 
 
 def last_audit(session: Session) -> AuditSummary | None:
-    """The newest finished audit, or None when none has finished."""
+    """The newest finished audit of at least one holding, or None when none has finished."""
     run = session.scalars(
         select(AuditRun)
-        .where(AuditRun.finished_at.is_not(None))
+        .where(AuditRun.finished_at.is_not(None), AuditRun.holdings > 0)
         .order_by(AuditRun.finished_at.desc(), AuditRun.id.desc())
         .limit(1)
     ).first()
@@ -112,6 +132,8 @@ def last_audit(session: Session) -> AuditSummary | None:
         differing=run.differing,
         digest=run.digest,
         partial=run.holding_ref is not None or run.since is not None,
+        first_day=run.first_day,
+        last_day=run.last_day,
     )
 
 

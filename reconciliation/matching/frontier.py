@@ -13,11 +13,16 @@ the end of its transaction. (Waiting for every transaction of the cluster instea
 snapshot's running transaction ids would say, makes a pass wait for work in other databases
 that can never write here: measured 6.3 s of a 6.7 s incremental pass on a shared server.)
 SQLite has one writer at a time and numbers rows max + 1, so nothing is ever behind it.
+
+A `ceiling` caps the tops: a rebuild's pass on its scratch copy goes exactly as far into each
+stream as the live store's last pass went (`match.seen.*` there), no further, so both judged
+the same items (`reconciliation.rebuild.horizon`).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -90,9 +95,9 @@ class Frontier:
         return lo <= hi
 
 
-def read_frontier(session: Session) -> Frontier:
+def read_frontier(session: Session, ceiling: Mapping[str, int] | None = None) -> Frontier:
     """Watermarks, current tops and which backlog kinds hold entries (one statement); on
-    PostgreSQL, after in-flight writers."""
+    PostgreSQL, after in-flight writers. `ceiling`: per stream, the highest id to go to."""
     seen = {s: watermarks.read(session, watermark_name(s), 0) for s in STREAMS}
     tops = [
         select(func.coalesce(func.max(t.c.id), 0)).scalar_subquery()
@@ -101,6 +106,8 @@ def read_frontier(session: Session) -> Frontier:
     queued = [exists().where(backlog.c.kind == kind) for kind in BACKLOG_KINDS]
     row = session.execute(select(*tops, *queued)).one()
     top = {s: int(value) for s, value in zip(STREAMS, row, strict=False)}
+    if ceiling is not None:
+        top = {s: min(value, ceiling.get(s, value)) for s, value in top.items()}
     first_row = int(row[len(STREAMS)])
     flags = row[len(STREAMS) + 1 :]
     waiting = frozenset(kind for kind, flag in zip(BACKLOG_KINDS, flags, strict=True) if flag)

@@ -27,7 +27,7 @@ candidates again, and new ids are new only until the watermark moves.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -69,10 +69,12 @@ def match_all(
     checkpoint: Callable[[], None],
     progress: Progress,
     seconds: dict[str, float] | None = None,
+    ceiling: Mapping[str, int] | None = None,
 ) -> MatchTally:
     """Run every matching rule over what is new or waiting; return what was matched.
 
     seconds: if given, receives the wall time of each step by name.
+    ceiling: per stream, the highest id to read (`frontier.read_frontier`); None: the tops.
     """
     tally = MatchTally()
     clock = _Clock(seconds if seconds is not None else {})
@@ -83,7 +85,7 @@ def match_all(
         tally.add(batch)
 
     with clock("frontier"):
-        frontier = read_frontier(session)
+        frontier = read_frontier(session, ceiling)
     leftovers: Table | None = None
 
     lo, hi = frontier.new("posting")

@@ -206,10 +206,7 @@ def _alert_body_conflict(session: Session, delivery: InboundDelivery, row_id: in
         session,
         kind=BODY_CONFLICT_ALERT,
         severity="high",
-        subject=(
-            f"webhook delivery {delivery.delivery_id} was re-sent with a different body; the new "
-            "body is quarantined in the inbox"
-        ),
+        subject=body_conflict_subject(delivery.delivery_id),
         fingerprint=body_conflict_fingerprint(delivery.delivery_id),
         evidence={
             "delivery_id": delivery.delivery_id,
@@ -225,6 +222,15 @@ def _alert_body_conflict(session: Session, delivery: InboundDelivery, row_id: in
                 for o in others
             ],
         },
+    )
+
+
+def body_conflict_subject(delivery_id: str) -> str:
+    """What a body-conflict alert says, whichever path raises it (intake, a pass, a rebuild):
+    the same alert must read the same live and rebuilt."""
+    return (
+        f"webhook delivery {delivery_id} was re-sent with a different body; the first body "
+        "was applied, the other is quarantined in the inbox"
     )
 
 

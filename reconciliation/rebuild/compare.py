@@ -15,6 +15,7 @@ from sqlalchemy import Connection, func, select
 
 from reconciliation.rebuild.digest import StateDigest, state_digest
 from reconciliation.rebuild.facets import FACETS, Facet, facet_rows
+from reconciliation.rebuild.horizon import Horizon
 
 #: Rows shown per side of each table that differs (the counts are always exact).
 SHOWN: Final = 20
@@ -62,10 +63,17 @@ class Comparison:
 
 
 def _one_way(
-    connection: Connection, facet: Facet, first: str | None, second: str | None, shown: int
+    connection: Connection,
+    facet: Facet,
+    sides: tuple[str | None, str | None],
+    shown: int,
+    horizon: Horizon | None,
 ) -> tuple[int, list[dict[str, str]]]:
     dialect = connection.dialect
-    only = facet_rows(facet, first, dialect).except_(facet_rows(facet, second, dialect))
+    first, second = sides
+    only = facet_rows(facet, first, dialect, horizon).except_(
+        facet_rows(facet, second, dialect, horizon)
+    )
     rows = only.subquery("only")
     count = int(connection.execute(select(func.count()).select_from(rows)).scalar_one())
     sample = [
@@ -75,26 +83,35 @@ def _one_way(
 
 
 def table_difference(
-    connection: Connection, facet: Facet, schema: str, shown: int = SHOWN
+    connection: Connection,
+    facet: Facet,
+    schema: str,
+    shown: int = SHOWN,
+    horizon: Horizon | None = None,
 ) -> TableDifference:
     """Subtract one table both ways: live minus rebuilt, rebuilt minus live."""
-    live_only, live_sample = _one_way(connection, facet, None, schema, shown)
-    rebuilt_only, rebuilt_sample = _one_way(connection, facet, schema, None, shown)
+    live_only, live_sample = _one_way(connection, facet, (None, schema), shown, horizon)
+    rebuilt_only, rebuilt_sample = _one_way(connection, facet, (schema, None), shown, horizon)
     return TableDifference(facet.name, live_only, rebuilt_only, live_sample, rebuilt_sample)
 
 
 def compare(
-    connection: Connection, schema: str, shown: int = SHOWN, live: StateDigest | None = None
+    connection: Connection,
+    schema: str,
+    shown: int = SHOWN,
+    live: StateDigest | None = None,
+    horizon: Horizon | None = None,
 ) -> Comparison:
-    """Digest both states (the live one unless given: `live_digest`); list the rows of every
-    table whose digests differ (read from the live tables as they are now)."""
-    live = live if live is not None else state_digest(connection, None)
-    rebuilt = state_digest(connection, schema)
+    """Digest both states (the live one unless given: `live_digest`), within `horizon` when
+    given; list the rows of every table whose digests differ (read from the live tables as they
+    are now)."""
+    live = live if live is not None else state_digest(connection, None, horizon)
+    rebuilt = state_digest(connection, schema, horizon)
     differences = []
     mine, theirs = live.by_name(), rebuilt.by_name()
     for facet in FACETS:
         if mine[facet.name] != theirs[facet.name]:
             # Appended even when neither side has a row the other lacks: then the same rows
             # appear a different number of times (a duplicated match, say), still a difference.
-            differences.append(table_difference(connection, facet, schema, shown))
+            differences.append(table_difference(connection, facet, schema, shown, horizon))
     return Comparison(live, rebuilt, tuple(differences))

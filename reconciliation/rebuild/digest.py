@@ -22,6 +22,7 @@ from sqlalchemy import BigInteger, ColumnElement, Connection, cast, func, litera
 from sqlalchemy.dialects.postgresql import BIT
 
 from reconciliation.rebuild.facets import FACETS, Facet, facet_rows, joined
+from reconciliation.rebuild.horizon import Horizon
 
 #: Name of the hashing function registered on SQLite connections.
 SQLITE_HASH: Final = "recon_row_hash"
@@ -84,12 +85,14 @@ class StateDigest:
         return {"digest": self.overall, "tables": self.by_name()}
 
 
-def facet_digest(connection: Connection, facet: Facet, schema: str | None) -> FacetDigest:
+def facet_digest(
+    connection: Connection, facet: Facet, schema: str | None, horizon: Horizon | None = None
+) -> FacetDigest:
     """Count and hash one facet's rows in `schema` (None: the live store), in one query."""
     dialect = connection.dialect
     if dialect.name == "sqlite":
         register_sqlite_hash(connection)
-    rows = facet_rows(facet, schema, dialect).subquery("facet")
+    rows = facet_rows(facet, schema, dialect, horizon).subquery("facet")
     text = joined(list(rows.c))
     query = select(
         func.count(),
@@ -100,6 +103,9 @@ def facet_digest(connection: Connection, facet: Facet, schema: str | None) -> Fa
     return FacetDigest(facet.name, int(count), int(first), int(second))
 
 
-def state_digest(connection: Connection, schema: str | None = None) -> StateDigest:
-    """The digest of the derived state in `schema` (None: the live store)."""
-    return StateDigest(tuple(facet_digest(connection, f, schema) for f in FACETS))
+def state_digest(
+    connection: Connection, schema: str | None = None, horizon: Horizon | None = None
+) -> StateDigest:
+    """The digest of the derived state in `schema` (None: the live store), within `horizon`
+    (`reconciliation.rebuild.horizon`) when given."""
+    return StateDigest(tuple(facet_digest(connection, f, schema, horizon) for f in FACETS))

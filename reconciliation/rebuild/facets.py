@@ -8,7 +8,10 @@ and PostgreSQL (uuids as 32 hex digits, times as `YYYY-MM-DD HH:MM:SS.ffffff` UT
 Columns that record *when* something was derived (`matched_at`, `opened_at`, occurrences, an
 alert's evidence text) are left out: a rebuild derives the same facts at another time. History
 that a rebuild cannot reproduce is left out too: resolved alerts, balance checks of snapshots
-that are no longer a holding's latest.
+other than a holding's latest checked one.
+
+Given a `Horizon` (the live pass's marks, `reconciliation.rebuild.horizon`), the deliveries and
+notifications beyond it are left out on both sides: no pass has judged them yet.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Dialect
 
+from reconciliation.rebuild.horizon import Horizon, judged_notification
 from reconciliation.store.models import EXCEPTION, Base
 from reconciliation.store.types import UTCDateTime
 
@@ -86,20 +90,37 @@ def joined(columns: Sequence[ColumnElement[str]]) -> ColumnElement[str]:
 
 @dataclass(frozen=True, slots=True)
 class Facet:
-    """One derived table as rows of text: `rows(tables, dialect)` builds its SELECT."""
+    """One derived table as rows of text: `rows(tables, dialect, horizon)` builds its SELECT."""
 
     name: str
     columns: tuple[str, ...]
-    rows: Callable[[dict[str, Table], Dialect], Rows]
+    rows: Callable[[dict[str, Table], Dialect, Horizon | None], Rows]
 
 
-def _plain(table: str, columns: tuple[str, ...], *where: Any) -> Callable[..., Rows]:
-    def build(t: dict[str, Table], dialect: Dialect) -> Rows:
+#: A condition on a facet's rows: (its tables, the horizon or None) -> SQL, or None for all.
+Within: TypeAlias = Callable[[dict[str, Table], Horizon | None], Any]
+
+
+def _plain(table: str, columns: tuple[str, ...], *where: Within) -> Callable[..., Rows]:
+    def build(t: dict[str, Table], dialect: Dialect, horizon: Horizon | None) -> Rows:
         source = t[table]
         query = select(*(render(source.c[c], dialect).label(c) for c in columns))
-        return query.where(*(w(source) for w in where))
+        conditions = [w(t, horizon) for w in where]
+        return query.where(*(c for c in conditions if c is not None))
 
     return build
+
+
+def _judged_deliveries(t: dict[str, Table], horizon: Horizon | None) -> Any:
+    return None if horizon is None else t["deliveries"].c.id <= horizon.deliveries
+
+
+def _judged_notifications(t: dict[str, Table], horizon: Horizon | None) -> Any:
+    return None if horizon is None else judged_notification(t, horizon)
+
+
+def _open(t: dict[str, Table], _horizon: Horizon | None) -> Any:
+    return t["alerts"].c.state.in_(ACTIVE_ALERT_STATES)
 
 
 _NOTIFICATION_COLUMNS: Final = (
@@ -122,7 +143,7 @@ _NOTIFICATION_COLUMNS: Final = (
 )
 
 
-def _matches(t: dict[str, Table], dialect: Dialect) -> Rows:
+def _matches(t: dict[str, Table], dialect: Dialect, _horizon: Horizon | None) -> Rows:
     m = t["matches"]
     active = case((m.c.unmatched_at.is_(None), "1"), else_="0")
     return select(
@@ -134,7 +155,7 @@ def _matches(t: dict[str, Table], dialect: Dialect) -> Rows:
     )
 
 
-def _exceptions(t: dict[str, Table], dialect: Dialect) -> Rows:
+def _exceptions(t: dict[str, Table], dialect: Dialect, _horizon: Horizon | None) -> Rows:
     parts = [
         select(literal(kind).label("kind"), render(t[table].c.id, dialect).label("item_id")).where(
             t[table].c.match_status == EXCEPTION
@@ -149,9 +170,11 @@ def _exceptions(t: dict[str, Table], dialect: Dialect) -> Rows:
     return select(every.c.kind, every.c.item_id)
 
 
-def _balance_checks(t: dict[str, Table], dialect: Dialect) -> Rows:
-    checks, snapshots = t["balance_checks"], t["balance_snapshots"]
-    latest = select(func.max(snapshots.c.id)).group_by(snapshots.c.holding_id)
+def _balance_checks(t: dict[str, Table], dialect: Dialect, _horizon: Horizon | None) -> Rows:
+    """Each holding's check of its newest checked snapshot: a snapshot no pass has checked yet
+    (its holding's poller behind it, or it came after the pass) is not yet judged."""
+    checks = t["balance_checks"]
+    latest = select(func.max(checks.c.snapshot_id)).group_by(checks.c.holding_id)
     columns = ("snapshot_id", "holding_id", "settled_minor", "posted_minor", "drift_minor")
     return select(
         *(render(checks.c[c], dialect).label(c) for c in columns),
@@ -161,11 +184,15 @@ def _balance_checks(t: dict[str, Table], dialect: Dialect) -> Rows:
 
 #: Every derived table, in the order reports print them.
 FACETS: Final[tuple[Facet, ...]] = (
-    Facet("notifications", _NOTIFICATION_COLUMNS, _plain("notifications", _NOTIFICATION_COLUMNS)),
+    Facet(
+        "notifications",
+        _NOTIFICATION_COLUMNS,
+        _plain("notifications", _NOTIFICATION_COLUMNS, _judged_notifications),
+    ),
     Facet(
         "deliveries",
         ("id", "state", "event_type", "shape_problem"),
-        _plain("deliveries", ("id", "state", "event_type", "shape_problem")),
+        _plain("deliveries", ("id", "state", "event_type", "shape_problem"), _judged_deliveries),
     ),
     Facet("matches", ("rule", "posting_id", "transfer_id", "notification_id", "active"), _matches),
     Facet("exceptions", ("kind", "item_id"), _exceptions),
@@ -173,11 +200,7 @@ FACETS: Final[tuple[Facet, ...]] = (
     Facet(
         "open_alerts",
         ("kind", "severity", "fingerprint"),
-        _plain(
-            "alerts",
-            ("kind", "severity", "fingerprint"),
-            lambda a: a.c.state.in_(ACTIVE_ALERT_STATES),
-        ),
+        _plain("alerts", ("kind", "severity", "fingerprint"), _open),
     ),
     Facet(
         "balance_checks",
@@ -190,6 +213,9 @@ FACETS: Final[tuple[Facet, ...]] = (
 BY_NAME: Final = {f.name: f for f in FACETS}
 
 
-def facet_rows(facet: Facet, schema: str | None, dialect: Dialect) -> Rows:
-    """The facet's SELECT over the tables of `schema` (None: the live store)."""
-    return facet.rows(tables_in(schema), dialect)
+def facet_rows(
+    facet: Facet, schema: str | None, dialect: Dialect, horizon: Horizon | None = None
+) -> Rows:
+    """The facet's SELECT over the tables of `schema` (None: the live store), within `horizon`
+    when given."""
+    return facet.rows(tables_in(schema), dialect, horizon)

@@ -14,6 +14,9 @@ of kinds no pass or processing raises (the subscription check's, the audit's), a
 retention removed (its `retention.*` watermarks: a rebuild sums a pruned holding's postings
 from the net amount removed, not from nothing). Items are copied
 `unmatched`; an item a person took apart becomes an exception again, as `recon unmatch` left it.
+
+Postings, deliveries, transfers and balance snapshots are copied up to the live pass's marks
+(`reconciliation.rebuild.horizon`): the rebuild judges what that pass judged, no more.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from reconciliation.drift import ALERT_KINDS
 from reconciliation.matching.vocabulary import PEOPLES_RULES
 from reconciliation.notifications.shape_alerts import KIND as SHAPE_ALERT
 from reconciliation.rebuild.facets import tables_in
+from reconciliation.rebuild.horizon import Horizon, checked_snapshot, judged_transfer
 from reconciliation.store.models import EXCEPTION, UNMATCHED
 
 #: Alert kinds a rebuild derives again (the pass's and processing's); others are facts.
@@ -91,12 +95,36 @@ def _copy(
     return int(connection.scalar(select(func.count()).select_from(target)) or 0) - int(before)
 
 
-def copy_facts(connection: Connection, schema: str) -> CopiedFacts:
-    """Copy every fact into the (empty) scratch `schema`, in the caller's transaction."""
+def _within(live: dict[str, Table], name: str, horizon: Horizon) -> list[Any]:
+    """Which rows of a fact table the live pass judged (all, for most tables)."""
+    table = live[name]
+    if name == "postings":
+        return [table.c.id <= horizon.postings]
+    if name == "deliveries":
+        return [table.c.id <= horizon.deliveries]
+    if name == "balance_snapshots":
+        return [checked_snapshot(live)]
+    if name == "transfers":
+        return [judged_transfer(live, horizon)]
+    if name == "transfer_changes":
+        judged = select(live["transfers"].c.id).where(judged_transfer(live, horizon))
+        return [table.c.transfer_id.in_(judged)]
+    return []
+
+
+def copy_facts(connection: Connection, schema: str, horizon: Horizon) -> CopiedFacts:
+    """Copy every fact the live pass judged into the (empty) scratch `schema`, in the caller's
+    transaction."""
     live, scratch = tables_in(None), tables_in(schema)
     copied = CopiedFacts()
     for name in WHOLE:
-        copied.rows[name] = _copy(connection, live[name], scratch[name], status=name in ITEMS)
+        copied.rows[name] = _copy(
+            connection,
+            live[name],
+            scratch[name],
+            *_within(live, name, horizon),
+            status=name in ITEMS,
+        )
     notes = live["notifications"]
     copied.rows["notifications (no delivery)"] = _copy(
         connection, notes, scratch["notifications"], notes.c.delivery_pk.is_(None), status=True

@@ -20,6 +20,7 @@ from typing import Final
 from sqlalchemy import Engine
 
 from reconciliation.rebuild.digest import StateDigest, state_digest
+from reconciliation.rebuild.horizon import Horizon
 
 #: Longest wait for the second connection to import the snapshot (it normally takes
 #: milliseconds; the exporting transaction stays open until it has).
@@ -39,10 +40,10 @@ class SnapshotDigest:
     the digest and ends the thread and its transaction.
     """
 
-    def __init__(self, live: Engine, snapshot: str) -> None:
+    def __init__(self, live: Engine, snapshot: str, horizon: Horizon | None = None) -> None:
         if not _SNAPSHOT_ID.fullmatch(snapshot):
             raise LiveDigestError(f"{snapshot!r} is not a snapshot id")
-        self._live, self._snapshot = live, snapshot
+        self._live, self._snapshot, self._horizon = live, snapshot, horizon
         self._imported, self._go = threading.Event(), threading.Event()
         self._abandoned = False
         self._digest: StateDigest | None = None
@@ -58,7 +59,7 @@ class SnapshotDigest:
                 self._imported.set()
                 self._go.wait()
                 if not self._abandoned:
-                    self._digest = state_digest(connection, None)
+                    self._digest = state_digest(connection, None, self._horizon)
         except Exception as exc:  # noqa: BLE001 - not lost: `result` raises it in the rebuild's thread
             self._error = exc
         finally:

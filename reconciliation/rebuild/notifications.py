@@ -193,19 +193,23 @@ class _CopyWriter(_Restater):
         self.flush_restated()
 
 
-def _second_bodies(connection: Connection, live: dict[str, Any]) -> set[str]:
+def _second_bodies(connection: Connection, live: dict[str, Any], up_to: int | None) -> set[str]:
     """Delivery ids with more than one processed body: the only ones that need remembering."""
     d = live["deliveries"]
     query = (
         select(d.c.delivery_id)
-        .where(d.c.attempts > 0, d.c.original.is_not(False))
+        .where(d.c.attempts > 0, d.c.original.is_not(False), *_up_to(d, up_to))
         .group_by(d.c.delivery_id)
         .having(func.count() > 1)
     )
     return set(connection.scalars(query))
 
 
-def _inbox(live: dict[str, Any], dialect: str) -> Any:
+def _up_to(deliveries: Any, up_to: int | None) -> list[Any]:
+    return [] if up_to is None else [deliveries.c.id <= up_to]
+
+
+def _inbox(live: dict[str, Any], dialect: str, up_to: int | None) -> Any:
     """Every processed delivery (an original body) with its live notification's id, in order.
 
     On PostgreSQL the headers come as their JSON text (a worker parses them, with
@@ -232,27 +236,32 @@ def _inbox(live: dict[str, Any], dialect: str) -> Any:
             n.c.id.label("live_id"),
         )
         .select_from(d.outerjoin(n, n.c.delivery_pk == d.c.id))
-        .where(d.c.attempts > 0, d.c.original.is_not(False))
+        .where(d.c.attempts > 0, d.c.original.is_not(False), *_up_to(d, up_to))
         .order_by(d.c.id)
     )
 
 
 def rebuild_notifications(
-    connection: Connection, schema: str, reader: PayloadReader, workers: int = 0
+    connection: Connection,
+    schema: str,
+    reader: PayloadReader,
+    workers: int = 0,
+    up_to: int | None = None,
 ) -> NotificationTally:
-    """Read every processed delivery again into the scratch `schema` (caller's transaction),
-    with `workers` processes reading the bodies (0: this process reads them)."""
+    """Read every processed delivery (with an id up to `up_to`, when given) again into the
+    scratch `schema` (caller's transaction), with `workers` processes reading the bodies (0:
+    this process reads them)."""
     live = tables_in(None)
     n = live["notifications"]
     tally = NotificationTally()
-    outcome = _Outcome(tally, _second_bodies(connection, live))
+    outcome = _Outcome(tally, _second_bodies(connection, live, up_to))
     outcome.next_id = int(connection.scalar(select(func.coalesce(func.max(n.c.id), 0))) or 0) + 1
     writer: _Writer = (
         _CopyWriter(connection, schema)
         if connection.dialect.name == "postgresql"
         else _InsertWriter(connection, schema)
     )
-    query = _inbox(live, connection.dialect.name)
+    query = _inbox(live, connection.dialect.name, up_to)
     result = connection.execute(query.execution_options(stream_results=True, yield_per=BATCH))
     waiting: deque[tuple[Sequence[Any], Callable[[], list[Read]]]] = deque()
     with ChunkReader(reader, writer.transcribe, workers) as bodies:

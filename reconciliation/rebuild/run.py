@@ -2,21 +2,25 @@
 
 1. A fresh scratch (`scratch.create`: no secondary indexes yet, UNLOGGED on PostgreSQL).
 2. One transaction on the live store (REPEATABLE READ on PostgreSQL, so every table is read at
-   one moment): copy the facts (`facts.copy_facts`), read the inbox again into notifications
+   one moment): read the live pass's marks (`horizon.read_horizon`), copy the facts up to them
+   (`facts.copy_facts`), read the inbox again into notifications
    (`notifications.rebuild_notifications`, the bodies read by worker processes over a large
    inbox), and mark what people took apart as exceptions. On PostgreSQL the transaction's
    snapshot is shared with a second connection that digests the live derived state of that
    same moment (`live_digest`) while step 3 runs.
 3. The scratch's indexes and statistics; the alerts processing raises for deliveries no payload
    shape reads, then one full reconciliation pass (`reconciliation.reconcile.run_pass`,
-   unchanged) on the scratch, as of the live store's last pass, so both states judged the same
-   facts at the same moment.
+   unchanged) on the scratch, as of the live store's last pass and reading each matching
+   stream only as far as that pass did, so both states judged the same facts at the same
+   moment. Facts that came after the live pass are counted as not yet judged, never compared.
 4. Digests and differences (`compare.compare`).
 5. Then, by mode: keep the scratch for a person to inspect, drop it (dry run), or swap the
    rebuilt state into the live tables in one transaction (`swap.swap`) and drop it.
 
 Log lines written while the scratch is worked on (the pass's `alert.opened`, say) carry
-`rebuild_scratch`, so nobody mistakes them for the live store's.
+`rebuild_scratch`, so nobody mistakes them for the live store's, and its alert changes are
+logged at info rather than as warnings (`alert_changes_on_scratch`): a command that shows
+warnings only prints the rebuild's result and nothing of its scratch pass.
 """
 
 from __future__ import annotations
@@ -26,18 +30,21 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import Any, Final
 
 import structlog
 from sqlalchemy import Connection, Engine
 
 from reconciliation import pass_lease
+from reconciliation.alerts.lifecycle import alert_changes_on_scratch
 from reconciliation.notifications.shape_alerts import raise_shape_alerts
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.rebuild import scratch as scratch_store
 from reconciliation.rebuild.compare import Comparison, compare
 from reconciliation.rebuild.digest import StateDigest, state_digest
+from reconciliation.rebuild.facets import tables_in
 from reconciliation.rebuild.facts import CopiedFacts, copy_facts, restore_unmatched_exceptions
+from reconciliation.rebuild.horizon import Horizon, drop_unjudged_notifications, read_horizon
 from reconciliation.rebuild.live_digest import SnapshotDigest
 from reconciliation.rebuild.notifications import NotificationTally, rebuild_notifications
 from reconciliation.rebuild.reading import workers_for
@@ -49,6 +56,13 @@ from reconciliation.store.types import utcnow
 from upstream.webhooks.payloads import PayloadReader
 
 log = structlog.get_logger(__name__)
+
+
+#: Longest wait for a running pass to give the lease back: far above a normal pass (seconds to
+#: a minute over millions of rows), well below the lease's own expiry.
+LEASE_WAIT_SECONDS: Final = 300.0
+#: How often the waiting rebuild asks again.
+LEASE_POLL_SECONDS: Final = 0.1
 
 
 class RebuildError(Exception):
@@ -69,8 +83,10 @@ class RebuildResult:
 
     mode: Mode
     scratch: str
-    as_of: datetime
+    #: When the live pass whose judgement is rebuilt ran (None until the marks are read).
+    as_of: datetime | None
     copied: CopiedFacts = field(default_factory=CopiedFacts)
+    horizon: Horizon | None = None
     inbox: NotificationTally = field(default_factory=NotificationTally)
     comparison: Comparison | None = None
     swapped: dict[str, int] | None = None
@@ -82,8 +98,9 @@ class RebuildResult:
         return {
             "mode": self.mode.value,
             "scratch": self.scratch,
-            "asOf": self.as_of.isoformat(),
+            "asOf": self.as_of.isoformat() if self.as_of else None,
             "copied": self.copied.rows,
+            "horizon": self.horizon.as_dict() if self.horizon else None,
             "inbox": {
                 "read": self.inbox.read,
                 "notifications": self.inbox.notifications,
@@ -105,6 +122,40 @@ def last_pass_time(live: Engine) -> datetime | None:
     return watermarks.from_millis(millis) if millis else None
 
 
+class BetweenPasses:
+    """The pass lease, held while the rebuild reads the live pass's marks and state.
+
+    A pass commits its matching (with the `match.seen.*` marks) before its drift rules and the
+    rest of its marks: read in between, the marks would belong to two passes. So the rebuild
+    takes the lease, waiting for a running pass to finish, and gives it back once what it reads
+    of the live store is fixed: on PostgreSQL as soon as its snapshot is taken (the facts, the
+    marks and the live digest all come from it), on SQLite (no snapshot to share with the
+    digest) once the comparison is done. Passes skip their turn meanwhile, as they do when
+    another pass runs.
+    """
+
+    def __init__(self, live: Engine) -> None:
+        self._sessions = make_session_factory(live)
+        self._owner = pass_lease.lease_owner()
+        self._held = False
+
+    def take(self) -> None:
+        deadline = time.monotonic() + LEASE_WAIT_SECONDS
+        while not pass_lease.acquire(self._sessions, self._owner, utcnow()):
+            if time.monotonic() > deadline:
+                raise RebuildError(
+                    f"a reconciliation pass has held the pass lease for over "
+                    f"{LEASE_WAIT_SECONDS:.0f} s; rebuild once it has finished"
+                )
+            time.sleep(LEASE_POLL_SECONDS)
+        self._held = True
+
+    def give_back(self) -> None:
+        if self._held:
+            pass_lease.release(self._sessions, self._owner)
+            self._held = False
+
+
 def _fill(
     connection: Connection,
     scratch: scratch_store.Scratch,
@@ -112,22 +163,36 @@ def _fill(
     result: RebuildResult,
     workers: int | None,
     digests: ExitStack,
+    lease: BetweenPasses,
 ) -> tuple[FactsMark, SnapshotDigest | None]:
-    """Copy the facts and read the inbox again, in one transaction; on PostgreSQL also start
-    the live digest in that transaction's snapshot (entered on `digests`)."""
+    """Read the live pass's marks, copy the facts up to them and read the inbox again, in one
+    transaction; on PostgreSQL also start the live digest in that transaction's snapshot
+    (entered on `digests`)."""
     live_digest = None
+    lease.take()
     with connection.begin():
+        snapshot = None
         if connection.dialect.name == "postgresql":
             connection.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             snapshot = connection.exec_driver_sql("SELECT pg_export_snapshot()").scalar_one()
-            live_digest = digests.enter_context(SnapshotDigest(scratch.live, str(snapshot)))
+        horizon = result.horizon = read_horizon(connection)
+        if snapshot is not None:
+            lease.give_back()
+        result.as_of = result.as_of or horizon.passed_at or utcnow()
+        if snapshot is not None:
+            live_digest = digests.enter_context(
+                SnapshotDigest(scratch.live, str(snapshot), horizon)
+            )
         mark = facts_mark(connection)
         clock = time.perf_counter()
-        result.copied = copy_facts(connection, scratch.schema)
+        result.copied = copy_facts(connection, scratch.schema, horizon)
         result.seconds["copy facts"] = time.perf_counter() - clock
         clock = time.perf_counter()
         processes = workers_for(result.copied.rows["deliveries"], connection.dialect.name, workers)
-        result.inbox = rebuild_notifications(connection, scratch.schema, reader, processes)
+        result.inbox = rebuild_notifications(
+            connection, scratch.schema, reader, processes, up_to=horizon.deliveries
+        )
+        drop_unjudged_notifications(connection, tables_in(scratch.schema), horizon)
         restore_unmatched_exceptions(connection, scratch.schema)
         result.seconds["notifications"] = time.perf_counter() - clock
     return mark, live_digest
@@ -149,9 +214,9 @@ def rebuild(
     with `spawn`, which imports the caller's main module again in each: a script that calls
     `rebuild` must do so under `if __name__ == "__main__"` (as `recon` does)."""
     started = time.perf_counter()
-    as_of = as_of or last_pass_time(live) or utcnow()
     scratch = scratch_store.scratch_for(live)
     result = RebuildResult(mode=mode, scratch=scratch.describe(), as_of=as_of)
+    lease = BetweenPasses(live)
     with structlog.contextvars.bound_contextvars(rebuild_scratch=scratch.describe()):
         try:
             clock = time.perf_counter()
@@ -159,21 +224,28 @@ def rebuild(
             result.seconds["create scratch"] = time.perf_counter() - clock
             with ExitStack() as digests:
                 with scratch_store.workbench(scratch) as connection:
-                    mark, live_digest = _fill(connection, scratch, reader, result, workers, digests)
+                    mark, live_digest = _fill(
+                        connection, scratch, reader, result, workers, digests, lease
+                    )
                 if live_digest is not None:
                     live_digest.go()
-                _derive(scratch, policy, reader, as_of, result)
+                assert result.as_of is not None  # set from the marks, or given
+                with alert_changes_on_scratch():
+                    _derive(scratch, policy, reader, result.as_of, result)
                 clock = time.perf_counter()
                 with scratch_store.workbench(scratch) as connection:
                     result.comparison = compare(
                         connection,
                         scratch.schema,
                         live=live_digest.result() if live_digest is not None else None,
+                        horizon=result.horizon,
                     )
                 result.seconds["compare"] = time.perf_counter() - clock
+            lease.give_back()
             if mode is Mode.SWAP:
                 _swap(live, scratch, mark, result)
         finally:
+            lease.give_back()
             scratch.close()
             if mode is not Mode.KEEP:
                 scratch_store.drop(scratch)
@@ -200,7 +272,8 @@ def _derive(
     scratch_sessions = make_session_factory(scratch.engine)
     with scratch_sessions.begin() as session:
         raise_shape_alerts(session, result.inbox.problems, reader.shapes, as_of)
-    run_pass(scratch_sessions, policy, now=as_of, publish=False)
+    ceiling = result.horizon.seen if result.horizon is not None else None
+    run_pass(scratch_sessions, policy, now=as_of, publish=False, ceiling=ceiling)
     result.seconds["pass"] = time.perf_counter() - clock
 
 
@@ -218,8 +291,8 @@ def _swap(
     try:
         with scratch_store.workbench(scratch) as connection:
             with connection.begin():
-                result.swapped = swap(connection, scratch.schema, mark, now)
-            result.after_swap = state_digest(connection, None)
+                result.swapped = swap(connection, scratch.schema, mark, now, result.horizon)
+            result.after_swap = state_digest(connection, None, result.horizon)
     finally:
         pass_lease.release(sessions, owner)
     result.seconds["swap"] = time.perf_counter() - clock

@@ -36,6 +36,7 @@ from reconciliation.alerts.lifecycle import OPEN, RESOLVED
 from reconciliation.matching.vocabulary import PEOPLES_RULES
 from reconciliation.rebuild.facets import ACTIVE_ALERT_STATES, tables_in
 from reconciliation.rebuild.facts import DERIVED_ALERT_KINDS
+from reconciliation.rebuild.horizon import Horizon, judged_notification
 
 #: Who resolved an alert the rebuilt state no longer has.
 REBUILD_RESOLVER: Final = "recon rebuild"
@@ -101,8 +102,17 @@ def _copy_rows(connection: Connection, source: Table, target: Table, *where: Any
     return _inserted(connection, statement)
 
 
-def swap(connection: Connection, schema: str, mark: FactsMark, now: datetime) -> dict[str, int]:
-    """Make the live derived state the rebuilt one (caller's transaction); rows written by table."""
+def swap(
+    connection: Connection,
+    schema: str,
+    mark: FactsMark,
+    now: datetime,
+    horizon: Horizon | None = None,
+) -> dict[str, int]:
+    """Make the live derived state the rebuilt one (caller's transaction); rows written by table.
+
+    Within `horizon` (the live pass's marks the rebuild went to): notifications beyond it are
+    not the rebuild's to remove."""
     if facts_mark(connection) != mark:
         raise StaleRebuildError(
             "the live store received new facts after the rebuild read them (postings, "
@@ -112,7 +122,7 @@ def swap(connection: Connection, schema: str, mark: FactsMark, now: datetime) ->
     # in the scratch schema must not see two tables called `notifications`.
     live, scratch = tables_in(live_schema(connection)), tables_in(schema)
     written: dict[str, int] = {}
-    written["notifications"] = _swap_notifications(connection, live, scratch)
+    written["notifications"] = _swap_notifications(connection, live, scratch, horizon)
     for name in ("postings", "transfers", "notifications"):
         written[f"{name}.match_status"] = _restate(
             connection, live[name], scratch[name], ["match_status"]
@@ -144,13 +154,17 @@ def _copy_all(connection: Connection, source: Table, target: Table) -> int:
 
 
 def _swap_notifications(
-    connection: Connection, live: dict[str, Table], scratch: dict[str, Table]
+    connection: Connection,
+    live: dict[str, Table],
+    scratch: dict[str, Table],
+    horizon: Horizon | None,
 ) -> int:
     n_live, n_scratch = live["notifications"], scratch["notifications"]
     columns = [c.name for c in n_live.columns if c.name not in _NOTE_SKIP]
     kept = exists().where(_same(n_live, n_scratch, columns))
+    judged = [] if horizon is None else [judged_notification(live, horizon)]
     gone = connection.execute(
-        delete(n_live).where(n_live.c.delivery_pk.is_not(None), not_(kept))
+        delete(n_live).where(n_live.c.delivery_pk.is_not(None), not_(kept), *judged)
     ).rowcount
     names = [c.name for c in n_scratch.columns]
     missing = not_(exists().where(n_live.c.id == n_scratch.c.id))

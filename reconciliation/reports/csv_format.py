@@ -29,6 +29,8 @@ def _audit_rows(report: Report) -> list[tuple[str, object]]:
             ("status", found.status),
             ("holdings", found.holdings),
             ("postings", found.postings),
+            ("first_day", found.first_day.isoformat() if found.first_day else ""),
+            ("last_day", found.last_day.isoformat() if found.last_day else ""),
             ("divergences", found.divergences),
             ("missing", found.missing),
             ("unknown", found.unknown),

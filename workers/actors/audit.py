@@ -3,9 +3,10 @@
 The audit itself is `reconciliation.ledger_audit.run.audit_ledger`; this actor hands it the
 runtime's gateway client, whose transport takes every request from the shared rate limiter
 (`workers.gateway_rate_limit`), so the audit and the pollers together stay under
-RECON_GATEWAY_RPS. The scheduler sends it every RECON_AUDIT_SECONDS (and at each start); a
-message arriving when a whole-store audit finished recently is skipped, so a duplicate costs
-nothing (invariant 4).
+RECON_GATEWAY_RPS. The scheduler sends it every RECON_AUDIT_SECONDS (and at each start), and
+discovery sends it when it stores new holdings; a message arriving when no holding is known yet,
+or when a whole-store audit finished recently, is skipped, so a duplicate costs nothing
+(invariant 4) and an audit of nothing is never recorded as clean.
 """
 
 from __future__ import annotations
@@ -41,7 +42,10 @@ def audit_ledger() -> None:
     rt = current_runtime()
     with rt.sessions() as session:
         if not due(session, rt.settings.schedules.audit_seconds, rt.clock()):
-            log.info("audit.skipped", reason="a whole-store audit finished within the interval")
+            log.info(
+                "audit.skipped",
+                reason="no holding known yet, or a whole-store audit finished within the interval",
+            )
             return
     run_audit(
         rt.sessions,

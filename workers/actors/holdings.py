@@ -3,7 +3,9 @@
 The list is followed page by page (`afterEndpointRef`) until a short page. An endpoint is read
 (for its holding ref and locators, which list rows do not carry) only when it is new or its
 locator count changed (reconciliation.postings.holdings). New holdings are watched at once: their
-activity read is sent right away rather than waiting for the next tick.
+activity read is sent right away rather than waiting for the next tick, and so is the ledger
+audit when one is due (the first one, on a store that had no holding when the processes started,
+comes here rather than a day later).
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
+from reconciliation.ledger_audit.run import due
 from reconciliation.postings.holdings import known_endpoints, needs_read, store_endpoint
 from reconciliation.store.db import transaction
 from upstream.errors import NotFound
 from workers.actors.activity import poll_activity
+from workers.actors.audit import audit_ledger
 from workers.queues import POLLING, PRIORITY_URGENT
 from workers.retry_policy import MINUTE_MS, NOT_RETRYABLE, SECOND_MS
 from workers.runtime import Runtime, current_runtime
@@ -72,9 +76,15 @@ def discover(rt: Runtime) -> DiscoveryPass:
 )
 def discover_holdings() -> None:
     """Store new holdings and locators, and start reading the new holdings' postings."""
-    result = discover(current_runtime())
+    rt = current_runtime()
+    result = discover(rt)
     for holding_id in result.new_holdings:
         poll_activity.send(holding_id, 0)
+    if result.new_holdings:
+        with rt.sessions() as session:
+            audit_now = due(session, rt.settings.schedules.audit_seconds, rt.clock())
+        if audit_now:
+            audit_ledger.send()
     log.info(
         "holdings.discovered",
         listed=result.listed,

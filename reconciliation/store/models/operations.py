@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import date, datetime
 
 from sqlalchemy import (
     BigInteger,
+    Date,
     Index,
     Integer,
     String,
@@ -102,3 +103,7 @@ class AuditRun(Base):
     differing: Mapped[int] = mapped_column(BigInteger, default=0)
     digest: Mapped[str | None] = mapped_column(String(64))
     error: Mapped[str | None] = mapped_column(Text)
+    #: The first and last UTC day of the postings it compared (NULL: it compared none), so a
+    #: report says which days the verdict covers.
+    first_day: Mapped[date | None] = mapped_column(Date)
+    last_day: Mapped[date | None] = mapped_column(Date)

@@ -70,7 +70,9 @@ def _money(holding: Holding, amount: str, **refs: object) -> dict[str, object]:
     }
 
 
-def _posting(holding: Holding, receipt: uuid.UUID, side: str, amount: int, at: datetime) -> Posting:
+def posting_for(
+    holding: Holding, receipt: uuid.UUID, side: str, amount: int, at: datetime
+) -> Posting:
     return Posting(
         journal_ref=uuid.uuid4(),
         line_ref=uuid.uuid4(),
@@ -139,12 +141,12 @@ def build_world(sessions: sessionmaker[Session]) -> World:
             )
         s.add_all(
             [
-                _posting(internal, r_settled, "debit", 10_000, T0 + timedelta(seconds=1)),
-                _posting(external, r_settled, "credit", 10_000, T0 + timedelta(seconds=1)),
-                _posting(external, r_credit, "credit", 50_000, T0 + timedelta(seconds=2)),
-                _posting(external, r_silent, "credit", 70_000, T0 + timedelta(seconds=3)),
-                _posting(external, r_altered, "credit", 90_000, T0 + timedelta(seconds=4)),
-                _posting(external, r_window, "credit", 30_000, T0 + timedelta(seconds=5)),
+                posting_for(internal, r_settled, "debit", 10_000, T0 + timedelta(seconds=1)),
+                posting_for(external, r_settled, "credit", 10_000, T0 + timedelta(seconds=1)),
+                posting_for(external, r_credit, "credit", 50_000, T0 + timedelta(seconds=2)),
+                posting_for(external, r_silent, "credit", 70_000, T0 + timedelta(seconds=3)),
+                posting_for(external, r_altered, "credit", 90_000, T0 + timedelta(seconds=4)),
+                posting_for(external, r_window, "credit", 30_000, T0 + timedelta(seconds=5)),
             ]
         )
         s.add(

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from litestar.testing import TestClient
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 
 from app.main import create_app
 from foundation.settings import load_settings
@@ -79,6 +79,18 @@ def _audit(rt: Runtime) -> str:
     return audit_ledger(rt.sessions, fetch_from(rt.gateway), page_size=PAGE).status
 
 
+def _days(rt: Runtime) -> str:
+    """The days the store's postings were posted on, as the audit line names them."""
+    with rt.sessions() as s:
+        first, last = s.execute(
+            select(func.min(Posting.posted_at), func.max(Posting.posted_at))
+        ).one()
+    count = (last.date() - first.date()).days + 1
+    if count == 1:
+        return f"1 day ({first.date().isoformat()})"
+    return f"{count} days ({first.date().isoformat()} to {last.date().isoformat()})"
+
+
 def _lose_one_posting(rt: Runtime) -> None:
     with rt.sessions.begin() as s:
         first = s.scalars(select(Posting.id).order_by(Posting.id).limit(1)).one()
@@ -115,20 +127,26 @@ def test_every_report_format_says_what_the_last_audit_found(polled: Runtime) -> 
     assert never["csv"] == {"line": NEVER}
     assert never["html"] == NEVER + "." and not never["html_alarm"]
 
+    days = _days(polled)
     assert _audit(polled) == "clean"
     clean = _said(_rendered(polled))
-    line = f"last audit: clean, 2 holdings, {sum(SIZES)} postings"
+    line = f"last audit: clean, 2 holdings, {sum(SIZES)} postings over {days}"
     assert clean["text"].startswith(line + "; finished ")
     assert clean["json"]["line"] == clean["json"]["run"]["line"] == line
     assert clean["json"]["run"]["status"] == "clean"
     assert (clean["csv"]["line"], clean["csv"]["status"]) == (line, "clean")
     assert clean["csv"]["postings"] == str(sum(SIZES))
+    assert clean["json"]["run"]["firstDay"] == clean["csv"]["first_day"] != ""
+    assert clean["json"]["run"]["lastDay"] == clean["csv"]["last_day"] != ""
     assert clean["html"].startswith(line + "; finished ") and not clean["html_alarm"]
 
     _lose_one_posting(polled)
     assert _audit(polled) == "diverged"
     diverged = _said(_rendered(polled))
-    line = f"last audit: 1 divergence (1 missing, 0 unknown, 0 differing), 2 holdings, {sum(SIZES)} postings"
+    line = (
+        "last audit: 1 divergence (1 missing, 0 unknown, 0 differing), "
+        f"2 holdings, {sum(SIZES)} postings over {days}"
+    )
     assert diverged["text"].startswith(line + "; finished ")
     assert diverged["json"]["run"]["missing"] == 1 and diverged["json"]["line"] == line
     assert diverged["json"]["run"]["run"] > clean["json"]["run"]["run"]
@@ -182,7 +200,7 @@ def test_the_console_overview_shows_the_last_audit_and_links_to_its_alerts(
     kind, tile = _tile(console)
     assert kind == ""
     assert _words(tile).startswith("clean last ledger audit")
-    assert f"2 holdings, {sum(SIZES)} postings" in _words(tile)
+    assert f"2 holdings, {sum(SIZES)} postings over {_days(polled)}" in _words(tile)
 
     _lose_one_posting(polled)
     assert _audit(polled) == "diverged"
@@ -205,3 +223,33 @@ def _alert_ids(console: TestClient[Any], kind: str) -> set[str]:
     page = console.get(f"/console/alerts?kind={kind}")
     assert page.status_code == 200
     return set(re.findall(r'href="/console/alerts/(\d+)"', page.text))
+
+
+@pytest.fixture
+def nothing_known(env: dict[str, str]) -> Iterator[Runtime]:
+    """The runtime of a store no holding has reached yet (the processes just started)."""
+    with inprocess_sandbox(PRESETS["recon"]) as sandbox:
+        rt = build_runtime(
+            reader_settings(env, PAGE), transport=sandbox.transport, clock=StepClock()
+        )
+        try:
+            sandbox.reset(PRESETS["recon"], seed=11)
+            yield rt
+        finally:
+            release_runtime(rt)
+
+
+def test_an_audit_of_no_holding_is_none_yet_everywhere(
+    nothing_known: Runtime, console: TestClient[Any]
+) -> None:
+    """An audit that ran before any holding was known proved nothing: every report format and
+    the console still say that no audit has run, not "clean, 0 holdings, 0 postings"."""
+    assert _audit(nothing_known) == "clean"  # it ran, over nothing
+
+    said = _said(_rendered(nothing_known))
+    assert said["text"] == NEVER
+    assert said["json"] == {"line": NEVER, "run": None}
+    assert said["csv"] == {"line": NEVER}
+    assert said["html"] == NEVER + "."
+    kind, tile = _tile(console)
+    assert kind == "" and _words(tile).startswith("none yet last ledger audit")

@@ -65,3 +65,17 @@ def test_contradictory_or_bad_options_are_refused(runner: CliRunner) -> None:
     assert both.exit_code == 2 and "contradict" in both.output
     since = runner.invoke(cli, ["audit", "--since", "2026-11-01T00:00:00"])
     assert since.exit_code == 2 and "no time zone" in since.output
+
+
+def test_rebuild_prints_its_result_and_nothing_of_its_scratch_pass(
+    runner: CliRunner, session_factory: sessionmaker[Session]
+) -> None:
+    """The scratch pass opens alerts (the world has drift to find), but they are the scratch's:
+    the terminal shows the rebuild's result only, not `alert.opened` warnings."""
+    build_world(session_factory)
+    ran = runner.invoke(cli, ["rebuild", "--dry-run"], catch_exceptions=False)
+    assert ran.exit_code == 0, ran.output
+    assert ran.stderr == ""
+    assert "not yet judged by a pass (left out of both states): nothing" in ran.stdout
+    rebuilt = next(line for line in ran.stdout.splitlines() if "open_alerts" in line)
+    assert not rebuilt.split()[-1].startswith("0:")  # the scratch did open alerts

@@ -6,7 +6,8 @@ apart at a glance.
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+import uuid
+from datetime import datetime, timedelta
 
 from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session, sessionmaker
@@ -17,9 +18,16 @@ from reconciliation.rebuild import scratch as scratch_store
 from reconciliation.rebuild.digest import state_digest
 from reconciliation.rebuild.run import Mode, RebuildResult, rebuild
 from reconciliation.reconcile import run_pass
-from reconciliation.store.db import transaction
-from reconciliation.store.models import Alert, Delivery, Match, Notification
-from tests.integration.audit.small_world import POLICY, World, build_world
+from reconciliation.store.db import make_session_factory, transaction
+from reconciliation.store.models import (
+    Alert,
+    BalanceSnapshot,
+    Delivery,
+    Match,
+    Notification,
+    Transfer,
+)
+from tests.integration.audit.small_world import POLICY, T0, World, build_world, posting_for
 from upstream.webhooks.payloads import configured_reader
 
 READER = configured_reader()
@@ -235,3 +243,127 @@ def test_a_body_whose_text_no_database_can_store_is_set_aside_again_by_the_rebui
         result = rebuild(engine, POLICY, READER, mode=Mode.DRY_RUN, workers=workers)
         assert result.comparison is not None
         assert [d.as_dict() for d in result.comparison.differences] == [], workers
+
+
+def record_credit(
+    sessions: sessionmaker[Session], world: World, event_id: str, at: datetime
+) -> None:
+    """A PAYMENT_RECEIVED delivery recorded as the receiver records it (not processed yet)."""
+    body = {
+        "id": event_id,
+        "event": "PAYMENT_RECEIVED",
+        "createdAt": at.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+        "data": {
+            "holdingRef": str(world.external.holding_ref),
+            "accountRef": str(world.external.account_ref),
+            "endpointRef": str(world.external.endpoint_ref),
+            "amount": "7.00",
+            "currency": "NGN",
+            "status": "SUCCESSFUL",
+            "receiptRef": str(uuid.uuid4()),
+        },
+    }
+    with sessions() as s, s.begin():
+        record_deliveries(
+            s.connection(),
+            [
+                InboundDelivery(
+                    delivery_id=event_id,
+                    body=json.dumps(body).encode(),
+                    headers={"webhook-id": event_id},
+                    scheme="standard",
+                    event_type=None,
+                    received_at=at,
+                )
+            ],
+        )
+
+
+def process_pending(sessions: sessionmaker[Session], at: datetime) -> None:
+    with transaction(sessions) as s:
+        pending = list(s.scalars(select(Delivery.id).where(Delivery.state == "pending")))
+        process_deliveries(s, pending, at)
+
+
+def test_facts_that_came_after_the_last_pass_are_not_yet_judged_never_a_difference(
+    engine: Engine, session_factory: sessionmaker[Session]
+) -> None:
+    """A running store: a delivery the last pass saw arrive but not processed, then (after the
+    pass) a posting, a balance snapshot and another delivery. The rebuild judges what the pass
+    judged and counts the rest; once a pass has run, it judges them too."""
+    world = build_world(session_factory)
+    at = world.pass_at + timedelta(minutes=1)
+    record_credit(session_factory, world, "evt-seen-pending", at)
+    run_pass(session_factory, POLICY, now=at + timedelta(seconds=5), publish=False)
+    later = at + timedelta(seconds=10)
+    process_pending(session_factory, later)  # its notification came after the pass
+    record_credit(session_factory, world, "evt-after-pass", later)
+    process_pending(session_factory, later)
+    with transaction(session_factory) as s:
+        s.add(posting_for(world.external, uuid.uuid4(), "credit", 4_200, later))
+        s.add(  # long past its finality deadline: the next pass will say so, not the rebuild
+            Transfer(
+                transfer_ref=uuid.uuid4(),
+                source_holding_ref=world.internal.holding_ref,
+                dest_holding_ref=world.external.holding_ref,
+                currency="NGN",
+                amount_minor=5_000,
+                status="awaiting_finality",
+                is_terminal=False,
+                is_successful=False,
+                requested_at=T0,
+                origin="created",
+            )
+        )
+        s.add(
+            BalanceSnapshot(
+                holding_id=world.external.id,
+                settled_minor=254_200,
+                available_minor=254_200,
+                reserved_minor=0,
+                observed_at=later,
+            )
+        )
+
+    waiting = rebuild(engine, POLICY, READER, mode=Mode.DRY_RUN)
+
+    assert waiting.comparison is not None
+    assert [d.as_dict() for d in waiting.comparison.differences] == []
+    assert waiting.horizon is not None
+    assert waiting.horizon.unjudged == {
+        "postings": 1,
+        "deliveries": 1,
+        "notifications": 2,
+        "transfers": 1,
+        "balance snapshots": 1,
+    }
+
+    run_pass(session_factory, POLICY, now=later + timedelta(seconds=5), publish=False)
+    judged = rebuild(engine, POLICY, READER, mode=Mode.DRY_RUN)
+
+    assert judged.comparison is not None and judged.horizon is not None
+    assert [d.as_dict() for d in judged.comparison.differences] == []
+    assert set(judged.horizon.unjudged.values()) == {0}
+    before, after = waiting.comparison.live.by_name(), judged.comparison.live.by_name()
+    for table in ("notifications", "deliveries", "balance_checks", "open_alerts"):
+        assert before[table] != after[table], table  # now judged, and compared
+
+
+def test_a_body_conflict_alert_reads_the_same_live_and_rebuilt(
+    engine: Engine, session_factory: sessionmaker[Session]
+) -> None:
+    build_world(session_factory)  # evt-credit arrived twice with different bodies
+    conflict = Alert.kind == "delivery_body_conflict"
+    with session_factory() as s:
+        live = s.scalars(select(Alert.subject).where(conflict)).one()
+
+    rebuild(engine, POLICY, READER, mode=Mode.KEEP)
+
+    kept = scratch_store.scratch_for(engine)
+    try:
+        with make_session_factory(kept.engine)() as s:
+            rebuilt = s.scalars(select(Alert.subject).where(conflict)).one()
+    finally:
+        scratch_store.drop(kept)
+    assert rebuilt == live
+    assert "evt-credit" in live
