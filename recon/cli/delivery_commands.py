@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
+from foundation.readable import moment
 from recon.cli.startup import fail, settings_or_exit
 from recon.cli.terminal import say
 
@@ -68,7 +69,7 @@ def list_deliveries(
     from reconciliation.notifications import inbox_access
     from reconciliation.notifications.inbox_views import DeliveryPageOut, summarise
 
-    settings = settings_or_exit()
+    settings = settings_or_exit(store_only=True)
     with _session(settings) as session:
         page = _checked(
             lambda: inbox_access.list_deliveries(
@@ -92,7 +93,7 @@ def list_deliveries(
                 item.delivery_id,
                 item.event_type or "-",
                 item.state,
-                item.received_at.strftime("%Y-%m-%d %H:%M:%SZ"),
+                moment(item.received_at),
                 str(item.attempts),
                 (item.error or "-")[:60],
             )
@@ -116,7 +117,7 @@ def show(row_id: int, as_json: bool) -> None:
     from reconciliation.notifications import inbox_access
     from reconciliation.notifications.inbox_views import detail
 
-    settings = settings_or_exit()
+    settings = settings_or_exit(store_only=True)
     with _session(settings) as session:
         row = inbox_access.get_delivery(session, row_id)
         if row is None:
@@ -127,7 +128,7 @@ def show(row_id: int, as_json: bool) -> None:
         return
     d = shown.delivery
     say(f"row {d.id}  delivery {d.delivery_id}  {d.event_type or '-'}  {d.state}")
-    say(f"received {d.received_at.isoformat()}  scheme {d.scheme}  attempts {d.attempts}")
+    say(f"received {moment(d.received_at)}  scheme {d.scheme}  attempts {d.attempts}")
     if d.error:
         say(f"error: {d.error}")
     for name, value in sorted(shown.headers.items()):

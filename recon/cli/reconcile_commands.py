@@ -153,7 +153,7 @@ def match(
     """Match items by hand (ids are in the alert's evidence and in `recon report`)."""
     from reconciliation.matching.manual import ManualMatchError, manual_match
 
-    settings = settings_or_exit()
+    settings = settings_or_exit(store_only=True)
     with open_store(settings) as factory, factory() as session:
         try:
             rows = manual_match(
@@ -178,7 +178,7 @@ def unmatch(match_id: int, by: str, reason: str) -> None:
     """Take match MATCH_ID apart; its items become exceptions for a person to decide."""
     from reconciliation.matching.manual import ManualMatchError, manual_unmatch
 
-    settings = settings_or_exit()
+    settings = settings_or_exit(store_only=True)
     with open_store(settings) as factory, factory() as session:
         try:
             manual_unmatch(session, match_id, by=by, reason=reason)

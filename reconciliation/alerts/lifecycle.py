@@ -104,8 +104,15 @@ class AlertChange:
 
 
 def log_change(event: str, change: AlertChange, **extra: Any) -> None:
-    """The structlog sink: one line per alert change, with what a person needs to find it."""
-    log.warning(
+    """The structlog sink: one line per alert change, with what a person needs to find it.
+
+    At info, not warning: an alert is the finding itself, delivered by the console, the API and
+    the alert webhook; its log line is the record of a routine change (a pass opening it, a
+    person acknowledging it). At warning it would also land in the answer of every one-shot
+    command that changes an alert (`recon alerts ack`, `recon reconcile`), which prints only
+    warnings and errors unless asked for more. Serving processes log at info by default.
+    """
+    log.info(
         event,
         alert_id=change.alert_id,
         kind=change.kind,
