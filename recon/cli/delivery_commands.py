@@ -1,4 +1,5 @@
-"""`recon deliveries list|show|replay`: see the webhook inbox and re-process one delivery."""
+"""`recon deliveries list|show|replay|choose`: see the webhook inbox, re-process a delivery,
+and mark which body of a delivery id sent with two bodies is the true one."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def deliveries() -> None:
 
 
 @deliveries.command("list")
-@click.option("--state", type=click.Choice(["pending", "processed", "quarantined"]))
+@click.option("--state", type=click.Choice(["pending", "processed", "quarantined", "rejected"]))
 @click.option("--event-type", help="For example PAYMENT_RECEIVED.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 500))
 @click.option("--cursor", help="The 'next page' cursor printed by the previous call.")
@@ -180,6 +181,35 @@ def replay(row_id: int | None, quarantined: bool, pending: bool, limit: int, as_
         delivery_id = row.delivery_id
     what = f"delivery {delivery_id} (row {row_id}) is pending again"
     say(f"{what}{_enqueued(delivery_enqueue(settings), [row_id])}")
+
+
+@deliveries.command()
+@click.argument("row_id", type=click.IntRange(1, ROW_ID_LIMIT))
+@click.option("--by", required=True, help="Who decides; kept in the audit trail.")
+@click.option(
+    "--reason",
+    required=True,
+    help="Why this body is the true one (what the provider said); kept in the audit trail.",
+)
+def choose(row_id: int, by: str, reason: str) -> None:
+    """Mark ROW_ID as the true body of a delivery id that arrived with different bodies.
+
+    The settling step of a `delivery_body_conflict` alert (its evidence names the rows; `recon
+    deliveries show ROW_ID` shows each body). The chosen body becomes the delivery's
+    notification; every other body is kept unchanged as evidence, in state `rejected`; the
+    alert is resolved in your name. A match the true body disagrees with is taken apart for a
+    person to redo.
+    """
+    from reconciliation.operator.actions import ActionRefusedError, choose_body
+    from upstream.webhooks.payloads import reader_for
+
+    settings = settings_or_exit()
+    with _session(settings) as session:
+        try:
+            chosen = choose_body(session, by, row_id, reason, reader_for(settings.webhooks))
+        except ActionRefusedError as exc:
+            fail(str(exc))
+    say(chosen.describe())
 
 
 def _replay_bulk(settings: Settings, state: str, limit: int, as_json: bool) -> None:
