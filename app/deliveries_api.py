@@ -17,7 +17,7 @@ import msgspec
 from litestar import Controller, get, post
 from litestar.datastructures import State
 from litestar.exceptions import NotFoundException, ValidationException
-from litestar.params import FromPath, QueryParameter
+from litestar.params import FromPath, JSONBody, QueryParameter
 
 from app import state_keys
 from app.auth import admin_guard
@@ -106,7 +106,7 @@ class DeliveriesController(Controller):
 
     @post("/{row_id:int}/choose", sync_to_thread=True, status_code=200)
     def choose_true_body(
-        self, state: State, row_id: FromPath[int], data: BodyChoice
+        self, state: State, row_id: FromPath[int], data: JSONBody[BodyChoice]
     ) -> dict[str, Any]:
         """Mark this row as the true body of its delivery id (the same as `recon deliveries
         choose`): it becomes the id's notification, every other body is kept as evidence
