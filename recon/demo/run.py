@@ -21,7 +21,14 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from recon.demo.env_file import demo_env_path, write_demo_env
-from recon.demo.processes import ProcessGroup, free_port, recon_argv, wait_until_ready
+from recon.demo.processes import (
+    ProcessGroup,
+    dotenv_overrides,
+    free_port,
+    honcho_argv,
+    recon_argv,
+    wait_until_ready,
+)
 from recon.demo.scenario import EXPECTED_ALERT_KINDS, SandboxControl, ScenarioRecord, run_scenario
 from reconciliation.reports import render
 from reconciliation.reports.model import Report, ReportWindow
@@ -194,7 +201,10 @@ def _start_procfile(
     assert plan.procfile is not None
     bin_dir = str(Path(sys.executable).parent)
     env = {**plan.env, "PATH": f"{bin_dir}{os.pathsep}{plan.env.get('PATH', '')}"}
-    honcho = [str(Path(bin_dir) / "honcho"), "-f", str(plan.procfile)]
+    honcho = honcho_argv(plan.procfile, plan.env_file)
+    overridden = dotenv_overrides(plan.env, Path.cwd())
+    if overridden:
+        step(f"Procfile: ./.env not read (it would override {', '.join(overridden)})")
     step("Procfile: release")
     _run_release(group, [*honcho, "start", "release"], env)
     step("Procfile: web, worker, scheduler")

@@ -47,11 +47,14 @@ STATES: Final = (PENDING, PROCESSED, QUARANTINED, REJECTED)
 
 #: Alert kind for a delivery id re-sent with a different body.
 BODY_CONFLICT_ALERT: Final = "delivery_body_conflict"
-#: Why a row with a known id and a new body is quarantined, and the step that settles it.
-BODY_CONFLICT_REASON: Final = "delivery id re-sent with a different body"
+#: What settles a delivery id re-sent with another body (replaying cannot).
 BODY_CONFLICT_NEXT_STEP: Final = (
     "ask the provider which body is true, then mark it: recon deliveries choose ROW_ID "
     "(the other bodies are kept as evidence); replaying cannot settle it"
+)
+#: Why a row with a known id and a new body is quarantined, with the step that settles it.
+BODY_CONFLICT_REASON: Final = (
+    f"delivery id re-sent with a different body: {BODY_CONFLICT_NEXT_STEP}"
 )
 #: Longest page `list_deliveries` returns.
 MAX_PAGE_SIZE: Final = 500
