@@ -174,7 +174,7 @@ def record_others(
     conflicted = insert_others(
         connection,
         rows,
-        conflict=(QUARANTINED, f"{BODY_CONFLICT_REASON}: {BODY_CONFLICT_NEXT_STEP}"),
+        conflict=(QUARANTINED, BODY_CONFLICT_REASON),
     )
     if conflicted:
         # Rare: worth an ORM session on the same connection and transaction.
