@@ -34,7 +34,7 @@ EXIT_TERMINATED = 143
     "--serve",
     is_flag=True,
     help="When the scenario has settled, keep the sandbox and recon running with the operator "
-    "console open until interrupted (Ctrl-C).",
+    "console open until interrupted (Ctrl-C or SIGTERM, which stop them).",
 )
 def demo(report_path: Path, procfile: Path | None, serve: bool) -> None:
     """Run recon end to end against the bundled sandbox and print the reconciliation report.
