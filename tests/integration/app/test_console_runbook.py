@@ -40,3 +40,11 @@ def test_the_runbook_knows_only_real_kinds_and_only_for_operators(client: Client
     assert client.get("/console/runbook/no_such_kind").status_code == 404
     assert client.get("/console/runbook/delivery_body_conflict").status_code == 200
     assert "recon deliveries choose" in client.get("/console/runbook/delivery_body_conflict").text
+
+
+def test_the_alerts_page_refuses_a_kind_recon_never_raises(client: Client) -> None:
+    assert sign_in(client).status_code == 303
+    typo = client.get("/console/alerts", params={"kind": "amount-mismatch"})
+    assert typo.status_code == 400
+    assert "did you mean amount_mismatch?" in typo.text
+    assert client.get("/console/alerts", params={"kind": "amount_mismatch"}).status_code == 200
