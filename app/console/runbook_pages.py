@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from litestar import Controller, Request, get
 from litestar.exceptions import NotFoundException
+from litestar.params import FromPath
 from litestar.response import Template
 
 from app.console.rendering import page
@@ -53,6 +54,6 @@ class RunbookPages(Controller):
     guards = [console_guard]  # noqa: RUF012 - Litestar's declared class attribute
 
     @get("/{kind:str}", sync_to_thread=False)
-    def section(self, request: Request[Any, Any, Any], kind: str) -> Template:
+    def section(self, request: Request[Any, Any, Any], kind: FromPath[str]) -> Template:
         """What one alert kind means, why it fires, how it clears and what to do."""
         return page(request, "runbook.html", kind=kind, text=runbook_section(kind))
