@@ -134,7 +134,7 @@ def choose_true_body(
             for name, value in values.items():
                 setattr(current, name, value)
         changed = True
-        _make_original(session, chosen, others, now)
+        _make_original(session, chosen, others, values["event_type"], now)
         if values["transfer_ref"] is not None:
             record_named_transfers(session, [values["transfer_ref"]], now)
     for other in others:
@@ -171,9 +171,10 @@ def _read(chosen: Delivery, reader: PayloadReader) -> dict[str, Any]:
 
 
 def _make_original(
-    session: Session, chosen: Delivery, others: list[Delivery], now: datetime
+    session: Session, chosen: Delivery, others: list[Delivery], event_type: str, now: datetime
 ) -> None:
-    """The chosen row becomes the id's one original (a partial unique index holds one)."""
+    """The chosen row becomes the id's one original (a partial unique index holds one), marked
+    processed as the processor marks a row it read (with the event type the body names)."""
     session.execute(
         update(Delivery)
         .where(Delivery.id.in_([o.id for o in others]))
@@ -184,6 +185,7 @@ def _make_original(
         session.refresh(other)
     chosen.original = True
     chosen.state = PROCESSED
+    chosen.event_type = event_type
     chosen.error = None
     chosen.shape_problem = None
     chosen.processed_at = now

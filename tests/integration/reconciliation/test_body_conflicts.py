@@ -139,6 +139,11 @@ def test_choosing_the_later_body_settles_the_conflict_and_the_mismatch(
     _ok(run, "reconcile")
     assert _active(session_factory) == {}
 
+    # Recomputed from the raw facts, the store agrees with the choice (the chosen row is the
+    # delivery's original, the rejected one is evidence).
+    rebuilt = _ok(run, "rebuild", "--dry-run")
+    assert "the rebuilt state equals the live one" in rebuilt
+
     rejected = _ok(run, "deliveries", "list", "--state", "rejected")
     assert DELIVERY_ID in rejected
     refused = run.invoke(cli, ["deliveries", "replay", str(first)])
@@ -158,6 +163,7 @@ def test_a_pass_over_the_whole_inbox_does_not_raise_a_settled_conflict_again(
         assert (alert.state, alert.resolved_by) == ("resolved", "bo")
     # The first body was already the notification: the mismatch it tells stays, for a person.
     assert _active(session_factory) == {"amount_mismatch": "open"}
+    assert "the rebuilt state equals the live one" in _ok(run, "rebuild", "--dry-run")
 
 
 @pytest.fixture
