@@ -1,20 +1,23 @@
 """`/deliveries`: the inbox for operators (admin token), idiomatic Litestar.
 
 List with filters and cursor paging, show one delivery with its exact bytes, replay one (reset
-it to pending and enqueue it, the same as `recon deliveries replay ROW_ID`), and replay every
+it to pending and enqueue it, the same as `recon deliveries replay ROW_ID`), replay every
 quarantined delivery at once once recon has learned their shape (the same as
-`recon deliveries replay --quarantined`; both call `inbox_access.replay_deliveries`).
+`recon deliveries replay --quarantined`; both call `inbox_access.replay_deliveries`), and mark
+which body of a delivery id re-sent with another body is the true one (the same as
+`recon deliveries choose ROW_ID`; both call `operator.actions.choose_body`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Annotated, Final
+from typing import Annotated, Any, Final
 
+import msgspec
 from litestar import Controller, get, post
 from litestar.datastructures import State
 from litestar.exceptions import NotFoundException, ValidationException
-from litestar.params import FromPath, QueryParameter
+from litestar.params import FromPath, JSONBody, QueryParameter
 
 from app import state_keys
 from app.auth import admin_guard
@@ -28,7 +31,16 @@ from reconciliation.notifications.inbox_views import (
     replay_summary,
     summarise,
 )
+from reconciliation.operator import actions
 from reconciliation.store.db import transaction
+
+
+class BodyChoice(msgspec.Struct):
+    """Who marks a body as the true one, and why (both kept in the audit trail)."""
+
+    by: str
+    reason: str
+
 
 #: Page size when the caller does not ask for one.
 DEFAULT_PAGE_SIZE: Final = 50
@@ -47,7 +59,7 @@ class DeliveriesController(Controller):
         state: State,
         inbox_state: Annotated[
             str | None,
-            QueryParameter(name="state", description="pending, processed or quarantined"),
+            QueryParameter(name="state", description="pending, processed, quarantined or rejected"),
         ] = None,
         event_type: Annotated[str | None, QueryParameter(name="eventType")] = None,
         cursor: Annotated[
@@ -86,9 +98,40 @@ class DeliveriesController(Controller):
                 row = inbox_access.reset_for_replay(session, row_id)
             except LookupError as exc:
                 raise NotFoundException(detail=str(exc)) from None
+            except inbox_access.RejectedBodyError as exc:
+                raise ValidationException(detail=str(exc)) from None
             summary = summarise(row)
         enqueue([row_id])
         return summary
+
+    @post("/{row_id:int}/choose", sync_to_thread=True, status_code=200)
+    def choose_true_body(
+        self, state: State, row_id: FromPath[int], data: JSONBody[BodyChoice]
+    ) -> dict[str, Any]:
+        """Mark this row as the true body of its delivery id (the same as `recon deliveries
+        choose`): it becomes the id's notification, every other body is kept as evidence
+        (`rejected`), and the `delivery_body_conflict` alert is resolved. Recorded in the
+        audit trail under `by`."""
+        _require_row_id(row_id)
+        try:
+            with transaction(state[state_keys.SESSION_FACTORY]) as session:
+                if inbox_access.get_delivery(session, row_id) is None:
+                    raise NotFoundException(detail=f"no delivery with row id {row_id}")
+                chosen = actions.choose_body(
+                    session, data.by, row_id, data.reason, state[state_keys.PAYLOAD_READER]
+                )
+        except actions.ActionRefusedError as exc:
+            raise ValidationException(detail=str(exc)) from None
+        return {
+            "deliveryId": chosen.delivery_id,
+            "chosenRow": chosen.chosen_row,
+            "rejectedRows": chosen.rejected_rows,
+            "notificationId": chosen.notification_id,
+            "notificationChanged": chosen.notification_changed,
+            "unmatched": chosen.unmatched,
+            "resolvedAlert": chosen.resolved_alert,
+            "summary": chosen.describe(),
+        }
 
     @post("/replay", sync_to_thread=True, status_code=200)
     def replay_deliveries(

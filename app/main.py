@@ -56,6 +56,7 @@ from reconciliation.operator.console_sessions import SessionRules
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.store.db import make_engine, make_session_factory
 from upstream.company import CompanyClient
+from upstream.webhooks.payloads import reader_for
 
 #: `app.state` key of the StartupRegistration (tests wait on it).
 REGISTRATION_STATE_KEY: Final = "registration"
@@ -171,6 +172,7 @@ def create_app(
                 ),
                 state_keys.ENQUEUE: relay.submit if relay else _leave_pending,
                 state_keys.BROKER_URL: settings.broker.redis_url,
+                state_keys.PAYLOAD_READER: reader_for(settings.webhooks),
                 ADMIN_TOKEN_STATE_KEY: settings.web.admin_token,
                 AUTH_LIMITER_STATE_KEY: limiter,
                 RULES_STATE_KEY: SessionRules(

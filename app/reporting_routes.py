@@ -106,14 +106,18 @@ def alerts(
     kind: Annotated[str | None, QueryParameter(description="alert kind")] = None,
     limit: Annotated[int, QueryParameter(ge=1, le=MAX_ALERTS)] = 100,
 ) -> list[dict[str, Any]]:
-    """Alerts, most urgent and newest first."""
+    """Alerts, most urgent and newest first; a kind recon never raises is a 400 listing them."""
+    from reconciliation.operator.alert_kinds import UnknownAlertKindError, checked_kind
+
     try:
+        if kind is not None:
+            checked_kind(kind)
         with transaction(_factory(state)) as session:
             return [
                 alert_as_dict(a)
                 for a in list_alerts(session, state=alert_state, kind=kind, limit=limit)
             ]
-    except AlertError as exc:
+    except (AlertError, UnknownAlertKindError) as exc:
         raise ValidationException(detail=str(exc)) from None
 
 

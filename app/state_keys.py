@@ -20,3 +20,6 @@ ENGINE: Final = "engine"
 COMMIT_BOUND_SECONDS: Final = "commit_bound_seconds"
 #: The receiver's `SigningKeys` (readiness asks whether it holds a usable secret).
 SIGNING_KEYS: Final = "signing_keys"
+#: The `PayloadReader` RECON_PAYLOAD_SHAPES and RECON_PAYLOAD_FIELD_MAP describe (reading a body a
+#: person marks as the true one, as the workers would read it).
+PAYLOAD_READER: Final = "payload_reader"

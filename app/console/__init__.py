@@ -32,6 +32,7 @@ from app.console.exception_pages import ExceptionPages
 from app.console.formatting import register_filters
 from app.console.pages import ReadPages
 from app.console.rendering import refusal_page
+from app.console.runbook_pages import RunbookPages
 from foundation.settings import Settings
 
 #: Where the templates and the console's own CSS and script live (served by recon, no CDN).
@@ -70,6 +71,7 @@ def console_router(settings: Settings) -> Router:
             AlertPages,
             ExceptionPages,
             DeliveryPages,
+            RunbookPages,
             create_static_files_router(path="/static", directories=[STATIC], name="console-static"),
         ],
         opt={"secure_cookies": settings.web.public_url.startswith("https://")},

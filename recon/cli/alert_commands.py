@@ -88,7 +88,27 @@ def pipe_lines(found: list[dict[str, Any]]) -> list[str]:
     return rows
 
 
-@alerts.command("list")
+def _known_kind(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A kind recon raises, or a usage error listing them: a typo must not read "no alerts"."""
+    from reconciliation.operator.alert_kinds import UnknownAlertKindError, checked_kind
+
+    if value is None:
+        return None
+    try:
+        return checked_kind(value)
+    except UnknownAlertKindError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+#: Where a person reads what an alert means and what to do, shown under `alerts list --help`.
+RUNBOOK_EPILOG: Final = (
+    "What each kind means, why it fires, how it clears and what to do: docs/alerts.md, one "
+    "section per kind, also served by `recon web` at /console/runbook/KIND (linked from each "
+    "alert's page in the console)."
+)
+
+
+@alerts.command("list", epilog=RUNBOOK_EPILOG)
 @click.option(
     "--state",
     type=click.Choice(["active", "open", "acknowledged", "resolved", "all"]),
@@ -96,7 +116,12 @@ def pipe_lines(found: list[dict[str, Any]]) -> list[str]:
     show_default=True,
     help="active = open or acknowledged.",
 )
-@click.option("--kind", help="Only this kind, for example balance_mismatch.")
+@click.option(
+    "--kind",
+    callback=_known_kind,
+    help="Only this kind, for example balance_mismatch (an unknown kind is refused with the "
+    "list of kinds).",
+)
 @click.option("--limit", type=click.IntRange(1, 1000), default=100, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON, evidence included.")
 @click.option(
@@ -112,7 +137,7 @@ def list_command(
     from reconciliation.alerts.lifecycle import alert_as_dict, list_alerts
     from reconciliation.store.types import utcnow
 
-    settings = settings_or_exit()
+    settings = settings_or_exit(store_only=True)
     with open_store(settings) as factory, factory() as session:
         found = [
             alert_as_dict(a)
@@ -134,7 +159,7 @@ def list_command(
 def _change(alert_id: int, by: str, note: str | None, *, resolve: bool) -> None:
     from reconciliation.alerts.lifecycle import AlertError, acknowledge_alert, resolve_alert
 
-    settings = settings_or_exit()
+    settings = settings_or_exit(store_only=True)
     with open_store(settings) as factory, factory() as session:
         try:
             change = resolve_alert if resolve else acknowledge_alert

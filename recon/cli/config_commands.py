@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from recon.cli.startup import settings_or_exit
@@ -14,12 +16,17 @@ def config() -> None:
 
 @config.command("check")
 def check() -> None:
-    """Validate the environment and print the effective configuration, secrets masked."""
+    """Validate the environment and print the effective configuration, secrets masked.
+
+    One line per variable, by the name you set it with; a value you did not set is marked
+    "(default)".
+    """
     settings = settings_or_exit()
-    shown = settings.masked()
+    shown = settings.by_variable()
     width = max(len(k) for k in shown)
-    for key, value in shown.items():
-        click.echo(f"{key.ljust(width)}  {value}")
+    for name, value in shown.items():
+        unset = not os.environ.get(name, "").strip()
+        click.echo(f"{name.ljust(width)}  {value}{'  (default)' if unset else ''}")
     mode = (
         "embedded (SQLite or in-process broker)"
         if settings.broker.embedded

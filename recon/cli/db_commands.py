@@ -31,7 +31,7 @@ def _run(action: str, revision: str) -> None:
     from foundation.settings import mask_url_password
     from migrations import runner as migrate
 
-    settings = settings_or_exit()
+    settings = settings_or_exit(store_only=True)
     shown = mask_url_password(settings.store.database_url)
     try:
         before = _store_revision(settings.store.database_url)

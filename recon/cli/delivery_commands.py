@@ -1,4 +1,5 @@
-"""`recon deliveries list|show|replay`: see the webhook inbox and re-process one delivery."""
+"""`recon deliveries list|show|replay|choose`: see the webhook inbox, re-process a delivery,
+and mark which body of a delivery id sent with two bodies is the true one."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
+from foundation.readable import moment
 from recon.cli.startup import fail, settings_or_exit
 from recon.cli.terminal import say
 
@@ -54,7 +56,7 @@ def deliveries() -> None:
 
 
 @deliveries.command("list")
-@click.option("--state", type=click.Choice(["pending", "processed", "quarantined"]))
+@click.option("--state", type=click.Choice(["pending", "processed", "quarantined", "rejected"]))
 @click.option("--event-type", help="For example PAYMENT_RECEIVED.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 500))
 @click.option("--cursor", help="The 'next page' cursor printed by the previous call.")
@@ -68,7 +70,7 @@ def list_deliveries(
     from reconciliation.notifications import inbox_access
     from reconciliation.notifications.inbox_views import DeliveryPageOut, summarise
 
-    settings = settings_or_exit()
+    settings = settings_or_exit(store_only=True)
     with _session(settings) as session:
         page = _checked(
             lambda: inbox_access.list_deliveries(
@@ -92,7 +94,7 @@ def list_deliveries(
                 item.delivery_id,
                 item.event_type or "-",
                 item.state,
-                item.received_at.strftime("%Y-%m-%d %H:%M:%SZ"),
+                moment(item.received_at),
                 str(item.attempts),
                 (item.error or "-")[:60],
             )
@@ -116,7 +118,7 @@ def show(row_id: int, as_json: bool) -> None:
     from reconciliation.notifications import inbox_access
     from reconciliation.notifications.inbox_views import detail
 
-    settings = settings_or_exit()
+    settings = settings_or_exit(store_only=True)
     with _session(settings) as session:
         row = inbox_access.get_delivery(session, row_id)
         if row is None:
@@ -127,7 +129,7 @@ def show(row_id: int, as_json: bool) -> None:
         return
     d = shown.delivery
     say(f"row {d.id}  delivery {d.delivery_id}  {d.event_type or '-'}  {d.state}")
-    say(f"received {d.received_at.isoformat()}  scheme {d.scheme}  attempts {d.attempts}")
+    say(f"received {moment(d.received_at)}  scheme {d.scheme}  attempts {d.attempts}")
     if d.error:
         say(f"error: {d.error}")
     for name, value in sorted(shown.headers.items()):
@@ -179,6 +181,35 @@ def replay(row_id: int | None, quarantined: bool, pending: bool, limit: int, as_
         delivery_id = row.delivery_id
     what = f"delivery {delivery_id} (row {row_id}) is pending again"
     say(f"{what}{_enqueued(delivery_enqueue(settings), [row_id])}")
+
+
+@deliveries.command()
+@click.argument("row_id", type=click.IntRange(1, ROW_ID_LIMIT))
+@click.option("--by", required=True, help="Who decides; kept in the audit trail.")
+@click.option(
+    "--reason",
+    required=True,
+    help="Why this body is the true one (what the provider said); kept in the audit trail.",
+)
+def choose(row_id: int, by: str, reason: str) -> None:
+    """Mark ROW_ID as the true body of a delivery id that arrived with different bodies.
+
+    The settling step of a `delivery_body_conflict` alert (its evidence names the rows; `recon
+    deliveries show ROW_ID` shows each body). The chosen body becomes the delivery's
+    notification; every other body is kept unchanged as evidence, in state `rejected`; the
+    alert is resolved in your name. A match the true body disagrees with is taken apart for a
+    person to redo.
+    """
+    from reconciliation.operator.actions import ActionRefusedError, choose_body
+    from upstream.webhooks.payloads import reader_for
+
+    settings = settings_or_exit()
+    with _session(settings) as session:
+        try:
+            chosen = choose_body(session, by, row_id, reason, reader_for(settings.webhooks))
+        except ActionRefusedError as exc:
+            fail(str(exc))
+    say(chosen.describe())
 
 
 def _replay_bulk(settings: Settings, state: str, limit: int, as_json: bool) -> None:

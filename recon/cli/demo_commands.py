@@ -11,6 +11,9 @@ import click
 
 from foundation.settings import DEFAULT_STATE_DIR
 
+#: Exit status after SIGTERM, as a shell reports a process ended by it (128 + 15).
+EXIT_TERMINATED = 143
+
 
 @click.command()
 @click.option(
@@ -31,7 +34,7 @@ from foundation.settings import DEFAULT_STATE_DIR
     "--serve",
     is_flag=True,
     help="When the scenario has settled, keep the sandbox and recon running with the operator "
-    "console open until interrupted (Ctrl-C).",
+    "console open until interrupted (Ctrl-C or SIGTERM, which stop them).",
 )
 def demo(report_path: Path, procfile: Path | None, serve: bool) -> None:
     """Run recon end to end against the bundled sandbox and print the reconciliation report.
@@ -46,6 +49,7 @@ def demo(report_path: Path, procfile: Path | None, serve: bool) -> None:
     from rich.console import Console
 
     from recon.demo.env_file import shell_hint
+    from recon.demo.processes import Stopped, sigterm_as_interrupt
     from recon.demo.run import DemoOutcome, plan_demo, run_demo
 
     console = Console(stderr=True)
@@ -74,7 +78,12 @@ def demo(report_path: Path, procfile: Path | None, serve: bool) -> None:
             _wait_for_interrupt()
 
         try:
-            outcome = run_demo(plan, step, hold_open if serve else None)
+            with sigterm_as_interrupt():
+                outcome = run_demo(plan, step, hold_open if serve else None)
+        except Stopped:
+            status.stop()
+            click.echo("stopped (SIGTERM): the sandbox and recon were stopped", err=True)
+            sys.exit(EXIT_TERMINATED)
         except Exception as exc:  # noqa: BLE001 - the demo ends with one readable line
             console.print(f"demo failed: {exc}", style="red", markup=False, soft_wrap=True)
             console.print(f"process logs: {plan.log_dir}", markup=False, soft_wrap=True)
@@ -103,7 +112,7 @@ def demo(report_path: Path, procfile: Path | None, serve: bool) -> None:
 
 
 def _wait_for_interrupt() -> None:
-    """Block until Ctrl-C (or SIGTERM, which the process group turns into the same stop)."""
+    """Block until Ctrl-C or SIGTERM (`sigterm_as_interrupt` makes it the same stop)."""
     try:
         while True:
             time.sleep(3600)

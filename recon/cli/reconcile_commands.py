@@ -158,7 +158,7 @@ def match(
     `recon report`); one item alone is `recon accept`."""
     from reconciliation.operator import actions
 
-    settings = settings_or_exit()
+    settings = settings_or_exit(store_only=True)
     with open_store(settings) as factory, factory() as session:
         try:
             rows = actions.match(
@@ -214,7 +214,7 @@ def unmatch(match_id: int, by: str, reason: str) -> None:
     person to decide."""
     from reconciliation.operator import actions
 
-    settings = settings_or_exit()
+    settings = settings_or_exit(store_only=True)
     with open_store(settings) as factory, factory() as session:
         try:
             _, alerts = actions.unmatch(session, by, match_id, reason)

@@ -45,7 +45,7 @@ def report(
     from reconciliation.reports import ReportError, build_report, parse_window, render
     from reconciliation.store.types import utcnow
 
-    settings = settings_or_exit()
+    settings = settings_or_exit(store_only=True)
     try:
         window = parse_window(since, until, holding, utcnow())
         with open_store(settings) as factory, factory() as session:

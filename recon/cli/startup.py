@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING, NoReturn
 import click
 
 from foundation.printable import printable
-from foundation.settings import ConfigError, Settings, load_settings, mask_url_password
+from foundation.settings import (
+    STORE_GROUPS,
+    ConfigError,
+    Settings,
+    load_settings,
+    mask_url_password,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -118,15 +124,19 @@ def configure_command_logging(
         logging.getLogger(name).setLevel(logging.ERROR if quiet else logging.NOTSET)
 
 
-def settings_or_exit(*, keeps_secrets: bool = False, serves: bool = False) -> Settings:
+def settings_or_exit(
+    *, keeps_secrets: bool = False, serves: bool = False, store_only: bool = False
+) -> Settings:
     """Load and validate the configuration, or stop with one line per bad variable.
 
-    `keeps_secrets`: the command encrypts or decrypts stored secrets (webhook registration),
+    `store_only`: the command reads or migrates the store and nothing else (a report, a list,
+    `db upgrade`), so only the store's, matching's and logging's variables are checked; the
+    provider's keys and the admin token may be missing. `keeps_secrets`: the command encrypts or decrypts stored secrets (webhook registration),
     so the embedded default's key file is created now if there is none. Every other command
     leaves the disk alone. `serves`: a long-running process, whose logs are its output.
     """
     try:
-        settings = load_settings()
+        settings = load_settings(only=STORE_GROUPS if store_only else None)
     except ConfigError as exc:
         fail(str(exc))
     configure_command_logging(

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
+from foundation.readable import moment
 from recon.cli.startup import existing_store, fail, settings_or_exit
 from recon.cli.terminal import say
 
@@ -166,8 +167,8 @@ def rotate(wait: float) -> None:
     )
 
 
-def _when(moment: datetime | None) -> str:
-    return moment.strftime("%Y-%m-%d %H:%M:%SZ") if moment else "-"
+def _when(value: datetime | None) -> str:
+    return moment(value, missing="-")
 
 
 COMMANDS = [webhooks]

@@ -20,6 +20,8 @@ from recon.cli.startup import (
     serving_store_or_exit,
     settings_or_exit,
 )
+from reconciliation.postings.activity import LEASE_SECONDS
+from workers.scheduler_lock import LOCK_SECONDS
 
 
 @click.command()
@@ -34,7 +36,7 @@ from recon.cli.startup import (
     "--lease-seconds",
     type=click.FloatRange(min=1.0),
     default=None,
-    help="How long a holding's activity lease lasts without renewal (default 60).",
+    help=f"How long a holding's activity lease lasts without renewal (default {LEASE_SECONDS:g}).",
 )
 @click.option(
     "--metrics-port",
@@ -78,7 +80,8 @@ def worker(threads: int, lease_seconds: float | None, metrics_port: int | None) 
     "--lock-seconds",
     type=click.FloatRange(min=1.0),
     default=None,
-    help="How long the singleton lock outlives a scheduler that stopped renewing (default 30).",
+    help="How long the singleton lock outlives a scheduler that stopped renewing "
+    f"(default {LOCK_SECONDS:g}).",
 )
 def scheduler(lock_seconds: float | None) -> None:
     """Send the periodic ticks (one active scheduler at a time), until stopped."""
@@ -96,7 +99,7 @@ def scheduler(lock_seconds: float | None) -> None:
     from workers.broker import install_broker
     from workers.runtime import worker_identity
     from workers.scheduler import TickScheduler, configured_ticks
-    from workers.scheduler_lock import LOCK_SECONDS, RedisSchedulerLock
+    from workers.scheduler_lock import RedisSchedulerLock
 
     install_broker(settings.broker.redis_url)
     seconds = lock_seconds or LOCK_SECONDS

@@ -13,9 +13,10 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Final
 
 import httpx
@@ -24,6 +25,10 @@ from foundation.secret_key import STATE_DIR_MODE, make_state_dir
 
 #: Seconds a process gets to stop after SIGTERM before it is killed.
 STOP_GRACE_SECONDS = 10.0
+
+
+#: The file honcho reads over its environment unless told otherwise, in the folder it runs in.
+DOTENV: Final = ".env"
 
 
 def free_port() -> int:
@@ -142,3 +147,57 @@ def wait_until_ready(url: str, group: ProcessGroup, timeout: float = 60.0) -> No
             last_error = f"HTTP {response.status_code}"
         time.sleep(0.2)
     raise RuntimeError(f"{url} not ready after {timeout:.0f} s ({last_error})")
+
+
+def honcho_argv(procfile: Path, env_file: Path) -> list[str]:
+    """honcho running `procfile` with the demo's own settings file instead of ./.env.
+
+    honcho reads ./.env over the environment it is given. A .env written for a laptop run (the
+    README has one made) would replace the demo's database, ports and shortened schedules, and
+    the demo would then wait a minute for a web process that listens elsewhere. Told to read
+    the demo's own settings file (`recon.demo.env_file`), it reads exactly what the demo set.
+    """
+    honcho = Path(sys.executable).parent / "honcho"
+    return [str(honcho), "-f", str(procfile), "-e", str(env_file.absolute())]
+
+
+def dotenv_overrides(env: Mapping[str, str], folder: Path) -> list[str]:
+    """The names a .env in `folder` sets to other values than the demo's (what honcho would
+    have changed had the demo let it read the file); empty without a .env."""
+    path = folder / DOTENV
+    if not path.is_file():
+        return []
+    names = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        text = line.strip().removeprefix("export ").strip()
+        name, equals, value = text.partition("=")
+        if not equals or text.startswith("#") or not name.strip().isidentifier():
+            continue
+        if env.get(name.strip()) != value.strip().strip("'\""):
+            names.append(name.strip())
+    return sorted(set(names))
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM arrived: stop the way Ctrl-C stops, children first."""
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Inside the block, SIGTERM stops like Ctrl-C: the `finally` that stops the children runs.
+
+    By default SIGTERM ends Python at once, without unwinding, and the children (each in a
+    session of its own, so that a terminal's Ctrl-C reaches only the demo) would keep running.
+    The first SIGTERM raises `Stopped`; later ones are ignored, so they cannot cut the stopping
+    short (SIGKILL still can).
+    """
+
+    def stop(_signum: int, _frame: FrameType | None) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise Stopped
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -24,7 +24,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from recon.demo.env_file import demo_env_path, write_demo_env
 from recon.demo.processes import (
     ProcessGroup,
+    dotenv_overrides,
     free_port,
+    honcho_argv,
     private_folder,
     recon_argv,
     wait_until_ready,
@@ -242,7 +244,10 @@ def _start_procfile(
     assert plan.procfile is not None
     bin_dir = str(Path(sys.executable).parent)
     env = {**plan.env, "PATH": f"{bin_dir}{os.pathsep}{plan.env.get('PATH', '')}"}
-    honcho = [str(Path(bin_dir) / "honcho"), "-f", str(plan.procfile)]
+    honcho = honcho_argv(plan.procfile, plan.env_file)
+    overridden = dotenv_overrides(plan.env, Path.cwd())
+    if overridden:
+        step(f"Procfile: ./.env not read (it would override {', '.join(overridden)})")
     step("Procfile: release")
     _run_release(group, [*honcho, "start", "release"], env)
     step("Procfile: web, worker, scheduler")

@@ -11,10 +11,6 @@ alert_pass`). Every change is logged as one structlog line; the outbound webhook
 from __future__ import annotations
 
 import hashlib
-import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
@@ -38,10 +34,6 @@ STATES: Final = (OPEN, ACKNOWLEDGED, RESOLVED)
 
 #: Who resolved an alert whose condition cleared by itself (the pass, not a person).
 AUTO_RESOLVER: Final = "recon"
-
-#: The level alert changes are logged at: a warning, as an operator's log should show them;
-#: info inside `alert_changes_on_scratch` (see there).
-_CHANGE_LEVEL: ContextVar[int] = ContextVar("alert_change_level", default=logging.WARNING)
 
 #: Longest fingerprint the store keeps (alerts.fingerprint is VARCHAR(128)).
 FINGERPRINT_MAX: Final = 128
@@ -111,25 +103,16 @@ class AlertChange:
         )
 
 
-@contextmanager
-def alert_changes_on_scratch() -> Iterator[None]:
-    """Alert changes made meanwhile (in this thread) are logged at info, not as warnings.
-
-    A rebuild derives alerts on a scratch copy of the store that nobody acts on: its lines still
-    go to the log (tagged by the rebuild), but they are not the operator's alerts, and a command
-    that shows warnings only must not print them as if they were.
-    """
-    token = _CHANGE_LEVEL.set(logging.INFO)
-    try:
-        yield
-    finally:
-        _CHANGE_LEVEL.reset(token)
-
-
 def log_change(event: str, change: AlertChange, **extra: Any) -> None:
-    """The structlog sink: one line per alert change, with what a person needs to find it."""
-    log.log(
-        _CHANGE_LEVEL.get(),
+    """The structlog sink: one line per alert change, with what a person needs to find it.
+
+    At info, not warning: an alert is the finding itself, delivered by the console, the API and
+    the alert webhook; its log line is the record of a routine change (a pass opening it, a
+    person acknowledging it). At warning it would also land in the answer of every one-shot
+    command that changes an alert (`recon alerts ack`, `recon reconcile`), which prints only
+    warnings and errors unless asked for more. Serving processes log at info by default.
+    """
+    log.info(
         event,
         alert_id=change.alert_id,
         kind=change.kind,

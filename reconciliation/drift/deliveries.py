@@ -4,8 +4,9 @@ A provider retries with the same id and the same bytes; the same id with other b
 event was changed after it was sent, or someone is replaying ids. The inbox raises this the
 moment it stores the second body (reconciliation.notifications.inbox, same kind and fingerprint); this rule
 re-checks the inbox set-wise for deliveries stored since the last pass, so a conflict stored by
-any path is never missed. It never resolves: a conflict that happened stays a fact until a
-person resolves it.
+any path is never missed. It never resolves by itself: a conflict that happened stays a fact
+until a person marks which body is true (`recon deliveries choose`), which resolves it; a body
+they rejected is not a conflict any more, so a full pass does not raise it again.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from reconciliation.drift.base import DriftContext
 from reconciliation.drift.evidence import plain
 from reconciliation.notifications.inbox import (
     BODY_CONFLICT_ALERT,
+    REJECTED,
     body_conflict_fingerprint,
     body_conflict_subject,
 )
@@ -57,9 +59,11 @@ class DeliveryBodyConflict:
                 .where(
                     d.c.id > ctx.deliveries_checked,
                     d.c.id <= ctx.deliveries_top,
+                    d.c.state != REJECTED,
                     exists().where(
                         other.c.delivery_id == d.c.delivery_id,
                         other.c.body_sha256 != d.c.body_sha256,
+                        other.c.state != REJECTED,
                     ),
                 )
                 .distinct()

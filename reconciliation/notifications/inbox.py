@@ -36,16 +36,26 @@ from reconciliation.notifications.inbox_insert import (
 )
 from reconciliation.store.models import Delivery
 
-#: Delivery states (docs/architecture.md, the store): waiting for the processor, done, or set aside.
+#: Delivery states (docs/architecture.md, the store): waiting for the processor, done, set aside
+#: for a person, or judged by a person not to be the true body of its delivery id (kept as
+#: evidence: reconciliation.operator.body_conflicts).
 PENDING: Final = "pending"
 PROCESSED: Final = "processed"
 QUARANTINED: Final = "quarantined"
-STATES: Final = (PENDING, PROCESSED, QUARANTINED)
+REJECTED: Final = "rejected"
+STATES: Final = (PENDING, PROCESSED, QUARANTINED, REJECTED)
 
 #: Alert kind for a delivery id re-sent with a different body.
 BODY_CONFLICT_ALERT: Final = "delivery_body_conflict"
-#: Why a row with a known id and a new body is quarantined.
-BODY_CONFLICT_REASON: Final = "delivery id re-sent with a different body"
+#: What settles a delivery id re-sent with another body (replaying cannot).
+BODY_CONFLICT_NEXT_STEP: Final = (
+    "ask the provider which body is true, then mark it: recon deliveries choose ROW_ID "
+    "(the other bodies are kept as evidence); replaying cannot settle it"
+)
+#: Why a row with a known id and a new body is quarantined, with the step that settles it.
+BODY_CONFLICT_REASON: Final = (
+    f"delivery id re-sent with a different body: {BODY_CONFLICT_NEXT_STEP}"
+)
 #: Longest page `list_deliveries` returns.
 MAX_PAGE_SIZE: Final = 500
 #: Longest delivery id the column holds; a longer one is stored by its hash.
@@ -161,7 +171,11 @@ def record_others(
     """Rows that could not go in as originals: duplicates stay out, other bodies are stored
     quarantined with their alert. Call inside a transaction (`atomic`): row and alert commit
     together. Returns the row ids of the other bodies stored."""
-    conflicted = insert_others(connection, rows, conflict=(QUARANTINED, BODY_CONFLICT_REASON))
+    conflicted = insert_others(
+        connection,
+        rows,
+        conflict=(QUARANTINED, BODY_CONFLICT_REASON),
+    )
     if conflicted:
         # Rare: worth an ORM session on the same connection and transaction.
         by_key = {(d.delivery_id, d.body_sha256): d for d in deliveries}

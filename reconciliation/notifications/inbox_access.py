@@ -17,12 +17,17 @@ from reconciliation.notifications.inbox import (
     MAX_PAGE_SIZE,
     PENDING,
     QUARANTINED,
+    REJECTED,
     STATES,
     stored_delivery_id,
 )
 from reconciliation.store import watermarks
 from reconciliation.store.models import Delivery
 from reconciliation.store.types import utcnow
+
+
+class RejectedBodyError(ValueError):
+    """A body a person judged not to be true is not replayed; choosing it is the way back."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +113,12 @@ def reset_for_replay(session: Session, row_id: int) -> Delivery:
     delivery = session.get(Delivery, row_id)
     if delivery is None:
         raise LookupError(f"no delivery with row id {row_id}: see `recon deliveries list`")
+    if delivery.state == REJECTED:
+        raise RejectedBodyError(
+            f"row {row_id} was judged not to be the true body of delivery "
+            f"{delivery.delivery_id}; it is kept as evidence. If it is the true one after all, "
+            f"choose it: recon deliveries choose {row_id}"
+        )
     session.execute(
         update(Delivery)
         .where(Delivery.id == row_id)

@@ -35,7 +35,7 @@ from typing import Any, Final
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciliation.notifications.inbox import PENDING
+from reconciliation.notifications.inbox import BODY_CONFLICT_NEXT_STEP, PENDING
 from reconciliation.notifications.inbox_access import RESENT_THROUGH
 from reconciliation.notifications.processing_writes import (
     ORIGIN_NOTIFIED,
@@ -140,8 +140,8 @@ def process_deliveries(
         if earlier - {row.id}:
             writes.quarantine(
                 row.id,
-                f"delivery id {row.delivery_id!r} was already processed with a different body; "
-                "kept for review (see the other delivery with this id)",
+                f"delivery id {row.delivery_id!r} was already processed with a different body",
+                next_step=BODY_CONFLICT_NEXT_STEP,
             )
             outcome.quarantined.append(row.id)
             continue

@@ -215,12 +215,19 @@ class BatchWrites:
                 ],
             )
 
-    def quarantine(self, pk: int, reason: str, shape_problem: str | None = None) -> None:
-        """Set one claimed delivery aside with its reason; its bytes stay as received."""
+    def quarantine(
+        self,
+        pk: int,
+        reason: str,
+        shape_problem: str | None = None,
+        next_step: str = "fix the cause and replay the delivery",
+    ) -> None:
+        """Set one claimed delivery aside with its reason and what settles it; its bytes stay
+        as received."""
         values: dict[str, Any] = {
             "state": QUARANTINED,
             "shape_problem": shape_problem,
-            "error": f"{reason}. The body is kept unchanged; fix the cause and replay the delivery.",
+            "error": f"{reason}. The body is kept unchanged; {next_step}.",
         }
         if self.postgres:  # the claim counted nothing there (see `claim`)
             values["attempts"] = Delivery.attempts + 1

@@ -28,8 +28,10 @@ from reconciliation.matching.manual import (
 )
 from reconciliation.notifications import inbox, inbox_access
 from reconciliation.operator import audit_trail as audit
+from reconciliation.operator.body_conflicts import BodyChoiceError, TrueBodyChosen, choose_true_body
 from reconciliation.store.models import Alert, Delivery, Match
 from reconciliation.store.types import utcnow
+from upstream.webhooks.payloads import PayloadReader
 
 #: Most quarantined deliveries one "replay all" resets: the rest wait for the next press, so a
 #: flood of bad deliveries cannot turn one click into an unbounded transaction.
@@ -45,6 +47,7 @@ ACCEPTED_ALONE: Final = "accepted without a counterpart"
 UNMATCHED: Final = "unmatched"
 REPLAYED: Final = "replayed delivery"
 REPLAYED_ALL: Final = "replayed quarantined deliveries"
+CHOSE_BODY: Final = "chose the true body"
 REPORT_DOWNLOADED: Final = "downloaded report"
 
 
@@ -162,10 +165,29 @@ def replay(session: Session, actor: str, row_id: int) -> Delivery:
     """Reset one delivery to pending (the caller enqueues it after the commit)."""
     try:
         row = inbox_access.reset_for_replay(session, row_id)
-    except LookupError as exc:
+    except (LookupError, ValueError) as exc:
         raise ActionRefusedError(str(exc)) from None
     audit.record(session, actor=actor, action=REPLAYED, subject=f"delivery {row_id}")
     return row
+
+
+def choose_body(
+    session: Session, actor: str, row_id: int, reason: str, reader: PayloadReader
+) -> TrueBodyChosen:
+    """Mark which body of a delivery id is true (`body_conflicts.choose_true_body`), audited."""
+    why = _need_reason(reason, "chose this body")
+    try:
+        chosen = choose_true_body(session, row_id, by=actor, reason=why, reader=reader)
+    except BodyChoiceError as exc:
+        raise ActionRefusedError(str(exc)) from None
+    audit.record(
+        session,
+        actor=actor,
+        action=CHOSE_BODY,
+        subject=f"delivery {row_id}",
+        reason=f"{why}; kept as evidence: row " + ", ".join(str(r) for r in chosen.rejected_rows),
+    )
+    return chosen
 
 
 def replay_quarantined(session: Session, actor: str) -> list[int]:

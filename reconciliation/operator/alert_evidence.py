@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, SEVERITIES, STATES, get_alert
 from reconciliation.matching.candidates import CandidateError, Item, load_item
 from reconciliation.notifications.inbox_views import DeliverySummary, summarise
+from reconciliation.operator.alert_kinds import UnknownAlertKindError, checked_kind
 from reconciliation.store.models import Alert, Delivery, Notification
 
 #: Most alerts on one page.
@@ -82,6 +83,10 @@ def alert_page(
             raise BrowseError(f"severity {chosen.severity!r} is not one of {', '.join(SEVERITIES)}")
         query = query.where(Alert.severity == chosen.severity)
     if chosen.kind:
+        try:
+            checked_kind(chosen.kind)
+        except UnknownAlertKindError as exc:
+            raise BrowseError(str(exc)) from None
         query = query.where(Alert.kind == chosen.kind)
     if chosen.age:
         if chosen.age not in AGES:

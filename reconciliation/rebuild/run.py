@@ -18,9 +18,9 @@
    rebuilt state into the live tables in one transaction (`swap.swap`) and drop it.
 
 Log lines written while the scratch is worked on (the pass's `alert.opened`, say) carry
-`rebuild_scratch`, so nobody mistakes them for the live store's, and its alert changes are
-logged at info rather than as warnings (`alert_changes_on_scratch`): a command that shows
-warnings only prints the rebuild's result and nothing of its scratch pass.
+`rebuild_scratch`, so nobody mistakes them for the live store's. Alert changes are logged at
+info (reconciliation.alerts.lifecycle.log_change), so a command that shows warnings only
+prints the rebuild's result and nothing of its scratch pass.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ import structlog
 from sqlalchemy import Connection, Engine
 
 from reconciliation import pass_lease
-from reconciliation.alerts.lifecycle import alert_changes_on_scratch
 from reconciliation.notifications.shape_alerts import raise_shape_alerts
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.rebuild import scratch as scratch_store
@@ -230,8 +229,7 @@ def rebuild(
                 if live_digest is not None:
                     live_digest.go()
                 assert result.as_of is not None  # set from the marks, or given
-                with alert_changes_on_scratch():
-                    _derive(scratch, policy, reader, result.as_of, result)
+                _derive(scratch, policy, reader, result.as_of, result)
                 clock = time.perf_counter()
                 with scratch_store.workbench(scratch) as connection:
                     result.comparison = compare(

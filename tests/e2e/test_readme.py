@@ -1,4 +1,4 @@
-"""Every shell block in the README works as written, from a fresh clone.
+"""Every shell block in the README and in docs/deploy.md works as written, from a fresh clone.
 
 The README's ```sh blocks are run in order, in one bash session (so an `export` in one block
 holds for the next, as in a terminal), in a `git clone` of this checkout with the working
@@ -32,6 +32,8 @@ from tests.conftest import IN_CI, postgres_admin_url
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
+#: The going-live guide: its blocks for the real provider are `no-run`; the others run here.
+DEPLOY_GUIDE = REPO / "docs" / "deploy.md"
 
 #: Services a block may declare it needs.
 KNOWN_SERVICES = frozenset({"postgres", "redis"})
@@ -158,10 +160,12 @@ def _terminal_env(extra: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def _run_blocks(clone: Path, blocks: Iterable[ShellBlock], env: dict[str, str]) -> str:
+def _run_blocks(
+    clone: Path, blocks: Iterable[ShellBlock], env: dict[str, str], doc: str = "README.md"
+) -> str:
     parts = ["set -e -o pipefail"]
     for block in blocks:
-        parts += [f"echo '>>> README.md:{block.line}' >&2", block.script()]
+        parts += [f"echo '>>> {doc}:{block.line}' >&2", block.script()]
     script = "\n".join(parts) + "\n"
     result = subprocess.run(
         ["bash", "-c", script],
@@ -173,7 +177,7 @@ def _run_blocks(clone: Path, blocks: Iterable[ShellBlock], env: dict[str, str]) 
         check=False,
     )
     assert result.returncode == 0, (
-        f"a README block failed (exit {result.returncode}); the last '>>>' names it\n"
+        f"a {doc} block failed (exit {result.returncode}); the last '>>>' names it\n"
         f"--- stdout (end)\n{result.stdout[-4000:]}\n--- stderr (end)\n{result.stderr[-4000:]}"
     )
     return result.stdout + result.stderr
@@ -260,3 +264,66 @@ def test_readme_works_with_postgres_and_redis(tmp_path: Path) -> None:
         )
     assert "web, worker and scheduler on Redis" in output
     assert "recon found exactly the injected faults" in output
+
+
+# -- docs/deploy.md ------------------------------------------------------------------------------
+
+
+def test_deploy_guide_blocks_are_all_marked_sensibly() -> None:
+    blocks = readme_blocks(DEPLOY_GUIDE.read_text(encoding="utf-8"))
+    assert len(blocks) >= 8
+    for block in blocks:
+        assert block.needs <= KNOWN_SERVICES, (block.line, block.needs)
+        assert block.code.strip(), f"docs/deploy.md:{block.line}: empty block"
+    runnable = [b for b in blocks if b.runs]
+    assert any(not b.needs for b in runnable), "nothing in the guide runs on a laptop"
+    assert any("pg_restore" in b.code for b in runnable), "the restore is not rehearsed"
+
+
+@pytest.mark.slow
+def test_deploy_guide_laptop_blocks_run(tmp_path: Path) -> None:
+    """The guide's blocks that need no service: recon's own secrets are made as it says."""
+    if not (REPO / ".venv" / ".installed-stamp").exists():
+        pytest.skip("the checkout's .venv is not installed by make: run `make venv` first")
+    blocks = [
+        b for b in readme_blocks(DEPLOY_GUIDE.read_text(encoding="utf-8")) if b.runs and not b.needs
+    ]
+    clone = _fresh_clone(tmp_path / "clone")
+    output = _run_blocks(clone, blocks, _terminal_env({}), "docs/deploy.md")
+    from cryptography.fernet import Fernet
+
+    key, token = [line for line in output.splitlines() if not line.startswith(">>>")][:2]
+    Fernet(key.encode())  # a usable RECON_SECRET_KEY
+    assert len(token) >= 32
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_deploy_guide_restore_rehearsal_runs(tmp_path: Path) -> None:
+    """A backup of a running store, restored into a fresh database, passes `recon audit` and
+    `recon rebuild --dry-run`: the guide's rehearsal, run as written."""
+    if not (REPO / ".venv" / ".installed-stamp").exists():
+        pytest.skip("the checkout's .venv is not installed by make: run `make venv` first")
+    blocks = [
+        b for b in readme_blocks(DEPLOY_GUIDE.read_text(encoding="utf-8")) if b.runs and b.needs
+    ]
+    assert blocks and all(b.needs == {"postgres"} for b in blocks)
+    pg_env = _postgres_env()
+    if pg_env is None:
+        if IN_CI:
+            pytest.fail("PostgreSQL unavailable for the guide's rehearsal under CI=true")
+        pytest.skip("PostgreSQL unavailable for the guide's rehearsal")
+    clone = _fresh_clone(tmp_path / "clone")
+    env = _terminal_env(pg_env)
+    try:
+        output = _run_blocks(clone, blocks, env, "docs/deploy.md")
+    finally:
+        for name in ("recon_rehearsal", "recon_restored"):
+            subprocess.run(
+                ["dropdb", "--if-exists", "--force", name],
+                env=env,
+                capture_output=True,
+                check=False,
+            )
+    assert "the rebuilt state equals the live one" in output
+    assert re.search(r"^audit \d+: clean, ", output, re.MULTILINE), output[-3000:]
