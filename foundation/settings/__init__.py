@@ -91,8 +91,10 @@ STORE_GROUPS: Final = ("store", "matching", "logs")
 
 #: What a group a command does not read is built from: the required credentials filled with a
 #: word that is no credential, everything else at its default. Never sent anywhere: a command
-#: loading only some groups never looks at the others.
+#: loading only some groups never looks at the others. Built under the sandbox's rules, since a
+#: placeholder is no credential to judge for strength.
 _UNREAD_ENV: Final = {
+    "RECON_PROVIDER_MODE": "sandbox",
     "RECON_GATEWAY_API_KEY": "not-read-by-this-command",
     "RECON_COMPANY_API_KEY": "not-read-by-this-command",
     "RECON_ADMIN_TOKEN": "not-read-by-this-command",
