@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Protocol
 
+from foundation.money import use_unit_exponents
 from foundation.settings._env import ConfigError, EnvReader, mask_url_password, mask_url_path
 from foundation.settings.groups import (
     DEFAULT_STATE_DIR,
@@ -153,7 +154,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         raise ConfigError("\n".join(problems))
     # Nothing is wrong, so the strict reader below cannot raise; it builds the typed values.
     r = EnvReader(source)
-    return Settings(
+    settings = Settings(
         store=StoreSettings.from_env(r),
         broker=BrokerSettings.from_env(r),
         provider=ProviderSettings.from_env(r),
@@ -165,3 +166,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         logs=LogSettings.from_env(r),
         retention=RetentionSettings.from_env(r),
     )
+    # Every surface formats money through foundation.money, which learns the configured
+    # units here: each process (web, worker, CLI) loads its settings before it shows an amount.
+    use_unit_exponents(dict(settings.provider.unit_exponents))
+    return settings

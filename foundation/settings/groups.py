@@ -14,6 +14,7 @@ from typing import Final
 
 from cryptography.fernet import Fernet
 
+from foundation.money import CURRENCY_EXPONENTS, MAX_AMOUNT_DIGITS
 from foundation.secret import Secret
 from foundation.settings._env import (
     ConfigError,
@@ -126,6 +127,9 @@ class ProviderSettings:
     company_app_id: str
     gateway_requests_per_second: float
     activity_page_size: int
+    #: RECON_UNIT_EXPONENTS: display exponents of value units that are not ISO 4217 currencies,
+    #: by unit code ("token:USDC@ethereum" -> 6); a unit not listed reads as minor units.
+    unit_exponents: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def from_env(cls, r: EnvReader) -> ProviderSettings:
@@ -145,7 +149,30 @@ class ProviderSettings:
                 positive_int,
                 "a whole number of postings per page > 0",
             ),
+            unit_exponents=r.convert(
+                "RECON_UNIT_EXPONENTS",
+                (),
+                unit_exponents,
+                "a comma-separated list of unit=exponent such as token:USDC@ethereum=6 "
+                f"(unit codes as recon shows them, exponents 0-{MAX_AMOUNT_DIGITS}, not ISO "
+                "4217 currencies, whose exponents are known)",
+            ),
         )
+
+
+def unit_exponents(text: str) -> tuple[tuple[str, int], ...]:
+    """RECON_UNIT_EXPONENTS parsed; ValueError on anything but `code=exponent` pairs."""
+    pairs = []
+    for item in text.split(","):
+        code, sep, digits = item.strip().rpartition("=")
+        code = code.strip()
+        if not sep or not code or not digits.strip().isdigit():
+            raise ValueError(item)
+        exp = int(digits)
+        if exp > MAX_AMOUNT_DIGITS or code.upper() in CURRENCY_EXPONENTS:
+            raise ValueError(item)
+        pairs.append((code, exp))
+    return tuple(pairs)
 
 
 #: Connections (and requests in progress) one web process serves at once; beyond it uvicorn

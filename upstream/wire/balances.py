@@ -8,6 +8,7 @@ from uuid import UUID
 
 import msgspec
 
+from foundation.money import MAX_AMOUNT_DIGITS
 from upstream.wire.common import HoldingAddress, ValueUnit, parse_value_unit
 from upstream.wire.reader import Fields, format_minor_units
 
@@ -158,7 +159,7 @@ def _postings_fast(items: Sequence[object]) -> tuple[Posting, ...] | None:
     for e in wire:
         amount = e.amount_minor_units
         # Exactly `^[0-9]+$`: isdigit() alone also takes other scripts' digits.
-        if not (amount.isascii() and amount.isdigit()):
+        if not (amount.isascii() and amount.isdigit()) or len(amount) > MAX_AMOUNT_DIGITS:
             return None
         try:
             posted = parse_time(e.posted_at)

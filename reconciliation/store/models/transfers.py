@@ -9,7 +9,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
-    BigInteger,
     Boolean,
     ForeignKey,
     Index,
@@ -21,7 +20,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from reconciliation.store.models.base import UNMATCHED, Base
-from reconciliation.store.types import BigId, utcnow
+from reconciliation.store.types import UNIT_CODE_LENGTH, Amount, BigId, utcnow
 
 
 class Transfer(Base):
@@ -52,8 +51,8 @@ class Transfer(Base):
     dest_account_ref: Mapped[uuid.UUID | None]
     dest_endpoint_ref: Mapped[uuid.UUID | None]
     dest_holding_ref: Mapped[uuid.UUID | None]
-    currency: Mapped[str | None] = mapped_column(String(8))
-    amount_minor: Mapped[int | None] = mapped_column(BigInteger)
+    currency: Mapped[str | None] = mapped_column(String(UNIT_CODE_LENGTH))
+    amount_minor: Mapped[int | None] = mapped_column(Amount())
     material_fingerprint: Mapped[str | None] = mapped_column(String(128))
     requested_by: Mapped[uuid.UUID | None]
     stage: Mapped[str | None] = mapped_column(String(64))
@@ -115,8 +114,8 @@ class TransferIntent(Base):
     dest_account_ref: Mapped[uuid.UUID]
     dest_endpoint_ref: Mapped[uuid.UUID]
     dest_holding_ref: Mapped[uuid.UUID]
-    currency: Mapped[str] = mapped_column(String(8))
-    amount_minor: Mapped[int] = mapped_column(BigInteger)
+    currency: Mapped[str] = mapped_column(String(UNIT_CODE_LENGTH))
+    amount_minor: Mapped[int] = mapped_column(Amount())
     material_fingerprint: Mapped[str] = mapped_column(String(64))
     outcome: Mapped[str] = mapped_column(String(16), default="pending")
     transfer_ref: Mapped[uuid.UUID | None] = mapped_column(index=True)
