@@ -59,8 +59,8 @@ def exponent(currency: str) -> int:
     found = currency_exponent(currency)
     if found is None:
         raise AmountError(
-            f"unknown unit {currency!r}: not an ISO 4217 currency, and RECON_UNIT_EXPONENTS "
-            "gives it no exponent"
+            f"unknown currency {currency!r}: not in ISO 4217, and RECON_UNIT_EXPONENTS gives "
+            "this unit no exponent"
         )
     return found
 

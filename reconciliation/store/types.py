@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, ClassVar, Final
 
-from sqlalchemy import BigInteger, DateTime, Integer, Numeric, Text, case
+from sqlalchemy import BigInteger, DateTime, Integer, Numeric, Text, case, type_coerce
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
@@ -128,6 +128,7 @@ class amount_sum(_AmountFunction):  # noqa: N801 (reads as the SQL function it i
     """sum() of amounts, exact at any size (NULL over no rows, as sum())."""
 
     name = "amount_sum"
+    inherit_cache = True
     postgresql_form = "sum({0})"
 
 
@@ -135,6 +136,7 @@ class amount_max(_AmountFunction):  # noqa: N801
     """max() of amounts by value (on SQLite a text max would put '9' above '10')."""
 
     name = "amount_max"
+    inherit_cache = True
     postgresql_form = "max({0})"
 
 
@@ -142,6 +144,7 @@ class amount_neg(_AmountFunction):  # noqa: N801
     """-amount (on SQLite, unary minus would turn the text into a number, inexact past 2**63)."""
 
     name = "amount_neg"
+    inherit_cache = True
     postgresql_form = "-({0})"
 
 
@@ -149,6 +152,7 @@ class amount_abs(_AmountFunction):  # noqa: N801
     """abs(amount)."""
 
     name = "amount_abs"
+    inherit_cache = True
     postgresql_form = "abs({0})"
 
 
@@ -186,4 +190,4 @@ compiles(amount_order, "sqlite")(_compile_sqlite)
 
 def signed_amount(is_increase: Any, amount: Any) -> Any:
     """`amount` where `is_increase` holds, else its negation: a posting's effect on a balance."""
-    return case((is_increase, amount), else_=amount_neg(amount), type_=Amount())  # type: ignore[call-overload]
+    return type_coerce(case((is_increase, amount), else_=amount_neg(amount)), Amount())
