@@ -24,6 +24,7 @@ WriteReplay = Literal["transfer-only", "every-write"]
 CompanyEnvelope = Literal["data", "wrapped"]
 RetryAfterForm = Literal["seconds", "http-date"]
 RetryPolicyFields = Literal["recon", "strict-other"]
+UnitAssetMember = Literal["asset", "currency"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,11 @@ class ProviderVariant:
     #: Form of every Retry-After sent (429, and 503 when sent): delta-seconds or an HTTP date.
     retry_after_form: RetryAfterForm = "seconds"
 
+    # --- value units (gateway spec: only fiat shown; `asset` named as a query parameter) ------
+    #: Member of a non-fiat `valueUnit` that carries its asset: `asset` (the query parameter's
+    #: name) or `currency` (the member fiat uses).
+    unit_asset_member: UnitAssetMember = "asset"
+
 
 #: Named providers: our first guesses, and two that choose differently wherever they may.
 PRESETS: Final[dict[str, ProviderVariant]] = {
@@ -107,6 +113,7 @@ PRESETS: Final[dict[str, ProviderVariant]] = {
         register_status=201,
         company_refusal_status=200,
         retry_after_on_503=True,
+        unit_asset_member="currency",
     ),
 }
 
