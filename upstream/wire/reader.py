@@ -51,7 +51,7 @@ def parse_minor_units(value: object, where: str) -> int:
     if len(value.lstrip("0")) > MAX_AMOUNT_DIGITS:
         raise ProtocolError(
             f"{where}: amount has {len(value.lstrip('0'))} digits; recon keeps at most "
-            f"{MAX_AMOUNT_DIGITS} (any 256-bit amount fits), so this entry cannot be stored"
+            f"{MAX_AMOUNT_DIGITS} (any 256-bit amount fits), so it cannot be stored"
         )
     return int(value)
 

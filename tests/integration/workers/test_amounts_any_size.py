@@ -16,10 +16,12 @@ import uuid
 import httpx
 import pytest
 from click.testing import CliRunner
-from sqlalchemy import select
+from sqlalchemy import select, text, update
 
 from recon.cli.main import cli
-from reconciliation.store.models import Holding
+from reconciliation.postings.balances import SNAPSHOT_FAILED
+from reconciliation.store.db import transaction
+from reconciliation.store.models import ActivityCursor, Alert, BalanceSnapshot, Holding
 from sandbox.endpoints import COLLECTION_CHILD, Endpoint
 from sandbox.server import SandboxServer
 from upstream import HoldingAddress, ValueUnit
@@ -78,6 +80,18 @@ def credit(rt: Runtime, sandbox: SandboxServer, ep: Endpoint, unit: ValueUnit, a
     while sandbox.state.posted_sum(ep.holding_ref) != before + amount:
         assert time.monotonic() < deadline, "the sandbox never posted the credit"
         time.sleep(0.02)
+    sandbox.state.settle_now()
+
+
+def provider_credit(sandbox: SandboxServer, ep: Endpoint, amount: int) -> None:
+    """A credit posted by the provider itself (recon's client refuses to read back an amount
+    this long, so it cannot ask for one)."""
+    answer = httpx.post(
+        f"{sandbox.base_url}/_sandbox/postings/backdated",
+        json={"holdingRef": ep.holding_ref, "amountMinorUnits": str(amount), "secondsBefore": 1},
+        timeout=10,
+    )
+    assert answer.status_code == 201, answer.text
     sandbox.state.settle_now()
 
 
@@ -163,3 +177,107 @@ def test_a_drift_past_two_to_the_63_is_found_and_ordered_exactly(
     alerts = json.loads(invoke(cli_runner, "alerts", "list", "--json"))
     subjects = " ".join(a["subject"] for a in alerts)
     assert "+30,000,000.000000000000000000 token:ETH@ethereum" in subjects
+
+
+def refuse_snapshots_of(rt: Runtime, holding_id: int) -> list[str]:
+    """Make the store refuse one holding's snapshots (a trigger); returns the statements that
+    undo it."""
+    with transaction(rt.sessions) as session:
+        if session.get_bind().dialect.name == "sqlite":
+            session.execute(
+                text(
+                    "CREATE TRIGGER refuse_snapshot BEFORE INSERT ON balance_snapshots "
+                    f"WHEN NEW.holding_id = {holding_id} "
+                    "BEGIN SELECT RAISE(ABORT, 'snapshot refused'); END"
+                )
+            )
+            return ["DROP TRIGGER refuse_snapshot"]
+        session.execute(
+            text(
+                "CREATE FUNCTION refuse_snapshot() RETURNS trigger AS $$ BEGIN "
+                f"IF NEW.holding_id = {holding_id} THEN RAISE EXCEPTION 'snapshot refused'; "
+                "END IF; RETURN NEW; END $$ LANGUAGE plpgsql"
+            )
+        )
+        session.execute(
+            text(
+                "CREATE TRIGGER refuse_snapshot BEFORE INSERT ON balance_snapshots "
+                "FOR EACH ROW EXECUTE FUNCTION refuse_snapshot()"
+            )
+        )
+        return [
+            "DROP TRIGGER refuse_snapshot ON balance_snapshots",
+            "DROP FUNCTION refuse_snapshot()",
+        ]
+
+
+def snapshot_alerts(rt: Runtime) -> dict[str, str]:
+    with rt.sessions() as session:
+        return {
+            a.evidence["holdingRef"]: a.state
+            for a in session.scalars(select(Alert).where(Alert.kind == SNAPSHOT_FAILED))
+        }
+
+
+def test_the_snapshot_job_carries_on_past_a_holding_that_fails_and_alerts_for_it_alone(
+    runtime: Runtime, sandbox: SandboxServer
+) -> None:
+    unreadable = holding_in(sandbox, WEI_CODE)  # its balance passes what recon keeps
+    refused = holding_in(sandbox, "JPY")  # the store refuses its rows
+    fine = holding_in(sandbox, ETH_CODE)
+    provider_credit(sandbox, unreadable, 10**79)
+    credit(runtime, sandbox, refused, ValueUnit.fiat("JPY"), 700)
+    credit(runtime, sandbox, fine, ETH, BIG)
+    discover(runtime)
+    with runtime.sessions() as session:
+        ids = {str(h.holding_ref): h.id for h in session.scalars(select(Holding))}
+    undo = refuse_snapshots_of(runtime, ids[refused.holding_ref])
+    try:
+        result = snapshot_watched(runtime)
+    finally:
+        with transaction(runtime.sessions) as session:
+            for statement in undo:
+                session.execute(text(statement))
+    assert (result.snapshots, result.failed, result.refused) == (1, 1, 1)
+    with runtime.sessions() as session:
+        rows = session.execute(select(BalanceSnapshot.holding_id, BalanceSnapshot.settled_minor))
+        stored = {int(h): int(settled) for h, settled in rows}
+    assert stored == {ids[fine.holding_ref]: BIG}
+    assert snapshot_alerts(runtime) == {
+        unreadable.holding_ref: "open",
+        refused.holding_ref: "open",
+    }
+    # The store takes the refused holding's rows again: its alert is resolved, the other stays.
+    again = snapshot_watched(runtime)
+    assert (again.snapshots, again.failed, again.refused) == (2, 1, 0)
+    assert snapshot_alerts(runtime) == {
+        unreadable.holding_ref: "open",
+        refused.holding_ref: "resolved",
+    }
+
+
+def test_an_activity_entry_past_78_digits_is_refused_naming_its_line(
+    runtime: Runtime, sandbox: SandboxServer, cli_runner: CliRunner
+) -> None:
+    ep = holding_in(sandbox, WEI_CODE)
+    other = holding_in(sandbox, ETH_CODE)
+    provider_credit(sandbox, ep, 10**79)
+    credit(runtime, sandbox, other, ETH, BIG)
+    discover(runtime)
+    [line] = [e["lineRef"] for e in sandbox.state.postings(ep.holding_ref)]
+    with runtime.sessions() as session:
+        ids = {str(h.holding_ref): h.id for h in session.scalars(select(Holding))}
+    for _ in range(5):  # policy.poller_stuck_errors
+        read = read_activity(runtime, ids[ep.holding_ref])
+        assert read.error is not None and "80 digits" in read.error and line in read.error
+        with transaction(runtime.sessions) as session:  # due again at once, for this test
+            session.execute(
+                update(ActivityCursor)
+                .where(ActivityCursor.holding_id == ids[ep.holding_ref])
+                .values(next_poll_at=None, lease_owner=None, lease_expires_at=None)
+            )
+    assert read_activity(runtime, ids[other.holding_ref]).caught_up
+    invoke(cli_runner, "reconcile", "--json")
+    alerts = json.loads(invoke(cli_runner, "alerts", "list", "--kind", "poller_stuck", "--json"))
+    assert [a["evidence"]["holdingRef"] for a in alerts] == [ep.holding_ref]
+    assert line in alerts[0]["evidence"]["lastError"]
