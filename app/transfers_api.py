@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app import state_keys
 from app.auth import admin_guard
+from foundation.money import AmountError, check_digits
 from foundation.settings import Settings
 from reconciliation.transfers.outbound import StoreIdempotencyKeys
 from reconciliation.transfers.requests import (
@@ -81,6 +82,7 @@ class TransferIn(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     currency: Annotated[str, msgspec.Meta(pattern="^[A-Z]{3}$")] = "NGN"
 
     def request(self) -> TransferRequest:
+        check_digits(self.amount_minor_units)  # AmountError (400) past what the store keeps
         return TransferRequest(
             source=self.source.address(),
             destination=Destination.internal(self.destination.address()),
@@ -166,6 +168,7 @@ def _problem(status: int, detail: str) -> Response[dict[str, Any]]:
 #: (errors, HTTP status, what the caller should do) for each refusal, most specific first.
 _REFUSALS: Final[tuple[tuple[tuple[type[Exception], ...], int, str], ...]] = (
     ((ClientKeyReusedError,), 409, ""),
+    ((AmountError,), 400, ""),
     ((PreviouslyRefusedError,), 422, ""),
     ((NotFound,), 404, ""),
     ((InvalidInput, Conflict), 422, " Correct the request; the same one will be refused again."),
@@ -206,6 +209,7 @@ def routes(settings: Settings) -> Router:
         return factory
 
     handled: tuple[type[Exception], ...] = (
+        AmountError,
         ClientKeyReusedError,
         PreviouslyRefusedError,
         ProviderError,
