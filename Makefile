@@ -67,11 +67,16 @@ bench-catchup: $(STAMP)
 bench-reconcile: $(STAMP)
 	$(BIN)/python bench/reconcile.py
 
-# Until the first release the schema is one migration, regenerated from the models.
+# A change to the schema is a new migration, generated from the models against a store at head:
+# `make migration NAME=what_changed`. Migrations already released are never edited
+# (tests/integration/test_migration_history.py keeps them as they were released).
 migration: $(STAMP)
-	rm -f migrations/versions/0001_initial_store.py /tmp/recon-migration.db
+	@test -n "$(NAME)" || { echo "usage: make migration NAME=what_changed" >&2; exit 2; }
+	rm -f /tmp/recon-migration.db
+	DATABASE_URL=sqlite:////tmp/recon-migration.db $(BIN)/alembic -c migrations/alembic.ini upgrade head
 	DATABASE_URL=sqlite:////tmp/recon-migration.db $(BIN)/alembic -c migrations/alembic.ini \
-		revision --autogenerate -m "initial store" --rev-id 0001
+		revision --autogenerate -m "$(NAME)" \
+		--rev-id $$(printf '%04d' $$(( $$(ls migrations/versions/[0-9]*.py | wc -l) + 1 )))
 	$(BIN)/ruff format migrations/versions >/dev/null
 
 clean:

@@ -1,31 +1,57 @@
 """The admin guard: `Authorization: Bearer <RECON_ADMIN_TOKEN>` on the inbox, reports and alerts.
 
 Exported for the other route modules (`app.reporting_routes`) so every operator endpoint is
-guarded the same way. The token is compared in constant time and never echoed.
+guarded the same way. The token is compared in constant time and never echoed. Wrong tokens
+are counted per client (app.auth_limits): past the limit a client hears 429 with Retry-After.
 """
 
 from __future__ import annotations
 
 import hmac
-from typing import Any
+from typing import Any, Final
 
 from litestar.connection import ASGIConnection
-from litestar.exceptions import NotAuthorizedException
+from litestar.exceptions import NotAuthorizedException, TooManyRequestsException
 from litestar.handlers.base import BaseRouteHandler
 
+from app import metrics
+from app.auth_limits import AuthFailureLimiter, client_of
 from foundation.secret import Secret
 
 #: Where create_app puts the token in `app.state`.
-ADMIN_TOKEN_STATE_KEY = "admin_token"
+ADMIN_TOKEN_STATE_KEY: Final = "admin_token"
+#: Where create_app puts the AuthFailureLimiter in `app.state`.
+AUTH_LIMITER_STATE_KEY: Final = "auth_failure_limiter"
 
 
-def admin_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
-    """Let the request through only with the admin bearer token; 401 otherwise."""
+def limiter_of(connection: ASGIConnection[Any, Any, Any, Any]) -> AuthFailureLimiter:
+    found: AuthFailureLimiter = connection.app.state[AUTH_LIMITER_STATE_KEY]
+    return found
+
+
+def token_matches(expected: Secret, offered: str) -> bool:
+    """The check of an offered admin token, in constant time."""
+    return hmac.compare_digest(offered.strip().encode(), expected.reveal().encode())
+
+
+async def admin_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+    """Let the request through only with the admin bearer token; 401 otherwise, 429 once the
+    client sent too many wrong tokens this minute."""
+    limiter = limiter_of(connection)
+    client = client_of(connection)
+    wait = await limiter.retry_after(client)
+    if wait is not None:
+        metrics.ADMIN_TOKEN_LIMITED.labels("api").inc()
+        raise TooManyRequestsException(
+            detail=f"too many wrong admin tokens from this client: retry in {wait} s",
+            headers={"Retry-After": str(wait)},
+        )
     expected: Secret = connection.app.state[ADMIN_TOKEN_STATE_KEY]
     scheme, _sep, token = connection.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(
-        token.strip().encode(), expected.reveal().encode()
-    ):
+    if scheme.lower() != "bearer" or not token_matches(expected, token):
+        if token:
+            # A try without any token guesses nothing; only offered tokens count.
+            await limiter.refused(client, "api")
         raise NotAuthorizedException(
             detail="missing or wrong admin token: send Authorization: Bearer <RECON_ADMIN_TOKEN>"
         )

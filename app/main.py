@@ -29,10 +29,13 @@ from litestar.types import Scope
 from sqlalchemy.exc import OperationalError
 
 from app import health, reporting_routes, state_keys, transfers_api
-from app.auth import ADMIN_TOKEN_STATE_KEY, admin_guard
+from app.auth import ADMIN_TOKEN_STATE_KEY, AUTH_LIMITER_STATE_KEY, admin_guard
+from app.auth_limits import AuthFailureLimiter
 from app.console import TEMPLATE_CONFIG, console_router
+from app.console.session import RULES_STATE_KEY
 from app.correlation import correlation_middleware
 from app.deliveries_api import DeliveriesController
+from app.malformed_bodies import EXCEPTION_HANDLERS as MALFORMED_BODY_HANDLERS
 from app.receiver.enqueue_relay import EnqueueRelay
 from app.receiver.group_commit import GroupCommitWriter
 from app.receiver.route import WebhookReceiver
@@ -49,6 +52,7 @@ from reconciliation.notifications.registration import (
     ensure_registered,
     process_owner,
 )
+from reconciliation.operator.console_sessions import SessionRules
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.store.db import make_engine, make_session_factory
 from upstream.company import CompanyClient
@@ -117,6 +121,7 @@ def create_app(
         keys.refresh()
 
     registration = StartupRegistration(register, registered)
+    limiter = AuthFailureLimiter(settings.web.auth_failures_per_minute, settings.broker.redis_url)
 
     async def start() -> None:
         await asyncio.to_thread(keys.refresh)
@@ -133,6 +138,7 @@ def create_app(
         if relay is not None:
             relay.stop()
         keys.stop()
+        await limiter.close()
         engine.dispose()
 
     receiver_route = ASGIRouteHandler(
@@ -155,7 +161,7 @@ def create_app(
         on_startup=[start],
         on_shutdown=[stop],
         after_exception=[_log_exception],
-        exception_handlers={OperationalError: store_unavailable},
+        exception_handlers={OperationalError: store_unavailable, **MALFORMED_BODY_HANDLERS},
         state=State(
             {
                 state_keys.SESSION_FACTORY: factory,
@@ -166,6 +172,11 @@ def create_app(
                 state_keys.ENQUEUE: relay.submit if relay else _leave_pending,
                 state_keys.BROKER_URL: settings.broker.redis_url,
                 ADMIN_TOKEN_STATE_KEY: settings.web.admin_token,
+                AUTH_LIMITER_STATE_KEY: limiter,
+                RULES_STATE_KEY: SessionRules(
+                    absolute_seconds=settings.web.console_session_seconds,
+                    idle_seconds=settings.web.console_idle_seconds,
+                ),
                 REGISTRATION_STATE_KEY: registration,
                 SIGNING_KEYS_STATE_KEY: keys,
                 # The reports API reads grace periods from the same settings as the workers.
@@ -197,5 +208,7 @@ def _log_exception(exc: Exception, scope: Scope) -> None:
     Refusals Litestar raises on purpose (401, 404, 400) are answers, not errors.
     """
     if isinstance(exc, HTTPException) and exc.status_code < 500:
+        return
+    if isinstance(exc, tuple(MALFORMED_BODY_HANDLERS)):
         return
     log.error("web.unhandled_error", error=type(exc).__name__, path=scope.get("path"), exc_info=exc)

@@ -78,3 +78,19 @@ ENQUEUE_FAILURES: Final = Counter(
     "Enqueue calls for committed deliveries that failed.",
     registry=REGISTRY,
 )
+
+#: Wrong admin tokens, by where they were sent (`console` sign-in or the `api` bearer check).
+ADMIN_TOKEN_REFUSALS: Final = Counter(
+    "recon_admin_token_refusals",
+    "Wrong admin tokens received, by surface (console sign-in or API bearer check).",
+    ["surface"],
+    registry=REGISTRY,
+)
+
+#: Tries answered 429 because their client sent too many wrong admin tokens this minute.
+ADMIN_TOKEN_LIMITED: Final = Counter(
+    "recon_admin_token_limited",
+    "Admin token checks answered 429 (too many wrong tokens from the client this minute).",
+    ["surface"],
+    registry=REGISTRY,
+)

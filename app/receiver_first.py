@@ -15,6 +15,8 @@ from litestar import Litestar
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp
 
+from app.response_headers import with_security_headers
+
 
 class ReceiverFirstLitestar(Litestar):
     """A Litestar app that hands one exact path straight to its ASGI callable."""
@@ -25,8 +27,11 @@ class ReceiverFirstLitestar(Litestar):
         self._receiver = receiver
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        """Dispatch the receiver's path directly; everything else as Litestar does."""
-        if scope["type"] == ScopeType.HTTP and scope["path"] == self._receiver_path:
-            await self._receiver(scope, receive, send)
-            return
+        """Dispatch the receiver's path directly; everything else as Litestar does, with the
+        security headers of app.response_headers on every answer."""
+        if scope["type"] == ScopeType.HTTP:
+            if scope["path"] == self._receiver_path:
+                await self._receiver(scope, receive, send)
+                return
+            send = with_security_headers(send, scope["path"])
         await super().__call__(scope, receive, send)

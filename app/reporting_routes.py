@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app import state_keys
 from app.path_ids import RowId
+from app.response_headers import policy_with_inline_style
 from reconciliation.alerts.lifecycle import (
     AlertError,
     AlertNotFoundError,
@@ -28,11 +29,16 @@ from reconciliation.alerts.lifecycle import (
 )
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.reports import FORMATS, ReportError, build_report, parse_window, render
+from reconciliation.reports.html_format import STYLE
 from reconciliation.store.db import transaction
 from reconciliation.store.types import utcnow
 
 #: `app.state` key of a ReconcilePolicy, when the app factory provides one; else the defaults.
 POLICY_STATE_KEY: Final = "reconcile_policy"
+
+#: The HTML report's policy: its one inline stylesheet (it must stand alone when saved) allowed
+#: by hash, nothing else inline.
+HTML_REPORT_POLICY: Final = policy_with_inline_style(STYLE)
 
 #: Most alerts one list call returns.
 MAX_ALERTS: Final = 500
@@ -73,7 +79,16 @@ def reconciliation_report(
     except ReportError as exc:
         raise ValidationException(detail=str(exc)) from None
     _, media_type = FORMATS[report_format]
-    return Response(content=render(report, report_format), media_type=media_type)
+    return Response(
+        content=render(report, report_format),
+        media_type=media_type,
+        headers=report_headers(report_format),
+    )
+
+
+def report_headers(report_format: str) -> dict[str, str]:
+    """Headers of a report answer beyond app.response_headers: the HTML report's own policy."""
+    return {"content-security-policy": HTML_REPORT_POLICY} if report_format == "html" else {}
 
 
 @get("/alerts", sync_to_thread=True, tags=["alerts"])

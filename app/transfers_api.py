@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 from litestar import Request, Response, Router, post
@@ -53,6 +53,7 @@ from upstream import (
     Unavailable,
     ValueUnit,
 )
+from upstream.wire.fees import fee_instruction
 
 #: A caller is waiting on the answer: a few quick retries, then an honest "unknown".
 API_RETRY: Final = RetryPolicy(max_attempts=4, base_delay=0.2, max_delay=2.0, deadline=20.0)
@@ -80,6 +81,11 @@ class TransferIn(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     destination: HoldingIn
     amount_minor_units: Annotated[int, msgspec.Meta(gt=0)]
     currency: Annotated[str, msgspec.Meta(pattern="^[A-Z]{3}$")] = "NGN"
+    #: Who pays the application fee, sent as the fee instruction (upstream.wire.fees).
+    fee_bearer: Literal["sender_pays", "application_pays", "receiver_pays", "split"] | None = None
+    #: A quote `value` as the gateway's quote read returned it, passed back whole: a fee
+    #: charged other than its fee is then a fee_mismatch.
+    accepted_quote: dict[str, Any] | None = None
 
     def request(self) -> TransferRequest:
         check_digits(self.amount_minor_units)  # AmountError (400) past what the store keeps
@@ -88,6 +94,7 @@ class TransferIn(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
             destination=Destination.internal(self.destination.address()),
             value_unit=ValueUnit.fiat(self.currency),
             amount_minor_units=self.amount_minor_units,
+            fee_instruction=fee_instruction(self.fee_bearer) if self.fee_bearer else None,
         )
 
 
@@ -147,7 +154,14 @@ def create_transfer(
     client_key: Annotated[uuid.UUID | None, HeaderParameter(name="Idempotency-Key")] = None,
 ) -> TransferOut:
     """Ask the gateway for a transfer and follow it: reserved, denied or replayed (all 200)."""
-    done = request_transfer(gateway, sessions, data.request(), via="api", client_key=client_key)
+    done = request_transfer(
+        gateway,
+        sessions,
+        data.request(),
+        via="api",
+        client_key=client_key,
+        accepted_quote=data.accepted_quote,
+    )
     return TransferOut.of(done)
 
 

@@ -200,6 +200,7 @@ def time_pages(url: str, requests: int) -> list[tuple[str, float, float, float]]
             "DATABASE_URL": url,
             "RECON_GATEWAY_URL": "http://127.0.0.1:9",
             "RECON_GATEWAY_API_KEY": "ak_bench",
+            "RECON_PROVIDER_MODE": "sandbox",
             "RECON_COMPANY_API_KEY": "ck_bench",
             "RECON_COMPANY_APP_ID": str(uuid.uuid4()),
             "RECON_PUBLIC_URL": "http://127.0.0.1:8000",

@@ -197,6 +197,7 @@ def drain_round(admin: str, rows: int, workers: int) -> dict[str, Any]:
             "RECON_LOG_LEVEL": "warning",
             # Required by every serving process; nothing here calls the provider.
             "RECON_GATEWAY_API_KEY": "bench-drain",
+            "RECON_PROVIDER_MODE": "sandbox",
             "RECON_COMPANY_API_KEY": "bench-drain",
             "RECON_ADMIN_TOKEN": "bench-drain-" + uuid.uuid4().hex,
         }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from sandbox.config import SandboxConfig
+from sandbox.fees import FeeScheduleError, parse_fee_schedule
 from sandbox.server import serve
 from sandbox.variants import VariantError, parse_variant
 
@@ -34,10 +35,17 @@ def main(argv: list[str] | None = None) -> None:
         help="provider variant: a preset (recon, standard, sparse) and optional "
         "choice=value overrides, comma-separated (see docs/decisions.md)",
     )
+    parser.add_argument(
+        "--fees",
+        default="",
+        help="fee schedule, e.g. flat=2500,bp=50,bearer=sender_pays,drift=0,split.flat=100 "
+        "(empty: no fees; see docs/decisions.md)",
+    )
     args = parser.parse_args(argv)
     try:
         variant = parse_variant(args.variant)
-    except VariantError as exc:
+        fee_schedule = parse_fee_schedule(args.fees)
+    except (VariantError, FeeScheduleError) as exc:
         parser.error(str(exc))
     config = SandboxConfig(
         variant=variant,
@@ -45,6 +53,7 @@ def main(argv: list[str] | None = None) -> None:
         transfer_finality_delay_seconds=args.finality_delay,
         projection_lag_seconds=args.projection_lag,
         signature_scheme=args.signature_scheme,
+        fee_schedule=fee_schedule,
     )
     serve(args.host, args.port, config)
 

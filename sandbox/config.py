@@ -9,9 +9,12 @@ from __future__ import annotations
 import dataclasses
 import re
 from datetime import UTC, datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from sandbox.variants import ProviderVariant, variant_from_environment
+
+if TYPE_CHECKING:  # sandbox.fees renders through sandbox.events, which imports this module
+    from sandbox.fees import FeeSchedule
 
 # Capabilities named per operation in gateway-api.md section 4.
 TRANSFER_CREATE = "TransferCreate"
@@ -124,6 +127,9 @@ class SandboxConfig:
     # Every choice the specs leave "not shown" (sandbox/variants.py): RECON_SANDBOX_VARIANT, or
     # our first guesses when unset.
     variant: ProviderVariant = dataclasses.field(default_factory=variant_from_environment)
+    # Fees charged on transfers (sandbox/fees.py); None charges none, as the spec's
+    # `no_configured_fee`. The control API replaces it at runtime; a reset restores this one.
+    fee_schedule: FeeSchedule | None = None
 
     seed: int = 1
     # Run finality, projection and delivery in a background thread; off for step-by-step tests

@@ -18,6 +18,7 @@ from sandbox.bulk import build_bulk
 from sandbox.config import ALL_CAPABILITIES, SANDBOX_KEY_PREFIX
 from sandbox.envelopes import GatewayError, json_response
 from sandbox.faults import Fault
+from sandbox.fees import FeeScheduleError, schedule_from_wire
 from sandbox.ids import is_uuid
 from sandbox.ledger import CREDIT, append_row, render_entry
 from sandbox.signing import public_key_text
@@ -129,6 +130,41 @@ def control_router(state: SandboxState) -> Router:
     async def clear_faults() -> Response[bytes]:
         state.faults.clear()
         return json_response({"cleared": True}, 200)
+
+    @get("/fees")
+    async def get_fees() -> Response[bytes]:
+        with state.lock:
+            schedule = state.fee_schedule
+            data = {
+                "schedule": schedule.to_wire() if schedule else None,
+                "applicationFeeHoldings": [
+                    {
+                        "accountRef": h.account_ref,
+                        "endpointRef": h.endpoint_ref,
+                        "holdingRef": h.holding_ref,
+                        "valueUnit": h.value_unit,
+                    }
+                    for h in state.fee_holdings.values()
+                ],
+            }
+        return json_response(data, 200)
+
+    @post("/fees")
+    async def set_fees(request: Request[Any, Any, Any]) -> Response[bytes]:
+        """Replace the fee schedule; transfers already created keep the fee they were assessed."""
+        try:
+            schedule = schedule_from_wire(await _body(request))
+        except FeeScheduleError as exc:
+            raise ControlError(400, str(exc)) from exc
+        with state.lock:
+            state.fee_schedule = schedule
+        return json_response({"schedule": schedule.to_wire()}, 200)
+
+    @delete("/fees", status_code=200)
+    async def clear_fees() -> Response[bytes]:
+        with state.lock:
+            state.fee_schedule = None
+        return json_response({"schedule": None}, 200)
 
     @post("/transfers/outcomes")
     async def set_outcome(request: Request[Any, Any, Any]) -> Response[bytes]:
@@ -271,6 +307,9 @@ def control_router(state: SandboxState) -> Router:
             add_route_fault,
             add_delivery_fault,
             clear_faults,
+            get_fees,
+            set_fees,
+            clear_fees,
             set_outcome,
             kyc_verified,
             add_key,

@@ -44,6 +44,7 @@ class Holding:
         "endpoint_ref",
         "holding_ref",
         "issued",
+        "kinds",
         "pending",
         "projected",
         "projection_version",
@@ -69,6 +70,9 @@ class Holding:
         # Entries rendered ahead of time (``prerender``), by row: a page is then a byte join.
         # Safe to keep forever: an entry depends only on its row and the holding's currency.
         self.rendered: dict[Row, bytes] = {}
+        # `journalKind` of the lines that are not `transfer_settlement` (fee legs under some
+        # variants), by lineRef: rows stay six ints, and most holdings never use this.
+        self.kinds: dict[int, str] = {}
 
     @property
     def value_unit(self) -> dict[str, Any]:
@@ -129,8 +133,10 @@ def posting_time(holdings: Iterable[Holding], now_ms: int, receipt: int, lines: 
     return posted
 
 
-def append_row(holding: Holding, row: Row, lag_ms: int) -> None:
+def append_row(holding: Holding, row: Row, lag_ms: int, kind: str = JOURNAL_KIND) -> None:
     """Commit one leg: into the sorted rows, into the truth, and queued for the projection."""
+    if kind != JOURNAL_KIND:
+        holding.kinds[row[2]] = kind
     if holding.rows and row <= holding.rows[-1]:
         bisect.insort(holding.rows, row)
     else:
@@ -183,7 +189,7 @@ def render_entry(holding: Holding, row: Row) -> dict[str, Any]:
         "receiptRef": uuid_text(row[1]),
         "journalRef": uuid_text(row[3]),
         "lineRef": uuid_text(row[2]),
-        "journalKind": JOURNAL_KIND,
+        "journalKind": holding.kinds.get(row[2], JOURNAL_KIND),
         "postingSide": "credit" if credit else "debit",
         "balanceEffect": "increase" if credit else "decrease",
         "amountMinorUnits": str(row[4]),

@@ -17,6 +17,7 @@ from sandbox.envelopes import (
     read_body,
     success,
 )
+from sandbox.fees import BEARERS, render_fees
 from sandbox.idempotency import SUBJECT_MEMBERS, Intake, replay_body
 from sandbox.ids import fingerprint, is_uuid
 from sandbox.routes_common import idempotent_write, read_write_body
@@ -30,7 +31,6 @@ from sandbox.validation import (
     require_value_unit,
 )
 
-BEARERS = ("sender_pays", "application_pays", "receiver_pays", "split")
 BEARER_FEATURE = {
     "application_pays": c.FEE_APPLICATION_PAYS,
     "receiver_pays": c.FEE_RECEIVER_PAYS,
@@ -53,17 +53,21 @@ def parse_destination(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def check_fee_instruction(state: SandboxState, capabilities: frozenset[str], fee: Any) -> None:
+def check_fee_instruction(
+    state: SandboxState, capabilities: frozenset[str], fee: Any
+) -> str | None:
     """Gate the fee features by capability (403); inner names are docs/decisions.md's choice.
 
-    No fee is configured in the sandbox, so an accepted instruction changes no amount.
+    Returns the bearer an application-fee instruction names (it overrides the environment's
+    default bearer), else None. A guard is accepted and caps nothing: no external cost applies.
     """
     if fee is None:
-        return
+        return None
     if not isinstance(fee, dict):
         raise invalid_input("`feeInstruction` must be an object.")
     kind = fee.get("kind")
     needed: list[str] = []
+    bearer = None
     if kind == "request_application_fee":
         bearer = fee.get("bearer")
         if bearer not in BEARERS:
@@ -82,11 +86,47 @@ def check_fee_instruction(state: SandboxState, capabilities: frozenset[str], fee
         )
     for name in needed:
         require_capability(state, capabilities, name)
+    return bearer
+
+
+#: Members a quote echoes from its request: an accepted quote must echo this request's.
+QUOTED_MATERIAL = (
+    "sourceAccountRef",
+    "sourceEndpointRef",
+    "sourceHoldingRef",
+    "destination",
+    "valueUnit",
+    "amountMinorUnits",
+)
+
+
+def check_accepted_quote(body: dict[str, Any]) -> None:
+    """`acceptedQuote` is a quote value as the quote read returned it, for this transfer.
+
+    The spec passes it so the initiation is judged against the basis shown to the user; a
+    quote for other material (another amount, holding or unit) cannot be that basis.
+    """
+    accepted = body.get("acceptedQuote")
+    if accepted is None:
+        return
+    if not isinstance(accepted, dict):
+        raise invalid_input("`acceptedQuote` must be an object: the quote read's `value`.")
+    if not is_uuid(accepted.get("quoteBasisTransferRef")):
+        raise invalid_input(
+            "`acceptedQuote.quoteBasisTransferRef` must be a UUID: pass the quote read's "
+            "`value` whole."
+        )
+    for name in QUOTED_MATERIAL:
+        if name in accepted and accepted[name] != body.get(name):
+            raise invalid_input(
+                f"`acceptedQuote.{name}` differs from this transfer's `{name}`: the quote was "
+                "made for another transfer; quote this one again."
+            )
 
 
 def parse_transfer_material(
     state: SandboxState, capabilities: frozenset[str], body: dict[str, Any]
-) -> tuple[tuple[str, str, str], dict[str, Any], str, int]:
+) -> tuple[tuple[str, str, str], dict[str, Any], str, int, str | None]:
     source = (
         require_uuid(body, "sourceAccountRef"),
         require_uuid(body, "sourceEndpointRef"),
@@ -95,8 +135,8 @@ def parse_transfer_material(
     destination = parse_destination(body)
     currency = require_value_unit(body)
     amount = require_amount(body)
-    check_fee_instruction(state, capabilities, body.get("feeInstruction"))
-    return source, destination, currency, amount
+    bearer = check_fee_instruction(state, capabilities, body.get("feeInstruction"))
+    return source, destination, currency, amount, bearer
 
 
 def transfer_handlers(state: SandboxState) -> list[Any]:
@@ -109,12 +149,10 @@ def transfer_handlers(state: SandboxState) -> list[Any]:
         capabilities: frozenset[str] = request.state.capabilities
 
         def perform(intake: Intake) -> tuple[int, dict[str, Any]]:
-            source, destination, currency, amount = parse_transfer_material(
+            source, destination, currency, amount, bearer = parse_transfer_material(
                 state, capabilities, body
             )
-            accepted = body.get("acceptedQuote")
-            if accepted is not None and not isinstance(accepted, dict):
-                raise invalid_input("`acceptedQuote` must be an object.")
+            check_accepted_quote(body)
             receipt = state.ids.new()
             transfer = state.create_transfer(
                 source,
@@ -123,6 +161,7 @@ def transfer_handlers(state: SandboxState) -> list[Any]:
                 amount,
                 receipt,
                 fingerprint("transfer-initiation-material", body),
+                bearer,
             )
             intake.subject_ref = transfer.transfer_ref
             status = 202 if transfer.phase == RESERVED else 200
@@ -146,9 +185,12 @@ def transfer_handlers(state: SandboxState) -> list[Any]:
         capabilities: frozenset[str] = request.state.capabilities
         if "acceptedQuote" in body:
             raise invalid_input("`acceptedQuote` belongs to transfer create, not to a quote.")
-        source, destination, currency, amount = parse_transfer_material(state, capabilities, body)
+        source, destination, currency, amount, bearer = parse_transfer_material(
+            state, capabilities, body
+        )
         with state.lock:
-            state.check_transfer(source, destination, currency)
+            src, dst = state.check_transfer(source, destination, currency)
+            fee = state.assess_fee(src, dst, amount, bearer, charged=False)
             now = format_timestamp(state.clock.now_ms())
             receipt = state.ids.new()
             value = {
@@ -167,6 +209,10 @@ def transfer_handlers(state: SandboxState) -> list[Any]:
                 "lines": [],
                 "externalCostEvidence": [],
             }
+            if fee is not None:
+                del value["noFeeReason"]
+                shape = state.config.variant.fee_line_shape
+                value.update(render_fees(shape, fee[0], fee[1], currency))
         return json_response(success(200, read_body(value, receipt, ENGINE), [receipt]), 200)
 
     @get(

@@ -26,9 +26,18 @@ from sandbox.events import (
     money_data,
 )
 from sandbox.faults import FaultBook
+from sandbox.fees import Assessment, FeeLine, FeeSchedule, FeeStyle, fee_lines
 from sandbox.idempotency import IdempotencyStore
 from sandbox.ids import IdSource, uuid_int, uuid_text
-from sandbox.ledger import CREDIT, DEBIT, Holding, append_row, posting_time, render_entry
+from sandbox.ledger import (
+    CREDIT,
+    DEBIT,
+    JOURNAL_KIND,
+    Holding,
+    append_row,
+    posting_time,
+    render_entry,
+)
 from sandbox.scheduler import BackgroundRunner, Scheduler
 from sandbox.transfers import (
     DENIED,
@@ -71,6 +80,10 @@ class SandboxState:
         self.idempotency = IdempotencyStore(round(cfg.idempotency_retention_seconds * 1000))
         self.outcomes = OutcomeRule(cfg.seed, cfg.transfer_failure_probability)
         self.hub = WebhookHub(cfg, self.clock, self.ids, self.scheduler, self.faults, self.lock)
+        self.fee_schedule: FeeSchedule | None = cfg.fee_schedule
+        # The application's own fee holding per currency (application_pays debits it): in
+        # `holdings` so its activity reads like any other, but under no endpoint.
+        self.fee_holdings: dict[str, Holding] = {}
 
     # --- life cycle -----------------------------------------------------------------
 
@@ -177,14 +190,22 @@ class SandboxState:
 
     # --- money ---------------------------------------------------------------------
 
-    def _post(self, legs: list[tuple[Holding, int, int]], receipt: int) -> int:
-        """Commit one journal (one receiptRef, one journalRef, one line per leg)."""
-        journal = self.ids.new_int()
-        lines = [self.ids.new_int() for _ in legs]
-        posted = posting_time([h for h, _, _ in legs], self.clock.now_ms(), receipt, lines)
+    def _post_journals(
+        self, journals: list[list[tuple[Holding, int, int, str]]], receipt: int
+    ) -> int:
+        """Commit journals sharing one receiptRef and one postedAt: a journalRef each, a line
+        per leg (holding, side, amount, journalKind); legs of zero and empty journals vanish."""
+        rows: list[tuple[tuple[Holding, int, int, str], int, int]] = []
+        for legs in journals:
+            kept = [leg for leg in legs if leg[2]]
+            if kept:
+                journal = self.ids.new_int()
+                rows.extend((leg, self.ids.new_int(), journal) for leg in kept)
+        holdings = [leg[0] for leg, _, _ in rows]
+        posted = posting_time(holdings, self.clock.now_ms(), receipt, [r[1] for r in rows])
         lag_ms = round(self.config.projection_lag_seconds * 1000)
-        for (holding, side, amount), line in zip(legs, lines, strict=True):
-            append_row(holding, (posted, receipt, line, journal, amount, side), lag_ms)
+        for (holding, side, amount, kind), line, journal in rows:
+            append_row(holding, (posted, receipt, line, journal, amount, side), lag_ms, kind)
         return posted
 
     def check_transfer(
@@ -205,6 +226,42 @@ class SandboxState:
                 )
         return src, dst
 
+    def application_fee_holding(self, currency: str) -> Holding:
+        """The application's fee holding in `currency`, made on first use (no endpoint lists it).
+
+        It may go below zero: the provider bills the application for what it owes.
+        """
+        holding = self.fee_holdings.get(currency)
+        if holding is None:
+            holding = Holding(self.ids.new(), self.ids.new(), self.ids.new(), currency)
+            self.fee_holdings[currency] = self.holdings[holding.holding_ref] = holding
+        return holding
+
+    def assess_fee(
+        self, src: Holding, dst: Holding, amount: int, bearer: str | None, *, charged: bool
+    ) -> tuple[Assessment, list[FeeLine]] | None:
+        """The fee the schedule puts on a transfer and its evidence lines; None when free.
+
+        A fee that would take the whole amount from the receiver is refused (400): the
+        receiver's credit would be nothing or less.
+        """
+        schedule = self.fee_schedule
+        assessment = schedule.assess(amount, bearer, charged=charged) if schedule else None
+        if assessment is None:
+            return None
+        if assessment.receiver_share >= amount:
+            raise invalid_input(
+                f"The fee of {assessment.fee} minor units under `{assessment.bearer}` would "
+                f"withhold {assessment.receiver_share} of the {amount} sent: raise the amount "
+                "or choose another bearer."
+            )
+        app_ref = (
+            self.application_fee_holding(src.currency).holding_ref
+            if assessment.application_share
+            else ""
+        )
+        return assessment, fee_lines(assessment, src.holding_ref, dst.holding_ref, app_ref)
+
     def create_transfer(
         self,
         source: tuple[str, str, str],
@@ -213,13 +270,17 @@ class SandboxState:
         amount: int,
         requested_by: str,
         material_fingerprint: str,
+        bearer: str | None = None,
     ) -> Transfer:
-        """Reserve against the available balance, or deny; finality is scheduled after."""
+        """Reserve the amount plus the sender's fee share, or deny; finality is scheduled after."""
         with self.lock:
             src, dst = self.check_transfer(source, destination, currency)
             self._active_endpoint(src)
             self._active_endpoint(dst)
-            reserve = src.available >= amount
+            fee = self.assess_fee(src, dst, amount, bearer, charged=True)
+            held = amount + (fee[0].sender_share if fee else 0)
+            reserve = src.available >= held
+            variant = self.config.variant
             transfer = Transfer(
                 transfer_ref=self.ids.new(),
                 source=source,
@@ -230,18 +291,47 @@ class SandboxState:
                 material_fingerprint=material_fingerprint,
                 now_ms=self.clock.now_ms(),
                 phase=RESERVED if reserve else DENIED,
-                vocabulary=self.config.variant.status_vocabulary,
+                vocabulary=variant.status_vocabulary,
             )
+            if fee is not None:
+                transfer.fee, transfer.fee_lines = fee
+                transfer.fee_style = FeeStyle(
+                    variant.fee_layout, variant.fee_journal_kind, variant.fee_line_shape
+                )
             self.transfers[transfer.transfer_ref] = transfer
             if reserve:
                 transfer.reservation_ref = self.ids.new()
-                src.reservations[transfer.reservation_ref] = amount
+                src.reservations[transfer.reservation_ref] = held
                 self.outcomes.claim_next(transfer.transfer_ref)
                 ref = transfer.transfer_ref
                 self.scheduler.after(
                     self.config.transfer_finality_delay_seconds, lambda: self.finalize(ref)
                 )
             return transfer
+
+    def _settlement_journals(
+        self, transfer: Transfer, src: Holding, dst: Holding
+    ) -> list[list[tuple[Holding, int, int, str]]]:
+        """The principal's legs and the fee legs, in one journal or two (`fee_layout`).
+
+        receiver_pays nets the fee into the one credit (gross - fee); split posts the
+        receiver's share as a withholding debit beside the full credit; every other share is a
+        debit of its own on the holding that pays it.
+        """
+        fee, style = transfer.fee, transfer.fee_style
+        netted = fee.receiver_share if fee and fee.bearer == "receiver_pays" else 0
+        principal = [
+            (src, DEBIT, transfer.amount, JOURNAL_KIND),
+            (dst, CREDIT, transfer.amount - netted, JOURNAL_KIND),
+        ]
+        fee_legs = [
+            (self.holdings[line.holding_ref], DEBIT, line.amount, style.kind_of(line.leg))
+            for line in transfer.fee_lines
+            if not (netted and line.leg == "withholding")
+        ]
+        if style.layout == "own-journal":
+            return [principal, fee_legs]
+        return [principal + fee_legs]
 
     def finalize(self, transfer_ref: str, outcome: str | None = None) -> None:
         """The rail's answer: settle (post both legs) or fail; either way release the reservation.
@@ -265,7 +355,7 @@ class SandboxState:
             src_ep = self.directory.endpoints[src.endpoint_ref]
             if decided == "settle":
                 receipt = self.ids.new_int()
-                self._post([(src, DEBIT, transfer.amount), (dst, CREDIT, transfer.amount)], receipt)
+                self._post_journals(self._settlement_journals(transfer, src, dst), receipt)
                 transfer.move(SETTLED)
                 transfer.receipt_ref = uuid_text(receipt)
                 data = money_data(
@@ -306,7 +396,7 @@ class SandboxState:
     def post_inbound_credit(self, holding_ref: str, amount: int, receipt_ref: str) -> None:
         with self.lock:
             holding = self.holdings[holding_ref]
-            self._post([(holding, CREDIT, amount)], uuid_int(receipt_ref))
+            self._post_journals([[(holding, CREDIT, amount, JOURNAL_KIND)]], uuid_int(receipt_ref))
             ep = self.directory.endpoints[holding.endpoint_ref]
             data = money_data(
                 ep,

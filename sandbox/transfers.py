@@ -23,6 +23,7 @@ from collections import deque
 from typing import Any, Literal, NamedTuple
 
 from sandbox.config import format_timestamp
+from sandbox.fees import NO_FEES, NOT_CHARGED, Assessment, FeeLine, FeeStyle, render_fees
 from sandbox.units import unit_wire
 
 #: "hold" keeps a transfer from finality until a later explicit settle or fail: the stuck
@@ -73,13 +74,6 @@ VOCABULARIES: dict[str, dict[str, Shown]] = {
     },
 }
 
-NO_FEES: dict[str, Any] = {
-    "status": "not_required",
-    "reason": "no_configured_fee",
-    "totals": [],
-    "lines": [],
-}
-
 
 class Transfer:
     __slots__ = (
@@ -87,6 +81,9 @@ class Transfer:
         "currency",
         "decided_ms",
         "destination",
+        "fee",
+        "fee_lines",
+        "fee_style",
         "material_fingerprint",
         "phase",
         "receipt_ref",
@@ -129,6 +126,11 @@ class Transfer:
         # Set on settlement: the receiptRef shared by both ledger legs.
         self.receipt_ref: str | None = None
         self.reservation_ref: str | None = None
+        # The fee assessed at creation (None: no schedule, or it came to nothing), its
+        # evidence lines, and how this provider posts and shows them.
+        self.fee: Assessment | None = None
+        self.fee_lines: list[FeeLine] = []
+        self.fee_style = FeeStyle()
 
     @property
     def shown(self) -> Shown:
@@ -182,7 +184,19 @@ class Transfer:
             "isSuccessful": shown.successful,
             "reason": shown.reason,
             "revision": self.revision,
-            "fees": dict(NO_FEES),
+            "fees": self.render_fees(),
+        }
+
+    def render_fees(self) -> dict[str, Any]:
+        """Assessed while the transfer waits, charged once settled; nothing if it never was."""
+        if self.fee is None:
+            return dict(NO_FEES)
+        if self.phase in (DENIED, FAILED):
+            return dict(NOT_CHARGED)
+        return {
+            "status": "charged" if self.phase == SETTLED else "assessed",
+            "reason": "configured_fee",
+            **render_fees(self.fee_style.line_shape, self.fee, self.fee_lines, self.currency),
         }
 
 

@@ -25,6 +25,9 @@ CompanyEnvelope = Literal["data", "wrapped"]
 RetryAfterForm = Literal["seconds", "http-date"]
 RetryPolicyFields = Literal["recon", "strict-other"]
 UnitAssetMember = Literal["asset", "currency"]
+FeeLayout = Literal["same-journal", "own-journal"]
+FeeJournalKind = Literal["transfer_settlement", "distinct"]
+FeeLineShape = Literal["flat", "nested", "major"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,17 @@ class ProviderVariant:
     #: name) or `currency` (the member fiat uses).
     unit_asset_member: UnitAssetMember = "asset"
 
+    # --- fees (gateway spec: element shapes, ledger layout and journal kinds not shown) ------
+    #: Fee legs as lines of the transfer's own journal, or in a journal of their own that
+    #: shares the transfer's receiptRef (the receipt evidences the one operation).
+    fee_layout: FeeLayout = "same-journal"
+    #: `journalKind` of fee legs: the principal's `transfer_settlement`, or kinds of their own
+    #: (`application_fee_assessment`, `receiver_fee_withholding`) that recon has never seen.
+    fee_journal_kind: FeeJournalKind = "transfer_settlement"
+    #: Element shape of fee `totals`/`lines` (quote and status): minor units with a value unit,
+    #: a nested amount object, or a major-unit decimal string with a currency.
+    fee_line_shape: FeeLineShape = "flat"
+
 
 #: Named providers: our first guesses, and two that choose differently wherever they may.
 PRESETS: Final[dict[str, ProviderVariant]] = {
@@ -98,6 +112,9 @@ PRESETS: Final[dict[str, ProviderVariant]] = {
         register_status=201,
         company_refusal_status=422,
         retry_after_on_503=True,
+        fee_layout="own-journal",
+        fee_journal_kind="distinct",
+        fee_line_shape="nested",
     ),
     "sparse": ProviderVariant(
         name="sparse",
@@ -114,6 +131,9 @@ PRESETS: Final[dict[str, ProviderVariant]] = {
         company_refusal_status=200,
         retry_after_on_503=True,
         unit_asset_member="currency",
+        fee_layout="same-journal",
+        fee_journal_kind="distinct",
+        fee_line_shape="major",
     ),
 }
 

@@ -24,7 +24,6 @@ from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Redirect
 from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
-from markupsafe import escape
 
 from app.console.alert_pages import AlertPages
 from app.console.auth_pages import SignInController, SignOutController
@@ -32,6 +31,7 @@ from app.console.delivery_pages import DeliveryPages
 from app.console.exception_pages import ExceptionPages
 from app.console.formatting import register_filters
 from app.console.pages import ReadPages
+from app.console.rendering import refusal_page
 from foundation.settings import Settings
 
 #: Where the templates and the console's own CSS and script live (served by recon, no CDN).
@@ -56,14 +56,7 @@ def _to_sign_in(request: Request[Any, Any, Any], _: Exception) -> Response[Any]:
 def _plain_refusal(_: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     """A refusal (bad filter, unknown id, stale form) as a short readable page."""
     status = getattr(exc, "status_code", 400)
-    detail = getattr(exc, "detail", "") or str(exc)
-    body = (
-        "<!doctype html><meta charset=utf-8><title>recon console</title>"
-        '<link rel="stylesheet" href="/console/static/console.css">'
-        f'<main class="refusal"><h1>{status}</h1><p>{escape(detail)}</p>'
-        '<p><a href="javascript:history.back()">Back</a> · <a href="/console">Overview</a></p></main>'
-    )
-    return Response(content=body, status_code=status, media_type="text/html")
+    return refusal_page(status, getattr(exc, "detail", "") or str(exc))
 
 
 def console_router(settings: Settings) -> Router:

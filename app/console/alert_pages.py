@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from litestar import Controller, Request, get, post
+from litestar import Controller, Request, Response, get, post
 from litestar.datastructures import FormMultiDict
 from litestar.exceptions import NotFoundException, ValidationException
 from litestar.params import FromQuery, QueryParameter
-from litestar.response import Redirect, Template
+from litestar.response import Template
 from sqlalchemy.orm import Session
 
 import app.console.forms as form_fields
@@ -48,7 +48,7 @@ def _evidence(session: Session, alert_id: int) -> Evidence:
 def _acknowledge(alert_id: int) -> Any:
     def change(session: Session, who: str, form: FormMultiDict) -> Outcome:
         operator_actions.acknowledge(session, who, alert_id, form_fields.text(form, "comment"))
-        return Outcome(f"/console/alerts/{alert_id}", f"Alert {alert_id} acknowledged.")
+        return Outcome(f"/console/alerts/{alert_id}", "acknowledged")
 
     return change
 
@@ -56,7 +56,7 @@ def _acknowledge(alert_id: int) -> Any:
 def _resolve(alert_id: int) -> Any:
     def change(session: Session, who: str, form: FormMultiDict) -> Outcome:
         operator_actions.resolve(session, who, alert_id, form_fields.text(form, "comment"))
-        return Outcome(f"/console/alerts/{alert_id}", f"Alert {alert_id} resolved.")
+        return Outcome(f"/console/alerts/{alert_id}", "resolved")
 
     return change
 
@@ -94,9 +94,9 @@ class AlertPages(Controller):
         return page(request, "alert.html", view=read(request, _evidence, alert_id))
 
     @post("/{alert_id:int}/acknowledge")
-    async def acknowledge(self, request: AnyRequest, alert_id: RowId) -> Redirect:
+    async def acknowledge(self, request: AnyRequest, alert_id: RowId) -> Response[Any]:
         return await act(request, _acknowledge(alert_id), f"/console/alerts/{alert_id}")
 
     @post("/{alert_id:int}/resolve")
-    async def resolve(self, request: AnyRequest, alert_id: RowId) -> Redirect:
+    async def resolve(self, request: AnyRequest, alert_id: RowId) -> Response[Any]:
         return await act(request, _resolve(alert_id), f"/console/alerts/{alert_id}")

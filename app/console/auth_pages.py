@@ -1,4 +1,8 @@
-"""Sign-in and sign-out of the console (see app.console.session for the cookie and CSRF)."""
+"""Sign-in and sign-out of the console (see app.console.session for the cookie and CSRF).
+
+Sign-in opens a session in the store, sign-out ends it there; wrong admin tokens count against
+the client (app.auth_limits), and past the limit the form answers 429 with Retry-After.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +16,12 @@ from litestar.datastructures import Cookie
 from litestar.response import Redirect, Template
 
 import app.console.session as console_session
-from app.auth import ADMIN_TOKEN_STATE_KEY
+from app import metrics
+from app.auth import ADMIN_TOKEN_STATE_KEY, limiter_of, token_matches
+from app.auth_limits import client_of
 from app.console.rendering import operator, store
 from reconciliation.operator import actions as operator_actions
+from reconciliation.operator import console_sessions
 from reconciliation.store.db import transaction
 
 AnyRequest = Request[Any, Any, Any]
@@ -36,13 +43,19 @@ def _cookie(request: AnyRequest, name: str, value: str, max_age: int) -> Cookie:
     )
 
 
-def _form_page(request: AnyRequest, error: str | None = None, status: int = 200) -> Template:
+def _form_page(
+    request: AnyRequest,
+    error: str | None = None,
+    status: int = 200,
+    headers: dict[str, str] | None = None,
+) -> Template:
     token = secrets.token_urlsafe(24)
     return Template(
         template_name="sign_in.html",
         context={"signin_token": token, "error": error, "next": request.query_params.get("next")},
         cookies=[_cookie(request, console_session.SIGN_IN_COOKIE, token, 3600)],
         status_code=status,
+        headers=headers,
     )
 
 
@@ -69,26 +82,38 @@ class SignInController(Controller):
             return _form_page(
                 request, "Give your name (up to 128 characters): it goes in the audit trail.", 400
             )
-        if not console_session.check_admin_token(
+        limiter = limiter_of(request)
+        client = client_of(request)
+        wait = await limiter.retry_after(client)
+        if wait is not None:
+            metrics.ADMIN_TOKEN_LIMITED.labels("console").inc()
+            return _form_page(
+                request,
+                f"Too many wrong tokens from here: try again in {wait} seconds.",
+                429,
+                {"Retry-After": str(wait)},
+            )
+        if not token_matches(
             request.app.state[ADMIN_TOKEN_STATE_KEY], str(form.get("token") or "")
         ):
+            await limiter.refused(client, "console")
             return _form_page(request, "That is not the admin token.", 401)
         key = console_session.key_of(request)
-        _, cookie = console_session.issue(key, name)
+        rules = console_session.rules_of(request)
+        signed, cookie = console_session.issue(key, name, rules.absolute_seconds)
 
-        def audit() -> None:
+        def open_session() -> None:
             with transaction(store(request)) as session:
+                console_sessions.open_session(session, name, signed.nonce, rules)
                 operator_actions.signed_in(session, name)
 
-        await anyio.to_thread.run_sync(audit)
+        await anyio.to_thread.run_sync(open_session)
         target = str(form.get("next") or "")
         response = Redirect(
             path=target if target.startswith("/console") else "/console", status_code=303
         )
         response.set_cookie(
-            _cookie(
-                request, console_session.SESSION_COOKIE, cookie, console_session.SESSION_SECONDS
-            )
+            _cookie(request, console_session.SESSION_COOKIE, cookie, rules.absolute_seconds)
         )
         response.delete_cookie(console_session.SIGN_IN_COOKIE, path=console_session.COOKIE_PATH)
         return response
@@ -102,14 +127,16 @@ class SignOutController(Controller):
 
     @post("/sign-out", status_code=303)
     async def sign_out(self, request: AnyRequest) -> Redirect:
-        """Forget the cookie, record who left."""
-        name = operator(request).name
+        """End the session in the store (a copy of the cookie dies with it), forget the cookie,
+        record who left."""
+        who = operator(request)
 
-        def audit() -> None:
+        def end_session() -> None:
             with transaction(store(request)) as session:
-                operator_actions.signed_out(session, name)
+                console_sessions.end_session(session, who.nonce)
+                operator_actions.signed_out(session, who.name)
 
-        await anyio.to_thread.run_sync(audit)
+        await anyio.to_thread.run_sync(end_session)
         response = Redirect(path="/console/sign-in", status_code=303)
         response.delete_cookie(console_session.SESSION_COOKIE, path=console_session.COOKIE_PATH)
         return response

@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from litestar import Controller, Request, get, post
+from litestar import Controller, Request, Response, get, post
 from litestar.datastructures import FormMultiDict
 from litestar.exceptions import NotFoundException, ValidationException
 from litestar.params import FromQuery, QueryParameter
-from litestar.response import Redirect, Template
+from litestar.response import Template
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -80,21 +80,15 @@ def _show(session: Session, row_id: int) -> DeliveryView:
 def _replay(row_id: int) -> Any:
     def change(session: Session, who: str, _: FormMultiDict) -> Outcome:
         operator_actions.replay(session, who, row_id)
-        return Outcome(
-            f"/console/deliveries/{row_id}", f"Delivery {row_id} is pending again.", (row_id,)
-        )
+        return Outcome(f"/console/deliveries/{row_id}", "replayed", (row_id,))
 
     return change
 
 
 def _replay_all(session: Session, who: str, _: FormMultiDict) -> Outcome:
     ids = operator_actions.replay_quarantined(session, who)
-    more = " (more remain: press again)" if len(ids) == operator_actions.REPLAY_ALL_MAX else ""
-    return Outcome(
-        "/console/deliveries",
-        f"{len(ids)} quarantined deliveries are pending again{more}.",
-        tuple(ids),
-    )
+    done = "replayed-some" if len(ids) == operator_actions.REPLAY_ALL_MAX else "replayed-all"
+    return Outcome("/console/deliveries", done if ids else "none-quarantined", tuple(ids))
 
 
 class DeliveryPages(Controller):
@@ -130,9 +124,9 @@ class DeliveryPages(Controller):
         return page(request, "delivery.html", view=read(request, _show, row_id))
 
     @post("/{row_id:int}/replay")
-    async def replay(self, request: AnyRequest, row_id: RowId) -> Redirect:
+    async def replay(self, request: AnyRequest, row_id: RowId) -> Response[Any]:
         return await act(request, _replay(row_id), f"/console/deliveries/{row_id}")
 
     @post("/replay-quarantined")
-    async def replay_all(self, request: AnyRequest) -> Redirect:
+    async def replay_all(self, request: AnyRequest) -> Response[Any]:
         return await act(request, _replay_all, "/console/deliveries?state=quarantined")

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import Controller, Request, get, post
+from litestar import Controller, Request, Response, get, post
 from litestar.datastructures import FormMultiDict
 from litestar.exceptions import NotFoundException, ValidationException
 from litestar.params import FromPath, FromQuery
-from litestar.response import Redirect, Template
+from litestar.response import Template
 from sqlalchemy.orm import Session
 
 import app.console.forms as form_fields
@@ -56,7 +56,7 @@ def _match(session: Session, who: str, form: FormMultiDict) -> Outcome:
     for kind in ("transfer", "notification"):
         if len(picked[kind]) > 1:
             raise ActionRefusedError(f"tick at most one {kind}: a match row names one of each")
-    rows = operator_actions.match(
+    operator_actions.match(
         session,
         who,
         form_fields.text(form, "reason"),
@@ -64,15 +64,14 @@ def _match(session: Session, who: str, form: FormMultiDict) -> Outcome:
         transfer_id=picked["transfer"][0] if picked["transfer"] else None,
         notification_id=picked["notification"][0] if picked["notification"] else None,
     )
-    ids = ", ".join(str(r.id) for r in rows)
-    return Outcome(back_field(form), f"Matched by hand (match {ids}).")
+    return Outcome(back_field(form), "matched")
 
 
 def _unmatch(session: Session, who: str, form: FormMultiDict) -> Outcome:
     match_id = form_fields.row_id(form, "match")
     assert match_id is not None
     operator_actions.unmatch(session, who, match_id, form_fields.text(form, "reason"))
-    return Outcome(back_field(form), f"Match {match_id} taken apart.")
+    return Outcome(back_field(form), "unmatched")
 
 
 class ExceptionPages(Controller):
@@ -109,9 +108,9 @@ class ExceptionPages(Controller):
         return page(request, "exception.html", view=view)
 
     @post("/match")
-    async def match(self, request: AnyRequest) -> Redirect:
+    async def match(self, request: AnyRequest) -> Response[Any]:
         return await act(request, _match)
 
     @post("/unmatch")
-    async def unmatch(self, request: AnyRequest) -> Redirect:
+    async def unmatch(self, request: AnyRequest) -> Response[Any]:
         return await act(request, _unmatch)

@@ -24,6 +24,7 @@ from app.console.chart import balance_chart
 from app.console.rendering import operator, page, policy, read
 from app.console.session import console_guard
 from app.path_ids import RowId
+from app.reporting_routes import report_headers
 from reconciliation.ledger_audit.compare import DIFFERS, MISSING, UNKNOWN
 from reconciliation.ledger_audit.summary import AuditSummary, last_audit
 from reconciliation.operator import actions as operator_actions
@@ -37,6 +38,8 @@ from reconciliation.postings.holding_history import (
     list_holdings,
 )
 from reconciliation.reports import FORMATS, Report, ReportError, build_report, parse_window, render
+from reconciliation.reports.fees import fee_figures
+from reconciliation.reports.model import FeeTotal, ReportWindow
 from reconciliation.store.types import utcnow
 
 AnyRequest = Request[Any, Any, Any]
@@ -92,11 +95,22 @@ def _holdings(session: Session, after: int | None, ref: str | None) -> HoldingLi
         raise ValidationException(detail=str(exc)) from None
 
 
-def _holding(session: Session, holding_id: int, cursor: str | None) -> HoldingView:
+def _holding(
+    session: Session, holding_id: int, cursor: str | None
+) -> tuple[HoldingView, list[FeeTotal]]:
+    """The holding's page, and the fees of its settled transfers over the page's window (the
+    report's own figures, `reconciliation.reports.fees`)."""
     try:
-        return holding_view(session, holding_id, cursor=cursor)
+        view = holding_view(session, holding_id, cursor=cursor)
     except HoldingError as exc:
         raise NotFoundException(detail=str(exc)) from None
+    now = utcnow()
+    window = ReportWindow(
+        until=now,
+        since=now - timedelta(days=ON_PAGE_DAYS),
+        holding_ref=str(view.holding.holding_ref),
+    )
+    return view, fee_figures(session, window, holding_id)
 
 
 def _report(
@@ -176,11 +190,13 @@ class ReadPages(Controller):
         self, request: AnyRequest, holding_id: RowId, cursor: FromQuery[str | None] = None
     ) -> Template:
         """Balance against posted sum, drift history, postings."""
-        view = read(request, _holding, holding_id, cursor)
+        view, fees = read(request, _holding, holding_id, cursor)
         return page(
             request,
             "holding.html",
             view=view,
+            fees=fees,
+            fee_days=ON_PAGE_DAYS,
             chart=balance_chart(view.checks, view.holding.currency),
         )
 
@@ -240,7 +256,10 @@ class ReadPages(Controller):
         return Response(
             content=text,
             media_type=FORMATS[report_format][1],
-            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+            headers={
+                "Content-Disposition": f'attachment; filename="{name}"',
+                **report_headers(report_format),
+            },
         )
 
     @get("/audit", sync_to_thread=True)

@@ -4,6 +4,11 @@ Handlers stay one to three lines: `page(...)` renders a template with the contex
 needs (who is signed in, the CSRF token, the time, a message from the last action), `read`
 runs a query function in a read transaction, and `act` runs a change from a form in a write
 transaction in a worker thread, then redirects (POST, redirect, GET) with what happened.
+
+What happened travels in the redirect as a key (`?done=resolved`), and the page shows the
+sentence DONE_MESSAGES holds for it: text in a URL is anyone's to write, and a sentence of
+their choosing in recon's own flash box is a phishing line on a trusted page. A refused change
+is answered at once with a page naming the reason (400) and a way back, never via the URL.
 """
 
 from __future__ import annotations
@@ -14,9 +19,10 @@ from typing import Any, Final, TypeVar
 from urllib.parse import urlencode
 
 import anyio.to_thread
-from litestar import Request
+from litestar import Request, Response
 from litestar.datastructures import FormMultiDict
 from litestar.response import Redirect, Template
+from markupsafe import escape
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -38,6 +44,19 @@ SECTIONS: Final = (
     ("/console/reports", "Reports"),
     ("/console/audit", "Audit trail"),
 )
+
+#: Every sentence the flash box can show, by the key a redirect carries in `?done=`. Any
+#: other value shows nothing.
+DONE_MESSAGES: Final = {
+    "acknowledged": "Alert acknowledged.",
+    "resolved": "Alert resolved.",
+    "matched": "Matched by hand.",
+    "unmatched": "Match taken apart.",
+    "replayed": "The delivery is pending again.",
+    "replayed-all": "The quarantined deliveries are pending again.",
+    "replayed-some": "Quarantined deliveries are pending again; more remain: press again.",
+    "none-quarantined": "No delivery is quarantined: nothing to replay.",
+}
 
 T = TypeVar("T")
 AnyRequest = Request[Any, Any, Any]
@@ -83,26 +102,39 @@ def page(request: AnyRequest, template: str, **context: Any) -> Template:
             "now": utcnow(),
             "sections": SECTIONS,
             "path": request.url.path,
-            "done": request.query_params.get("done"),
-            "error": request.query_params.get("error"),
+            "done": DONE_MESSAGES.get(request.query_params.get("done") or ""),
             **context,
         },
     )
 
 
-def back(path: str, *, done: str | None = None, error: str | None = None) -> Redirect:
-    """303 to `path` with a one-line message for the next page to show."""
-    message = {k: v for k, v in (("done", done), ("error", error)) if v}
-    target = f"{path}{'&' if '?' in path else '?'}{urlencode(message)}" if message else path
+def back(path: str, *, done: str) -> Redirect:
+    """303 to `path`, whose page shows DONE_MESSAGES[done]."""
+    if done not in DONE_MESSAGES:
+        raise KeyError(f"{done!r} is not a key of DONE_MESSAGES")
+    target = f"{path}{'&' if '?' in path else '?'}{urlencode({'done': done})}"
     return Redirect(path=target, status_code=303)
+
+
+def refusal_page(status: int, detail: str, back_to: str = "/console") -> Response[str]:
+    """A refusal (bad filter, unknown id, stale form, a change refused) as a short page with
+    the reason, escaped, and a link back to `back_to` (a console path)."""
+    body = (
+        "<!doctype html><meta charset=utf-8><title>recon console</title>"
+        '<link rel="stylesheet" href="/console/static/console.css">'
+        f'<main class="refusal"><h1>{status}</h1><p>{escape(detail)}</p>'
+        f'<p><a href="{escape(back_to)}">Back</a></p></main>'
+    )
+    return Response(content=body, status_code=status, media_type="text/html")
 
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """Where a change sends the person next, what it says, and inbox rows to enqueue."""
+    """Where a change sends the person next, the DONE_MESSAGES key of what it did, and inbox
+    rows to enqueue."""
 
     path: str
-    message: str
+    done: str
     enqueue: tuple[int, ...] = ()
 
 
@@ -116,9 +148,9 @@ def back_field(form: FormMultiDict, name: str = "back") -> str:
     return target if target.startswith("/console") and "//" not in target else "/console"
 
 
-async def act(request: AnyRequest, change: Change, on_refused: str | None = None) -> Redirect:
-    """Apply a change in its own transaction; refusals come back to `on_refused` (default: the
-    form's `here` field, the page the form is on) as a message.
+async def act(request: AnyRequest, change: Change, on_refused: str | None = None) -> Response[Any]:
+    """Apply a change in its own transaction; a refusal is a 400 page with its reason and a
+    link back to `on_refused` (default: the form's `here` field, the page the form is on).
 
     Inbox rows the change reset are enqueued only after its commit (as the JSON API does).
     """
@@ -133,8 +165,8 @@ async def act(request: AnyRequest, change: Change, on_refused: str | None = None
     try:
         outcome = await anyio.to_thread.run_sync(run)
     except ActionRefusedError as exc:
-        return back(on_refused, error=str(exc))
+        return refusal_page(400, str(exc), on_refused)
     if outcome.enqueue:
         enqueue: Callable[[Sequence[int]], None] = request.app.state[state_keys.ENQUEUE]
         enqueue(list(outcome.enqueue))
-    return back(outcome.path, done=outcome.message)
+    return back(outcome.path, done=outcome.done)

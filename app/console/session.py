@@ -2,10 +2,12 @@
 
 Sign-in exchanges the admin token (RECON_ADMIN_TOKEN, the same that guards the JSON API) and a
 name for a session cookie: the token proves the right to operate, the name is what the audit
-trail records, because one shared token cannot say who acted. The cookie is signed with a key
-derived from the admin token, so rotating the token signs everyone out and the server keeps no
-session table. It is HttpOnly, SameSite=Strict, limited to /console, and Secure when
-RECON_PUBLIC_URL is https.
+trail records, because one shared token cannot say who acted. The cookie carries the session's
+random secret, signed with a key derived from the admin token (so rotating the token signs
+everyone out); the session itself lives in the store (reconciliation.operator.console_sessions),
+so sign-out, the idle timeout and `recon console sessions end-all` end it in every web process
+at once, and a copied cookie dies with it. The cookie is HttpOnly, SameSite=Strict, limited to
+/console, and Secure when RECON_PUBLIC_URL is https.
 
 CSRF: every form carries a token derived from the session's own random nonce (a synchronizer
 token), checked by the guard on every POST before the handler runs. The sign-in form, which
@@ -20,15 +22,21 @@ import hmac
 import json
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
+import anyio.to_thread
 from litestar.connection import ASGIConnection, Request
 from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
 from litestar.handlers.base import BaseRouteHandler
+from sqlalchemy.orm import Session, sessionmaker
 
+from app import state_keys
 from app.auth import ADMIN_TOKEN_STATE_KEY
 from foundation.secret import Secret
+from reconciliation.operator import console_sessions
+from reconciliation.operator.console_sessions import SessionRules
+from reconciliation.store.db import transaction
 
 #: The session cookie's name.
 SESSION_COOKIE: Final = "recon_console"
@@ -36,8 +44,8 @@ SESSION_COOKIE: Final = "recon_console"
 SIGN_IN_COOKIE: Final = "recon_console_signin"
 #: Every console cookie is sent back only to the console's own paths.
 COOKIE_PATH: Final = "/console"
-#: How long a sign-in lasts: a working day, so a forgotten browser does not stay signed in.
-SESSION_SECONDS: Final = 12 * 3600
+#: Where create_app puts the SessionRules (absolute and idle limits) in `app.state`.
+RULES_STATE_KEY: Final = "console_session_rules"
 #: The form field that carries the CSRF token.
 CSRF_FIELD: Final = "csrf_token"
 #: Where the guard leaves the signed-in operator for the handlers (`request.state`).
@@ -50,7 +58,8 @@ SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 
 @dataclass(frozen=True, slots=True)
 class Operator:
-    """The signed-in person: their name, the session's nonce, when the session ends."""
+    """The signed-in person: their name, the session's secret (its nonce), when the cookie
+    ends (the store may end the session sooner)."""
 
     name: str
     nonce: str
@@ -66,12 +75,14 @@ def _sign(key: bytes, payload: bytes) -> str:
     return hmac.new(key, payload, hashlib.sha256).hexdigest()
 
 
-def issue(key: bytes, name: str, *, now: float | None = None) -> tuple[Operator, str]:
-    """A new session for `name`, and its cookie value."""
+def issue(
+    key: bytes, name: str, lifetime_seconds: int, *, now: float | None = None
+) -> tuple[Operator, str]:
+    """A new session for `name` with a fresh random secret, and its cookie value."""
     operator = Operator(
         name=name,
-        nonce=secrets.token_urlsafe(16),
-        expires=int((now or time.time()) + SESSION_SECONDS),
+        nonce=secrets.token_urlsafe(32),
+        expires=int((now or time.time()) + lifetime_seconds),
     )
     body = json.dumps({"n": operator.name, "s": operator.nonce, "e": operator.expires}).encode()
     payload = base64.urlsafe_b64encode(body)
@@ -99,14 +110,30 @@ def csrf_token(key: bytes, operator: Operator) -> str:
     return _sign(key, b"csrf:" + operator.nonce.encode())
 
 
-def check_admin_token(admin_token: Secret, offered: str) -> bool:
-    """The sign-in check, in constant time."""
-    return hmac.compare_digest(offered.strip().encode(), admin_token.reveal().encode())
-
-
 def key_of(connection: ASGIConnection[Any, Any, Any, Any]) -> bytes:
     token: Secret = connection.app.state[ADMIN_TOKEN_STATE_KEY]
     return signing_key(token)
+
+
+def rules_of(connection: ASGIConnection[Any, Any, Any, Any]) -> SessionRules:
+    found: SessionRules = connection.app.state[RULES_STATE_KEY]
+    return found
+
+
+async def live_in_store(
+    connection: ASGIConnection[Any, Any, Any, Any], operator: Operator
+) -> Operator | None:
+    """`operator` as the store knows it (its name from the session row), or None when the
+    session was ended, idled out or is past its absolute end."""
+    factory: sessionmaker[Session] = connection.app.state[state_keys.SESSION_FACTORY]
+    rules = rules_of(connection)
+
+    def look_up() -> str | None:
+        with transaction(factory) as session:
+            return console_sessions.live_operator(session, operator.nonce, rules)
+
+    name = await anyio.to_thread.run_sync(look_up)
+    return None if name is None else replace(operator, name=name)
 
 
 async def console_guard(
@@ -119,6 +146,8 @@ async def console_guard(
     """
     key = key_of(connection)
     operator = read(key, connection.cookies.get(SESSION_COOKIE))
+    if operator is not None:
+        operator = await live_in_store(connection, operator)
     if operator is None:
         raise NotAuthorizedException(detail="sign in to the console first")
     if connection.scope.get("method", "GET") not in SAFE_METHODS:

@@ -30,6 +30,8 @@ KEPT_HEADERS: Final = (
     "x-request-id",
     "x-forwarded-for",
 )
+#: Why a body nested deeper than the JSON decoders go is quarantined.
+TOO_DEEP: Final = "body is nested too deeply to read (about a thousand levels or more)"
 #: Longest event type the inbox column holds.
 MAX_EVENT_TYPE_LENGTH: Final = 64
 
@@ -71,6 +73,11 @@ def build_delivery(
         envelope, reason = _NOTHING, f"body is JSON but not an object (a {_json_kind(body)})"
     except msgspec.DecodeError as exc:
         envelope, reason = _NOTHING, f"body is not valid JSON ({exc})"
+    except RecursionError:
+        # msgspec (and the standard library) stop at about a thousand levels; such a body is
+        # signed and so is kept, quarantined, rather than answered with a 500 the provider
+        # would retry forever.
+        envelope, reason = _NOTHING, TOO_DEEP
 
     delivery_id = verified.delivery_id or _body_id(envelope.id)
     if delivery_id is None:
@@ -112,5 +119,8 @@ def _body_id(value: object) -> str | None:
 
 def _json_kind(body: bytes) -> str:
     """What a valid JSON document that is not an object is, for the quarantine reason."""
-    value: Any = msgspec.json.decode(body)
+    try:
+        value: Any = msgspec.json.decode(body)
+    except RecursionError:
+        return "document nested too deeply to read"
     return type(value).__name__

@@ -23,7 +23,11 @@ from foundation.settings._env import (
     positive_float,
     positive_int,
 )
-from foundation.settings.strength import admin_token_from_env
+from foundation.settings.strength import (
+    admin_token_from_env,
+    provider_mode,
+    webhook_secrets_from_env,
+)
 
 #: Where the embedded default keeps its SQLite file and its generated encryption key.
 DEFAULT_STATE_DIR: Final = ".recon"
@@ -130,6 +134,9 @@ class ProviderSettings:
     #: RECON_UNIT_EXPONENTS: display exponents of value units that are not ISO 4217 currencies,
     #: by unit code ("token:USDC@ethereum" -> 6); a unit not listed reads as minor units.
     unit_exponents: tuple[tuple[str, int], ...] = ()
+    #: `live` or `sandbox` (RECON_PROVIDER_MODE, else the gateway key's prefix): how strict
+    #: the credentials guarding recon must be (foundation.settings.strength).
+    mode: str = "live"
 
     @classmethod
     def from_env(cls, r: EnvReader) -> ProviderSettings:
@@ -157,6 +164,7 @@ class ProviderSettings:
                 f"(unit codes as recon shows them, exponents 0-{MAX_AMOUNT_DIGITS}, not ISO "
                 "4217 currencies, whose exponents are known)",
             ),
+            mode=provider_mode(r),
         )
 
 
@@ -186,22 +194,39 @@ DEFAULT_MAX_CONNECTIONS: Final = 1000
 DEFAULT_KEEP_ALIVE_SECONDS: Final = 5
 
 
+#: Longest a console session lasts after sign-in, however busy: a working day, so a browser
+#: left signed in does not stay so overnight.
+DEFAULT_CONSOLE_SESSION_SECONDS: Final = 12 * 3600
+
+#: Longest a console session survives without a request: a screen left unlocked at lunch.
+DEFAULT_CONSOLE_IDLE_SECONDS: Final = 30 * 60
+
+#: Wrong admin tokens one client may send in a minute (console sign-in and API bearer checks
+#: together) before every further try that minute is answered 429: a person mistyping is far
+#: below it; a guesser is slowed to this many tries a minute.
+DEFAULT_AUTH_FAILURES_PER_MINUTE: Final = 10
+
+
 @dataclass(frozen=True, slots=True)
 class WebSettings:
-    """The web process: its port, the address the provider reaches it at, the admin token, and
-    how many connections it holds at once."""
+    """The web process: its port, the address the provider reaches it at, the admin token, how
+    many connections it holds at once, how long console sessions last and how many wrong
+    admin tokens a client may send."""
 
     port: int
     public_url: str
     admin_token: Secret
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     keep_alive_seconds: int = DEFAULT_KEEP_ALIVE_SECONDS
+    console_session_seconds: int = DEFAULT_CONSOLE_SESSION_SECONDS
+    console_idle_seconds: int = DEFAULT_CONSOLE_IDLE_SECONDS
+    auth_failures_per_minute: int = DEFAULT_AUTH_FAILURES_PER_MINUTE
 
     @classmethod
     def from_env(cls, r: EnvReader) -> WebSettings:
         port = r.convert("PORT", 8000, port_number, "a TCP port number 1-65535")
         public_url = r.required_url("RECON_PUBLIC_URL", "http://127.0.0.1:8000", ("http", "https"))
-        admin_token = admin_token_from_env(r, SANDBOX_ROOT)
+        admin_token = admin_token_from_env(r)
         return cls(
             port=port,
             public_url=public_url,
@@ -214,6 +239,18 @@ class WebSettings:
             ),
             keep_alive_seconds=r.whole_seconds(
                 "RECON_WEB_KEEP_ALIVE_SECONDS", DEFAULT_KEEP_ALIVE_SECONDS
+            ),
+            console_session_seconds=r.whole_seconds(
+                "RECON_CONSOLE_SESSION_SECONDS", DEFAULT_CONSOLE_SESSION_SECONDS
+            ),
+            console_idle_seconds=r.whole_seconds(
+                "RECON_CONSOLE_IDLE_SECONDS", DEFAULT_CONSOLE_IDLE_SECONDS
+            ),
+            auth_failures_per_minute=r.convert(
+                "RECON_AUTH_FAILURES_PER_MINUTE",
+                DEFAULT_AUTH_FAILURES_PER_MINUTE,
+                positive_int,
+                "a whole number of wrong tokens per client per minute > 0",
             ),
         )
 
@@ -323,7 +360,7 @@ class WebhookSettings:
         payload_shapes, payload_field_map = cls.payload_settings(r)
         return cls(
             path=path,
-            secrets=r.secrets("RECON_WEBHOOK_SECRETS"),
+            secrets=webhook_secrets_from_env(r),
             signature_scheme=r.choice("RECON_SIGNATURE_SCHEME", "standard", SIGNATURE_SCHEMES),
             signature_header=r.text("RECON_SIGNATURE_HEADER", "X-Signature"),
             signature_tolerance_seconds=r.whole_seconds("RECON_SIGNATURE_TOLERANCE_SECONDS", 300),

@@ -1,13 +1,17 @@
 """How strong a credential must be, and when a weaker one is tolerated.
 
-A published or short admin token is fine against the sandbox (on this machine, or a gateway
-test key) and refused against a live provider, where it guards reports, alerts and transfers
-of real money. An alert signing secret must decode strictly to a real key: a lenient decoder
+A published, short or patterned admin token (or webhook secret) is fine against a sandbox and
+refused against a live provider, where it guards reports, alerts and transfers of real money.
+Live or sandbox is RECON_PROVIDER_MODE, or else the gateway key's own prefix: never the
+gateway URL, since a live key behind a local proxy has a loopback URL. An alert signing secret must decode strictly to a real key: a lenient decoder
 turns `whsec_!!!!` into an empty key that anyone can sign with.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
+from collections import Counter
 from typing import Final
 
 from foundation.secret import Secret
@@ -31,11 +35,27 @@ KNOWN_DEMO_ADMIN_TOKENS: Final = frozenset(
 #: `secrets.token_urlsafe` carry about 190 bits, far past guessing over HTTP.
 MIN_ADMIN_TOKEN_LENGTH: Final = 32
 
-#: Prefix of the gateway's test keys: a key with it only reaches a test environment.
+#: Prefix of the gateway's test keys (the gateway spec names it): a key with it only reaches a
+#: test environment.
 TEST_GATEWAY_KEY_PREFIX: Final = "ak_test_"
 
-#: Host names that mean "this machine": a gateway there is a sandbox, not the provider.
-LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "::1"})
+#: RECON_PROVIDER_MODE values: whether the provider is the real one (strict credentials) or a
+#: sandbox (the published demo values are fine).
+PROVIDER_MODES: Final = ("live", "sandbox")
+
+#: Fewest bits of randomness a live credential may show (estimated from its characters): a
+#: `secrets.token_urlsafe(32)` token shows about 200, `secrets.token_hex(16)` about 110; 32
+#: times `a` shows none. Set below the hex token's figure so a random one never fails by chance,
+#: and far past what any guessing over HTTP could try.
+MIN_CREDENTIAL_BITS: Final = 88
+
+#: A run this long seen twice in a credential means it repeats a pattern rather than being
+#: random (the odds of it by chance in 64 random characters are below one in ten million).
+REPEATED_RUN: Final = 8
+
+#: Share of neighbouring characters one step apart (`abcd`, `4321`) above which a credential is
+#: a walk: random hex has about one such pair in eight, random base64 one in thirty.
+MAX_STEP_SHARE: Final = 0.5
 
 #: Fewest bytes an alert signing key may decode to: below this a key can be guessed, and an
 #: empty one (what a lenient decoder makes of `whsec_!!!!`) lets anyone forge an alert.
@@ -64,22 +84,52 @@ def alert_secret_problem(raw: str) -> str | None:
     return None
 
 
-def is_sandbox_gateway(gateway_url: str, gateway_api_key: str | None) -> bool:
-    """True when the gateway is a sandbox: on this machine, or reached with a test key."""
-    from urllib.parse import urlsplit
+def provider_mode(r: EnvReader) -> str:
+    """`live` or `sandbox`: RECON_PROVIDER_MODE when set, else from the gateway key itself.
 
-    host = (urlsplit(gateway_url).hostname or "").lower()
-    on_this_machine = host in LOOPBACK_HOSTS or host.startswith("127.")
-    return on_this_machine or (gateway_api_key or "").startswith(TEST_GATEWAY_KEY_PREFIX)
+    Never from the gateway URL's host: a live key reached through a local egress proxy (a
+    loopback URL), or left with no URL at all, is still a live key.
+    """
+    explicit = r.raw("RECON_PROVIDER_MODE")
+    if explicit is not None:
+        return r.choice("RECON_PROVIDER_MODE", "live", PROVIDER_MODES)
+    key = r.raw("RECON_GATEWAY_API_KEY") or ""
+    return "sandbox" if key.startswith(TEST_GATEWAY_KEY_PREFIX) else "live"
 
 
-def admin_token_from_env(r: EnvReader, sandbox_root: str) -> Secret:
+def credential_problem(raw: str) -> str | None:
+    """Why `raw` is too weak to guard a live provider's money, or None: long enough, random
+    enough (estimated bits), and no repeated run or walk of characters. Never shows `raw`."""
+    if len(raw) < MIN_ADMIN_TOKEN_LENGTH:
+        return (
+            f"is too short ({len(raw)} characters): use at least "
+            f"{MIN_ADMIN_TOKEN_LENGTH} random characters"
+        )
+    counts = Counter(raw)
+    bits = sum(n * math.log2(len(raw) / n) for n in counts.values())
+    if bits < MIN_CREDENTIAL_BITS:
+        return (
+            f"has too little randomness (about {bits:.0f} bits from its characters; at least "
+            f"{MIN_CREDENTIAL_BITS} needed)"
+        )
+    runs = [raw[i : i + REPEATED_RUN] for i in range(len(raw) - REPEATED_RUN + 1)]
+    steps = sum(abs(ord(b) - ord(a)) == 1 for a, b in itertools.pairwise(raw))
+    if len(set(runs)) < len(runs) or steps > MAX_STEP_SHARE * (len(raw) - 1):
+        return "follows a pattern (a repeated run or a walk of characters), not chance"
+    return None
+
+
+#: How to make a credential that passes, for every message above.
+MAKE_ONE: Final = "(python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+
+
+def admin_token_from_env(r: EnvReader) -> Secret:
     """RECON_ADMIN_TOKEN, surrounding white space removed, strong unless on a sandbox.
 
     A token read from a file usually ends with a line break; kept, it would make every
-    request 401 with a token that looks right. A short or published token is refused when
-    the gateway is a live provider (not on this machine, not a test key): the token guards
-    reports, alerts and transfers of real money.
+    request 401 with a token that looks right. A short, patterned or published token is
+    refused against a live provider (`provider_mode`): the token guards reports, alerts and
+    transfers of real money.
     """
     raw = r.raw("RECON_ADMIN_TOKEN")
     if raw is None:
@@ -93,18 +143,40 @@ def admin_token_from_env(r: EnvReader, sandbox_root: str) -> Secret:
         not any(c.isspace() for c in raw),
         "RECON_ADMIN_TOKEN contains white space inside it: a token is one word",
     )
-    gateway_url = r.raw("RECON_GATEWAY_URL") or sandbox_root
-    if is_sandbox_gateway(gateway_url, r.raw("RECON_GATEWAY_API_KEY")):
+    if provider_mode(r) == "sandbox":
         return token
-    r.check(
-        raw not in KNOWN_DEMO_ADMIN_TOKENS,
-        "RECON_ADMIN_TOKEN is a published demo value and the gateway is a live provider: "
-        "set a random one (python -c 'import secrets; print(secrets.token_urlsafe(32))')",
-    )
-    r.check(
-        len(raw) >= MIN_ADMIN_TOKEN_LENGTH,
-        f"RECON_ADMIN_TOKEN is too short ({len(raw)} characters) for a live provider: "
-        f"use at least {MIN_ADMIN_TOKEN_LENGTH} random characters "
-        "(python -c 'import secrets; print(secrets.token_urlsafe(32))')",
-    )
+    if raw in KNOWN_DEMO_ADMIN_TOKENS:
+        r.reject(
+            "RECON_ADMIN_TOKEN is a published demo value and the provider is live: "
+            f"set a random one {MAKE_ONE}"
+        )
+        return token
+    problem = credential_problem(raw)
+    r.check(problem is None, f"RECON_ADMIN_TOKEN {problem}, and the provider is live {MAKE_ONE}")
     return token
+
+
+def webhook_secrets_from_env(r: EnvReader) -> tuple[Secret, ...]:
+    """RECON_WEBHOOK_SECRETS, each strong enough to keep forged deliveries out when live.
+
+    A `whsec_` secret must decode to at least MIN_ALERT_KEY_BYTES random bytes, a plain one
+    must pass `credential_problem`; Ed25519 keys (`whpk_`, `whsk_`) are public or fixed-size
+    and are checked by their scheme. Problems name the entry's position, never its value.
+    """
+    found = r.secrets("RECON_WEBHOOK_SECRETS")
+    if provider_mode(r) == "sandbox":
+        return found
+    for position, secret in enumerate(found, start=1):
+        raw = secret.reveal()
+        if raw.startswith(("whpk_", "whsk_")):
+            continue
+        if raw.startswith("whsec_"):
+            problem = alert_secret_problem(raw)
+        else:
+            weak = credential_problem(raw)
+            problem = f"a plain secret {weak}" if weak else None
+        r.check(
+            problem is None,
+            f"RECON_WEBHOOK_SECRETS entry {position} is too weak for a live provider: {problem}",
+        )
+    return found

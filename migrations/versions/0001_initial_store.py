@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-27 01:49:42.012312
+Create Date: 2026-11-24 04:04:28.805239
 """
 
 from collections.abc import Sequence
@@ -11,7 +11,6 @@ import sqlalchemy as sa
 from alembic import op
 
 import reconciliation.store.types
-
 
 revision: str = "0001"
 down_revision: str | None = None
@@ -141,7 +140,7 @@ def upgrade() -> None:
         sa.Column("holding_ref", sa.Uuid(), nullable=False),
         sa.Column("owner_ref", sa.Uuid(), nullable=True),
         sa.Column("unit_kind", sa.String(length=16), nullable=False),
-        sa.Column("currency", sa.String(length=255), nullable=False),
+        sa.Column("currency", sa.String(length=8), nullable=False),
         sa.Column("template", sa.String(length=64), nullable=True),
         sa.Column("ledger_partition", sa.String(length=64), nullable=True),
         sa.Column("watched", sa.Boolean(), nullable=False),
@@ -284,10 +283,8 @@ def upgrade() -> None:
         sa.Column("dest_account_ref", sa.Uuid(), nullable=False),
         sa.Column("dest_endpoint_ref", sa.Uuid(), nullable=False),
         sa.Column("dest_holding_ref", sa.Uuid(), nullable=False),
-        sa.Column("currency", sa.String(length=255), nullable=False),
-        sa.Column(
-            "amount_minor", reconciliation.store.types.Amount(precision=78, scale=0), nullable=False
-        ),
+        sa.Column("currency", sa.String(length=8), nullable=False),
+        sa.Column("amount_minor", sa.BigInteger(), nullable=False),
         sa.Column("material_fingerprint", sa.String(length=64), nullable=False),
         sa.Column("outcome", sa.String(length=16), nullable=False),
         sa.Column("transfer_ref", sa.Uuid(), nullable=True),
@@ -318,10 +315,8 @@ def upgrade() -> None:
         sa.Column("dest_account_ref", sa.Uuid(), nullable=True),
         sa.Column("dest_endpoint_ref", sa.Uuid(), nullable=True),
         sa.Column("dest_holding_ref", sa.Uuid(), nullable=True),
-        sa.Column("currency", sa.String(length=255), nullable=True),
-        sa.Column(
-            "amount_minor", reconciliation.store.types.Amount(precision=78, scale=0), nullable=True
-        ),
+        sa.Column("currency", sa.String(length=8), nullable=True),
+        sa.Column("amount_minor", sa.BigInteger(), nullable=True),
         sa.Column("material_fingerprint", sa.String(length=128), nullable=True),
         sa.Column("requested_by", sa.Uuid(), nullable=True),
         sa.Column("stage", sa.String(length=64), nullable=True),
@@ -381,9 +376,7 @@ def upgrade() -> None:
     op.create_table(
         "watermarks",
         sa.Column("name", sa.String(length=128), nullable=False),
-        sa.Column(
-            "value", reconciliation.store.types.Amount(precision=78, scale=0), nullable=False
-        ),
+        sa.Column("value", sa.BigInteger(), nullable=False),
         sa.Column(
             "updated_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
         ),
@@ -429,21 +422,9 @@ def upgrade() -> None:
         "balance_snapshots",
         sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column("holding_id", sa.Integer(), nullable=False),
-        sa.Column(
-            "settled_minor",
-            reconciliation.store.types.Amount(precision=78, scale=0),
-            nullable=False,
-        ),
-        sa.Column(
-            "available_minor",
-            reconciliation.store.types.Amount(precision=78, scale=0),
-            nullable=False,
-        ),
-        sa.Column(
-            "reserved_minor",
-            reconciliation.store.types.Amount(precision=78, scale=0),
-            nullable=False,
-        ),
+        sa.Column("settled_minor", sa.BigInteger(), nullable=False),
+        sa.Column("available_minor", sa.BigInteger(), nullable=False),
+        sa.Column("reserved_minor", sa.BigInteger(), nullable=False),
         sa.Column("projection_state", sa.String(length=32), nullable=True),
         sa.Column(
             "observed_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
@@ -494,10 +475,8 @@ def upgrade() -> None:
         sa.Column("endpoint_ref", sa.Uuid(), nullable=True),
         sa.Column("holding_ref", sa.Uuid(), nullable=True),
         sa.Column("account_number", sa.String(length=32), nullable=True),
-        sa.Column(
-            "amount_minor", reconciliation.store.types.Amount(precision=78, scale=0), nullable=True
-        ),
-        sa.Column("currency", sa.String(length=255), nullable=True),
+        sa.Column("amount_minor", sa.BigInteger(), nullable=True),
+        sa.Column("currency", sa.String(length=8), nullable=True),
         sa.Column("claimed_status", sa.String(length=32), nullable=True),
         sa.Column("narration", sa.Text(), nullable=True),
         sa.Column(
@@ -546,10 +525,8 @@ def upgrade() -> None:
         sa.Column("side", sa.String(length=16), nullable=False),
         sa.Column("effect", sa.String(length=16), nullable=False),
         sa.Column("kind", sa.String(length=64), nullable=False),
-        sa.Column(
-            "amount_minor", reconciliation.store.types.Amount(precision=78, scale=0), nullable=False
-        ),
-        sa.Column("currency", sa.String(length=255), nullable=False),
+        sa.Column("amount_minor", sa.BigInteger(), nullable=False),
+        sa.Column("currency", sa.String(length=8), nullable=False),
         sa.Column("partition", sa.String(length=64), nullable=True),
         sa.Column("normal_side", sa.String(length=32), nullable=True),
         sa.Column(
@@ -629,17 +606,9 @@ def upgrade() -> None:
         sa.Column(
             "observed_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
         ),
-        sa.Column(
-            "settled_minor",
-            reconciliation.store.types.Amount(precision=78, scale=0),
-            nullable=False,
-        ),
-        sa.Column(
-            "posted_minor", reconciliation.store.types.Amount(precision=78, scale=0), nullable=False
-        ),
-        sa.Column(
-            "drift_minor", reconciliation.store.types.Amount(precision=78, scale=0), nullable=False
-        ),
+        sa.Column("settled_minor", sa.BigInteger(), nullable=False),
+        sa.Column("posted_minor", sa.BigInteger(), nullable=False),
+        sa.Column("drift_minor", sa.BigInteger(), nullable=False),
         sa.Column("explained_by_lag", sa.Boolean(), nullable=False),
         sa.Column("postings_through_id", sa.BigInteger(), nullable=False),
         sa.Column(

@@ -65,6 +65,7 @@ def _register() -> None:
         "recon.cli.report_commands",
         "recon.cli.audit_commands",
         "recon.cli.demo_commands",
+        "recon.cli.console_commands",
     ):
         _add_module_commands(name)
 

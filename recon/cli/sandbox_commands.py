@@ -52,6 +52,14 @@ SCHEMES = (
     help="Which provider to play where the specs say 'not shown': a preset (recon, standard, "
     "sparse) and optional choice=value overrides, comma-separated (docs/decisions.md).",
 )
+@click.option(
+    "--fees",
+    default="",
+    envvar="RECON_SANDBOX_FEES",
+    help="Fee schedule charged on transfers: flat=<minor units>,bp=<basis points>,"
+    "bearer=<sender_pays|application_pays|receiver_pays|split>, optionally drift=<minor units> "
+    "and <bearer>.flat / <bearer>.bp. Empty: no fees.",
+)
 def sandbox(
     host: str,
     port: int,
@@ -60,6 +68,7 @@ def sandbox(
     projection_lag: float,
     signature_scheme: str,
     variant: str,
+    fees: str,
 ) -> None:
     """Run the provider sandbox (gateway /v1, company API /company/v1, control API /_sandbox)."""
     from sandbox.__main__ import main as sandbox_main
@@ -73,6 +82,7 @@ def sandbox(
             f"--projection-lag={projection_lag}",
             f"--signature-scheme={signature_scheme}",
             f"--variant={variant}",
+            f"--fees={fees}",
         ]
     )
 

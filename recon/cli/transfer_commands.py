@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import click
 from sqlalchemy.orm import Session, sessionmaker
 
+from foundation.money import format_money
 from foundation.settings import Settings
 from recon.cli.provider_commands import (
     AMOUNT,
@@ -49,7 +50,9 @@ from upstream import (
     Unavailable,
     ValueUnit,
 )
+from upstream.wire.fees import BEARERS, fee_instruction, read_fees
 from upstream.wire.replays import WriteReplayed
+from upstream.wire.transfers import Quote
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -67,13 +70,18 @@ def transfer() -> None:
 
 
 def _transfer_request(
-    source: HoldingAddress, to: HoldingAddress, amount: int, currency: str
+    source: HoldingAddress,
+    to: HoldingAddress,
+    amount: int,
+    currency: str,
+    fee_bearer: str | None = None,
 ) -> TransferRequest:
     return TransferRequest(
         source=source,
         destination=Destination.internal(to),
         value_unit=ValueUnit.fiat(currency.upper()),
         amount_minor_units=amount,
+        fee_instruction=fee_instruction(fee_bearer) if fee_bearer else None,
     )
 
 
@@ -84,10 +92,30 @@ def _transfer_options(func: F) -> F:
             click.option("--to", "to", type=HOLDING, required=True, help="Destination holding."),
             click.option("--amount", type=AMOUNT, required=True, help="Amount in minor units."),
             click.option("--currency", default="NGN", show_default=True),
+            click.option(
+                "--fee-bearer",
+                type=click.Choice(BEARERS),
+                default=None,
+                help="Who pays the application fee (sent as the fee instruction); without it "
+                "the provider's default applies.",
+            ),
         ]
     ):
         func = option(func)
     return func
+
+
+def _quoted_fee_line(quote: Quote) -> str:
+    """`fee: 25.00 NGN (application_fee, sender_pays)`, none, or unknown, from a quote."""
+    if quote.no_fee_reason and not quote.totals and not quote.lines:
+        return f"fees: none ({quote.no_fee_reason})"
+    reading = read_fees(quote.totals, quote.lines)
+    unit = str(quote.value_unit)
+    fee = reading.charged_in(unit)
+    if fee is None:
+        return "fee: unknown (the quote's fee elements could not all be read; shown below)"
+    detail = ", ".join(part for part in (reading.kind, reading.bearer) if part)
+    return f"fee: {format_money(fee, unit)}" + (f" ({detail})" if detail else "")
 
 
 @contextmanager
@@ -113,18 +141,33 @@ RERUN_IS_SAFE = (
 
 @transfer.command("create")
 @_transfer_options
+@click.option(
+    "--accept-quote",
+    is_flag=True,
+    help="Quote first and create against that quote (sent whole as acceptedQuote): a fee "
+    "charged other than the quoted one is then a fee_mismatch alert.",
+)
 @provider_errors
-def transfer_create(source: HoldingAddress, to: HoldingAddress, amount: int, currency: str) -> None:
+def transfer_create(
+    source: HoldingAddress,
+    to: HoldingAddress,
+    amount: int,
+    currency: str,
+    fee_bearer: str | None,
+    accept_quote: bool,
+) -> None:
     """Create a transfer and follow it until terminal.
 
-    Its intent and Idempotency-Key are stored before the request goes out: rerunning the same
-    command after a crash replays instead of moving twice, and the transfer is still followed.
+    It is quoted first, to say the fee it will be charged. Its intent and Idempotency-Key are
+    stored before the request goes out: rerunning the same command after a crash replays
+    instead of moving twice, and the transfer is still followed.
     """
     settings = provider_settings()
-    request = _transfer_request(source, to, amount, currency)
+    request = _transfer_request(source, to, amount, currency, fee_bearer)
     with _gateway_and_store(settings) as (client, sessions):
+        fee_line, accepted = _quote_before_create(client, request, required=accept_quote)
         try:
-            done = request_transfer(client, sessions, request, via="cli")
+            done = request_transfer(client, sessions, request, via="cli", accepted_quote=accepted)
         except (Unavailable, RateLimited) as exc:
             exit_with(EXIT_UNREACHABLE, f"{exc} {RERUN_IS_SAFE}")
     creation = done.creation
@@ -139,11 +182,28 @@ def transfer_create(source: HoldingAddress, to: HoldingAddress, amount: int, cur
     say(f"idempotency key: {done.idempotency_key}")
     if creation is not None and creation.evidence:
         say(f"receipts: {_receipts(creation.evidence)}")
+    say(fee_line)
     if done.outcome != DENIED:
         say("recorded: the workers poll it until its status is terminal")
     else:
         say("recorded: denied transfers are terminal at once")
         sys.exit(EXIT_REFUSED)
+
+
+def _quote_before_create(
+    client: GatewayClient, request: TransferRequest, *, required: bool
+) -> tuple[str, dict[str, object] | None]:
+    """The line saying the fee the transfer will be charged, from a quote of the same
+    material, and the quote to accept when `required`. A quote that fails only stops the
+    create when it was to be accepted."""
+    try:
+        quote = client.quote_transfer(request).value
+    except (Unavailable, RateLimited) as exc:
+        if required:
+            raise
+        return f"fee: not known before creating (the quote failed: {exc})", None
+    line = _quoted_fee_line(quote) + (", as quoted and accepted" if required else ", as quoted")
+    return line, quote.wire if required else None
 
 
 @transfer.command("track")
@@ -167,14 +227,16 @@ def transfer_track(transfer_ref: uuid.UUID) -> None:
 @transfer.command("quote")
 @_transfer_options
 @provider_errors
-def transfer_quote(source: HoldingAddress, to: HoldingAddress, amount: int, currency: str) -> None:
+def transfer_quote(
+    source: HoldingAddress, to: HoldingAddress, amount: int, currency: str, fee_bearer: str | None
+) -> None:
     """Quote fees and totals for a transfer; reserves nothing."""
     with gateway_client(provider_settings()) as client:
-        quote = client.quote_transfer(_transfer_request(source, to, amount, currency)).value
+        request = _transfer_request(source, to, amount, currency, fee_bearer)
+        quote = client.quote_transfer(request).value
     say(f"quote basis: {quote.quote_basis_transfer_ref}")
     say(f"amount: {quote.amount_minor_units} {quote.value_unit} (minor units)")
-    if quote.no_fee_reason:
-        say(f"fees: none ({quote.no_fee_reason})")
+    say(_quoted_fee_line(quote))
     for label, items in (("totals", quote.totals), ("lines", quote.lines)):
         for item in items:
             say(f"{label}: {item}")
@@ -194,6 +256,9 @@ def transfer_status(transfer_ref: uuid.UUID) -> None:
     say(f"revision: {s.revision}")
     if s.fees is not None:
         say(f"fees: {s.fees.status} ({s.fees.reason or '-'})")
+        for label, items in (("totals", s.fees.totals), ("lines", s.fees.lines)):
+            for item in items:
+                say(f"fee {label}: {item}")
 
 
 # -- recon credit -----------------------------------------------------------------------------

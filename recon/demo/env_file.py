@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
+from recon.demo.processes import private_folder
+
 #: The file's name inside the demo's state folder (`.recon/demo/env` by default).
 DEMO_ENV_FILE_NAME: Final = "env"
 
@@ -58,7 +60,7 @@ def write_demo_env(path: Path, env: Mapping[str, str]) -> None:
             raise ValueError(f"{name} holds a line break; it cannot be written to {path}")
         quoted = f"'{value}'" if any(c.isspace() or c in "'\"#" for c in value) else value
         lines.append(f"{name}={quoted}")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(path.parent)
     # Created with the private mode (never briefly readable by others), then forced to it in
     # case the file already existed with a looser one.
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)

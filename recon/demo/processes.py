@@ -16,8 +16,11 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
 import httpx
+
+from foundation.secret_key import STATE_DIR_MODE, make_state_dir
 
 #: Seconds a process gets to stop after SIGTERM before it is killed.
 STOP_GRACE_SECONDS = 10.0
@@ -53,6 +56,19 @@ class ManagedProcess:
         return "\n".join(text.splitlines()[-lines:])
 
 
+#: A demo log's mode: the owner's only.
+LOG_FILE_MODE: Final = 0o600
+
+
+def private_folder(path: Path) -> None:
+    """`path` and its parents up to an existing folder created 0700; the demo's own folders
+    (`.recon/demo`, its logs) forced to 0700 even when an older run left them looser."""
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    for folder in reversed(missing):
+        make_state_dir(folder)
+    path.chmod(STATE_DIR_MODE)
+
+
 @dataclass
 class ProcessGroup:
     """Processes started together and stopped together, last started first stopped."""
@@ -61,9 +77,13 @@ class ProcessGroup:
     processes: list[ManagedProcess] = field(default_factory=list)
 
     def start(self, name: str, argv: list[str], env: Mapping[str, str]) -> ManagedProcess:
-        self.log_dir.mkdir(parents=True, exist_ok=True)
+        private_folder(self.log_dir)
         log_path = self.log_dir / f"{name}.log"
-        with log_path.open("wb") as log:
+        # The logs name holdings, amounts and the demo's own settings: the owner's only,
+        # created so (never briefly readable) and forced so if an older run left them looser.
+        descriptor = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, LOG_FILE_MODE)
+        with os.fdopen(descriptor, "wb") as log:
+            os.fchmod(log.fileno(), LOG_FILE_MODE)
             popen = subprocess.Popen(
                 argv,
                 env=dict(env),

@@ -21,7 +21,13 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from recon.demo.env_file import demo_env_path, write_demo_env
-from recon.demo.processes import ProcessGroup, free_port, recon_argv, wait_until_ready
+from recon.demo.processes import (
+    ProcessGroup,
+    free_port,
+    private_folder,
+    recon_argv,
+    wait_until_ready,
+)
 from recon.demo.scenario import EXPECTED_ALERT_KINDS, SandboxControl, ScenarioRecord, run_scenario
 from reconciliation.reports import render
 from reconciliation.reports.model import Report, ReportWindow
@@ -94,7 +100,7 @@ def plan_demo(
     database_url = environ.get("DATABASE_URL", "")
     if not database_url:
         demo_db = state_dir / "demo" / "recon-demo.db"
-        demo_db.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(demo_db.parent)
         for suffix in ("", "-wal", "-shm"):
             Path(f"{demo_db}{suffix}").unlink(missing_ok=True)
         database_url = f"sqlite:///{demo_db}"

@@ -23,6 +23,7 @@ from upstream.gateway import GatewayClient
 from upstream.wire.balances import CreditRequest
 from upstream.wire.common import Destination, HoldingAddress, ValueUnit
 from upstream.wire.endpoints import EndpointRequest
+from upstream.wire.fees import BEARERS, fee_instruction
 from upstream.wire.replays import WriteReplayed
 from upstream.wire.transfers import TransferRequest
 
@@ -31,6 +32,13 @@ NGN: Final = ValueUnit.fiat("NGN")
 
 #: Endpoints that take external money (inbound credits) have this template.
 COLLECTION_TEMPLATE: Final = "customer_balance_collection_child"
+
+#: The fee schedule of the fee-paying transfers (the sandbox's control API): 25.00 NGN plus
+#: 0.1% of the amount, so each bearer's legs differ from the amount and from each other.
+FEE_SCHEDULE: Final = {"flatMinorUnits": 2_500, "basisPoints": 10}
+#: One fee-paying transfer per bearer, to a customer each: distinct amounts, so each transfer's
+#: legs are told apart at a glance in the console.
+FEE_TRANSFERS: Final = dict(zip(BEARERS, (300_000, 320_000, 340_000, 360_000), strict=True))
 
 #: Alert kinds each injected fault must raise (one alert each), and no other kind may be open.
 EXPECTED_ALERT_KINDS: Final = {
@@ -48,6 +56,7 @@ class ScenarioRecord:
     endpoints: list[HoldingAddress] = field(default_factory=list)
     credits: int = 0
     transfers_settled: int = 0
+    transfers_with_fees: int = 0
     transfers_denied: int = 0
     stuck_transfer: uuid.UUID | None = None
     injected: list[str] = field(default_factory=list)
@@ -76,6 +85,10 @@ class SandboxControl:
 
     def clear_faults(self) -> None:
         self._http.delete("/faults").raise_for_status()
+
+    def clear_fees(self) -> None:
+        """No fee schedule: transfers are free again (`no_configured_fee`)."""
+        self._http.delete("/fees").raise_for_status()
 
     def close(self) -> None:
         self._http.close()
@@ -146,7 +159,7 @@ def run_scenario(
     credit(carol, 15_000, fault="altered_amount")
     credit(alice, 61_250, fault="same_id_other_body")
 
-    def transfer(to: HoldingAddress, amount_minor: int) -> uuid.UUID:
+    def transfer(to: HoldingAddress, amount_minor: int, fee_bearer: str | None = None) -> uuid.UUID:
         creation = request_transfer(
             gateway,
             session_factory,
@@ -155,6 +168,7 @@ def run_scenario(
                 destination=Destination.internal(to),
                 value_unit=NGN,
                 amount_minor_units=amount_minor,
+                fee_instruction=fee_instruction(fee_bearer) if fee_bearer else None,
             ),
         )
         if creation.outcome == RESERVED:
@@ -167,6 +181,18 @@ def run_scenario(
     transfer(bob, 250_000)
     record.transfers_settled = 2
     transfer(carol, 10_000_000_000)
+
+    step("paying out with fees: one transfer under each bearer")
+    control.post("/fees", FEE_SCHEDULE)
+    try:
+        for to, (bearer, amount) in zip(
+            (alice, bob, carol, alice), FEE_TRANSFERS.items(), strict=True
+        ):
+            transfer(to, amount, fee_bearer=bearer)
+            record.transfers_settled += 1
+            record.transfers_with_fees += 1
+    finally:
+        control.clear_fees()
 
     step("injecting a stuck transfer (the rail never answers)")
     control.post("/transfers/outcomes", {"outcome": "hold"})

@@ -14,6 +14,7 @@ from reconciliation.drift.balance import BalanceMismatch
 from reconciliation.drift.base import DriftContext, DriftRule
 from reconciliation.drift.contradictions import StatusContradiction
 from reconciliation.drift.deliveries import DeliveryBodyConflict
+from reconciliation.drift.fees import FeeMismatch
 from reconciliation.drift.finality import FinalityOverdue
 from reconciliation.drift.mismatches import MatchedMoneyMismatch
 from reconciliation.drift.notifications import NotificationWithoutPosting
@@ -28,6 +29,7 @@ RULES: Final[tuple[DriftRule, ...]] = (
     NotificationWithoutPosting(),
     PostingWithoutNotification(),
     MatchedMoneyMismatch(),
+    FeeMismatch(),
     DeliveryBodyConflict(),
     FinalityOverdue(),
     SubscriptionInactive(),

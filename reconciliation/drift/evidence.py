@@ -32,6 +32,9 @@ POSTING_FIELDS: Final = {
     "holdingRef": holdings.c.holding_ref,
     "postedAt": postings.c.posted_at,
     "side": postings.c.side,
+    # The leg's journalKind as the provider named it: a leg of a kind recon does not know is
+    # described (never alerted on) by it.
+    "journalKind": postings.c.kind,
     "amountMinor": postings.c.amount_minor,
     "currency": postings.c.currency,
 }
@@ -55,6 +58,8 @@ TRANSFER_FIELDS: Final = {
     "status": transfers.c.status,
     "amountMinor": transfers.c.amount_minor,
     "currency": transfers.c.currency,
+    "feeChargedMinor": transfers.c.fee_charged_minor,
+    "feeBearer": transfers.c.fee_bearer,
     "sourceHoldingRef": transfers.c.source_holding_ref,
     "destHoldingRef": transfers.c.dest_holding_ref,
     "requestedAt": transfers.c.requested_at,

@@ -169,7 +169,17 @@ def _transfer_select() -> Any:
         t.c.transfer_ref,
         t.c.status,
         t.c.stage,
+        t.c.fee_charged_minor,
+        t.c.fee_bearer,
     )
+
+
+def _fee_words(row: Any) -> str:
+    """` · fee 25.00 NGN (sender_pays)` when the transfer states a fee, else nothing."""
+    if not row.fee_charged_minor:
+        return ""
+    who = f" ({row.fee_bearer})" if row.fee_bearer else ""
+    return f" · fee {format_money(row.fee_charged_minor, row.currency)}{who}"
 
 
 def _transfer(row: Any) -> Item:
@@ -181,7 +191,7 @@ def _transfer(row: Any) -> Item:
         currency=row.currency,
         amount_minor=row.amount_minor,
         reference=str(row.transfer_ref),
-        detail=f"{row.status or 'unknown status'} · {row.stage or 'no stage'}",
+        detail=f"{row.status or 'unknown status'} · {row.stage or 'no stage'}{_fee_words(row)}",
         transfer_ref=str(row.transfer_ref),
     )
 

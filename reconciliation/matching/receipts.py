@@ -162,6 +162,8 @@ def disagreement(p: Table, n: Table, t: Table) -> ColumnElement[int]:
                 n.c.currency != p.c.currency,
                 t.c.amount_minor != p.c.amount_minor,
                 t.c.currency != p.c.currency,
+                # A fee's legs do not each carry the amount: drift adds the group up.
+                t.c.fee_charged_minor != 0,
             ),
             MONEY_SUSPECT,
         ),

@@ -19,12 +19,13 @@ def render_json(report: Report) -> str:
     return json.dumps(report_as_dict(report), indent=2) + "\n"
 
 
-#: Format name -> (renderer, media type): the CLI and the API offer exactly these.
+#: Format name -> (renderer, media type): the CLI and the API offer exactly these. No charset:
+#: the web framework adds `; charset=utf-8` to every text type itself (twice, when it was here).
 FORMATS: Final[dict[str, tuple[Callable[[Report], str], str]]] = {
-    "text": (render_text, "text/plain; charset=utf-8"),
+    "text": (render_text, "text/plain"),
     "json": (render_json, "application/json"),
-    "csv": (render_csv, "text/csv; charset=utf-8"),
-    "html": (render_html, "text/html; charset=utf-8"),
+    "csv": (render_csv, "text/csv"),
+    "html": (render_html, "text/html"),
 }
 
 

@@ -80,6 +80,15 @@ def render_csv(report: Report) -> str:
         ]
         for metric, value in metrics:
             writer.writerow(("totals", t.holding_ref, t.currency, metric, value))
+    for f in report.fees:
+        for metric, value in (
+            ("count", f.count),
+            ("amount_minor", f.amount_minor),
+            ("unknown_count", f.unknown_count),
+        ):
+            writer.writerow(
+                ("fees", f.holding_ref, f.currency, f"{f.kind}:{f.bearer}:{metric}", value)
+            )
     for e in report.open_items:
         writer.writerow(
             (

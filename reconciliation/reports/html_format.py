@@ -112,6 +112,7 @@ def render_html(report: Report) -> str:
     parts += _open_items(report)
     parts += _drift(report)
     parts += _totals(report)
+    parts += fee_section(report)
     parts += _alerts(report)
     parts.append("</body></html>")
     return "\n".join(parts)
@@ -277,6 +278,32 @@ def _totals(report: Report) -> list[str]:
                 for t in report.totals
             ),
             {2, 3, 4, 5, 6},
+        ),
+    ]
+
+
+def fee_section(report: Report) -> list[str]:
+    """The fees table (also drawn on the console's holding and reports pages)."""
+    title = "<h2>Fees of settled transfers, by kind and bearer</h2>"
+    if not report.fees:
+        return [title, _empty("No fee charged on a settled transfer in the window.")]
+    return [
+        title,
+        _table(
+            ["holding", "unit", "kind", "bearer", "transfers", "fees", "unknown"],
+            (
+                [
+                    report.holding_label(f.holding_ref),
+                    f.currency,
+                    f.kind,
+                    f.bearer,
+                    f"{f.count:,}",
+                    format_money(f.amount_minor, f.currency),
+                    f"{f.unknown_count:,}",
+                ]
+                for f in report.fees
+            ),
+            {4, 5, 6},
         ),
     ]
 

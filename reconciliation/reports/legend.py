@@ -32,6 +32,10 @@ DEFINITIONS: Final[dict[str, str]] = {
         "by the provider's isTerminal/isSuccessful: settled (terminal, successful), in flight "
         "(not terminal), refused (denied at creation), failed (terminal, not successful)"
     ),
+    "fees": (
+        "fees of settled transfers, on the transfer's source holding, by kind and by who paid "
+        "(bearer); a fee recon could not read is counted as unknown, never as 0"
+    ),
     "openAlerts": (
         "alerts open or acknowledged now that were opened before the window's end; an alert "
         "is about a condition (an item, a pair that disagrees, a balance, a delivery), so it "

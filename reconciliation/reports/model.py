@@ -112,6 +112,23 @@ class HoldingTotals:
         return self.states[WAITING] + self.states[EXCEPTION]
 
 
+@dataclass(slots=True)
+class FeeTotal:
+    """Fees of settled transfers from one holding in one unit, of one kind and bearer.
+
+    `amount_minor` adds the fees recon could read; `unknown_count` counts the transfers whose
+    fee it could not (their raw fee objects are on the transfers), never added as 0.
+    """
+
+    holding_ref: str
+    currency: str
+    kind: str
+    bearer: str
+    count: int = 0
+    amount_minor: int = 0
+    unknown_count: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class OpenItem:
     """One unmatched item (waiting or exception), for the list under the figures."""
@@ -191,6 +208,7 @@ class Report:
     open_alerts: list[OpenAlert] = field(default_factory=list)
     open_alert_count: int = 0
     drift: list[HoldingDrift] = field(default_factory=list)
+    fees: list[FeeTotal] = field(default_factory=list)
     names: dict[str, HoldingName] = field(default_factory=dict)
     #: The newest finished ledger audit when the report was built (None: none has finished).
     #: Like "alerts open now", it says where the books stand now, whatever the window.

@@ -9,6 +9,8 @@ only asks each part for its share, in one session:
 - alerts opened and resolved in the window, by kind and severity; alerts open now;
 - balance drift per holding: the latest balance check up to `until`, and the checks over the
   window for the holdings that drifted;
+- fees of settled transfers per holding and unit, by kind and bearer
+  (`reconciliation.reports.fees`);
 - the last ledger audit (`reconciliation.ledger_audit.summary`): when the books were last
   re-read from the gateway, and what that found.
 """
@@ -22,6 +24,7 @@ from sqlalchemy import Table, select
 from sqlalchemy.orm import Session
 
 from reconciliation.ledger_audit.summary import last_audit
+from reconciliation.reports.fees import fee_figures
 from reconciliation.reports.figures import holding_names, item_figures, open_items
 from reconciliation.reports.history import alert_counts, balance_drift
 from reconciliation.reports.model import Report, ReportWindow
@@ -59,7 +62,9 @@ def build_report(
     report.open_items = open_items(session, window, holding_id, grace_seconds)
     report.alerts, report.open_alerts, report.open_alert_count = alert_counts(session, window)
     report.drift = balance_drift(session, window, holding_id)
+    report.fees = fee_figures(session, window, holding_id)
     refs = {t.holding_ref for t in report.totals} | {d.holding_ref for d in report.drift}
+    refs |= {f.holding_ref for f in report.fees}
     report.names = holding_names(session, refs)
     report.last_audit = last_audit(session)
     return report

@@ -126,6 +126,7 @@ def render_text(report: Report, width: int | None = None) -> str:
         console.print(f"  {term}: {definition}")
     console.print()
     _items_by_holding(console, report)
+    _fees(console, report)
     _open_items(console, report)
     _ageing(console, report)
     _alerts(console, report)
@@ -171,6 +172,29 @@ def _items_by_holding(console: Console, report: Report) -> None:
             ),
         )
     console.print(money_table)
+
+
+def _fees(console: Console, report: Report) -> None:
+    if not report.fees:
+        console.print("Fees: none charged on settled transfers.")
+        console.print()
+        return
+    table = _table(
+        "Fees of settled transfers, by kind and bearer",
+        ("holding", "unit", "kind", "bearer", "transfers", "fees", "unknown"),
+        {4, 5, 6},
+    )
+    for f in report.fees:
+        table.add_row(
+            report.holding_label(f.holding_ref),
+            f.currency,
+            f.kind,
+            f.bearer,
+            f"{f.count:,}",
+            format_money(f.amount_minor, f.currency),
+            f"{f.unknown_count:,}",
+        )
+    console.print(table)
 
 
 def _open_items(console: Console, report: Report) -> None:

@@ -78,6 +78,21 @@ def report_as_dict(report: Report) -> dict[str, Any]:
             }
             for t in report.totals
         ],
+        "fees": [
+            {
+                "holdingRef": f.holding_ref,
+                "accountNumber": _name(report, f.holding_ref, "account_number"),
+                "accountName": _name(report, f.holding_ref, "account_name"),
+                "currency": f.currency,
+                "exponent": currency_exponent(f.currency),
+                "kind": f.kind,
+                "bearer": f.bearer,
+                "count": f.count,
+                "amountMinor": minor(f.amount_minor),
+                "unknownCount": f.unknown_count,
+            }
+            for f in report.fees
+        ],
         "openItems": {
             "total": figures["unmatched"],
             "listed": len(report.open_items),

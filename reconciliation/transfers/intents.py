@@ -11,6 +11,7 @@ same material again reuses its key and the gateway's replay names the transfer.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final
 
@@ -20,6 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Transfer, TransferIntent
 from reconciliation.store.write_statements import insert_ignoring_conflicts
+from reconciliation.transfers.fees import instruction_bearer, quoted_fee
 from reconciliation.transfers.polling import ORIGIN_CREATED, record_created_transfer
 from upstream.idempotency import material_fingerprint
 from upstream.wire.transfers import (
@@ -54,8 +56,14 @@ def record_intent(
     fingerprint: str,
     client_key: uuid.UUID | None,
     now: datetime,
+    accepted_quote: Mapping[str, Any] | None = None,
 ) -> None:
-    """Commit the intent under `key` before the request goes out; a resend finds it there."""
+    """Commit the intent under `key` before the request goes out; a resend finds it there.
+
+    The fee's bearer (from the instruction) and the quoted fee (from `accepted_quote`) go with
+    it, for the transfer row the answer makes.
+    """
+    currency = str(request.value_unit)
     with transaction(factory) as session:
         session.execute(
             insert_ignoring_conflicts(session, TransferIntent, ["idempotency_key"]).values(
@@ -68,9 +76,11 @@ def record_intent(
                 dest_account_ref=request.destination.account_ref,
                 dest_endpoint_ref=request.destination.endpoint_ref,
                 dest_holding_ref=request.destination.holding_ref,
-                currency=str(request.value_unit),
+                currency=currency,
                 amount_minor=request.amount_minor_units,
                 material_fingerprint=fingerprint,
+                fee_bearer=instruction_bearer(request),
+                fee_quoted_minor=quoted_fee(accepted_quote, currency),
                 outcome=PENDING,
                 created_at=now,
             )
@@ -110,7 +120,25 @@ def record_answer(factory: sessionmaker[Session], creation: TransferCreation, no
             .where(TransferIntent.idempotency_key == creation.idempotency_key)
             .values(outcome=outcome, transfer_ref=creation.transfer_ref, answered_at=now)
         )
+        _copy_fee_terms(session, creation.idempotency_key, creation.transfer_ref)
     return outcome
+
+
+def _copy_fee_terms(session: Session, key: uuid.UUID, transfer_ref: uuid.UUID) -> None:
+    """The bearer and quoted fee the intent was sent with, onto its transfer row (the status
+    reads fill in the fee charged; a bearer they name never replaces the one we asked for)."""
+    intent = session.execute(
+        select(TransferIntent.fee_bearer, TransferIntent.fee_quoted_minor).where(
+            TransferIntent.idempotency_key == key
+        )
+    ).first()
+    if intent is None or (intent.fee_bearer is None and intent.fee_quoted_minor is None):
+        return
+    session.execute(
+        update(Transfer)
+        .where(Transfer.transfer_ref == transfer_ref)
+        .values(fee_bearer=intent.fee_bearer, fee_quoted_minor=intent.fee_quoted_minor)
+    )
 
 
 def record_refusal(

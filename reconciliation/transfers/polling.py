@@ -31,6 +31,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Transfer, TransferChange
 from reconciliation.store.write_statements import insert_ignoring_conflicts, rows_touched
+from reconciliation.transfers.fees import apply_fee_columns, fee_columns
 from upstream.wire.transfers import Stage, Status, TransferStatus
 from upstream.wire.transfers import Transfer as WireTransfer
 
@@ -190,6 +191,7 @@ def record_status(
                 )
             )
         transfer.stage, transfer.status, transfer.reason, transfer.revision = after
+        apply_fee_columns(transfer, status.fees)
         transfer.last_polled_at = now
         transfer.lease_owner = None
         transfer.lease_expires_at = None
@@ -218,8 +220,11 @@ def record_imported_transfer(session: Session, status: TransferStatus, now: date
 
     Its material (holdings, amount) is unknown: the status read carries none. Matching links it
     to postings through the notification that names its transferRef. A non-terminal one is due
-    for its next poll at once.
+    for its next poll at once. Its fee is read from the status's `fees`, its bearer from the
+    fee lines' words (recon sent no instruction).
     """
+    fees = fee_columns(status.fees, None)
+    fees["fee_bearer"] = fees.pop("lines_bearer", None)
     inserted = session.scalar(
         insert_ignoring_conflicts(session, Transfer, ["transfer_ref"])
         .values(
@@ -237,6 +242,7 @@ def record_imported_transfer(session: Session, status: TransferStatus, now: date
             terminal_at=now if status.is_terminal else None,
             created_at=now,
             updated_at=now,
+            **fees,
         )
         .returning(Transfer.id)
     )

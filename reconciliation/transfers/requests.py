@@ -105,6 +105,7 @@ def request_transfer(
             fingerprint=fingerprint,
             client_key=client_key,
             now=utcnow(),
+            accepted_quote=accepted_quote,
         )
 
     try:

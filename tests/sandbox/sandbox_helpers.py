@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +17,7 @@ from litestar.testing import TestClient
 
 from sandbox.config import DEFAULT_APP_ID, DEFAULT_COMPANY_KEY, SandboxConfig
 from sandbox.state import SandboxState
+from sandbox.variants import ProviderVariant
 
 GATEWAY_KEY = "ak_test_recon"
 AUTH = {"Authorization": f"Bearer {GATEWAY_KEY}"}
@@ -140,6 +144,17 @@ class World:
         assert r.status_code == 201, r.text
         data: dict[str, Any] = r.json()["data"]
         return data
+
+
+@contextmanager
+def playing(world: World, variant: ProviderVariant) -> Iterator[World]:
+    """The shared world playing `variant` for one test (transfers read it when created)."""
+    original = world.state.config
+    world.state.config = dataclasses.replace(original, variant=variant)
+    try:
+        yield world
+    finally:
+        world.state.config = original
 
 
 UUID_RE = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"

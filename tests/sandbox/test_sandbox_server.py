@@ -4,6 +4,7 @@ dropped connections on the wire, and ``python -m sandbox`` answering curl."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -225,3 +226,55 @@ def test_python_m_sandbox_answers_curl() -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_recon_sandbox_plays_the_fee_schedule_it_is_given() -> None:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "recon", "sandbox", "--port", str(port)],
+        cwd=ROOT,
+        env={**os.environ, "RECON_SANDBOX_FEES": "flat=2500,bp=10,bearer=split,drift=-5"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/_sandbox/fees"
+
+        def up() -> bool:
+            try:
+                return httpx.get(url).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until(up, timeout=15)
+        assert httpx.get(url).json()["schedule"] == {
+            "flatMinorUnits": 2500,
+            "basisPoints": 10,
+            "bearer": "split",
+            "perBearer": {},
+            "driftMinorUnits": -5,
+        }
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        ("flat=-1", "flat takes a whole number"),
+        ("bearer=nobody", "unknown fee bearer 'nobody'"),
+        ("rate=5", "names are flat, bp, bearer, drift"),
+    ],
+)
+def test_a_bad_fee_schedule_stops_start_up_saying_why(spec: str, words: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "sandbox", "--port", str(free_port()), "--fees", spec],
+        cwd=ROOT,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert words in done.stderr

@@ -3,21 +3,20 @@ the transfer states of section 3, and the life cycle after reservation in docs/d
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 
 from sandbox import config as c
-from sandbox.variants import PRESETS, ProviderVariant
+from sandbox.variants import PRESETS
 from tests.sandbox.sandbox_helpers import (
     AUTH,
     World,
     is_ts,
     is_uuid,
     new_key,
+    playing,
     problem,
     read_value,
     success_body,
@@ -49,17 +48,6 @@ STATUS_FIELDS = {
     "fees",
 }
 NO_FEES = {"status": "not_required", "reason": "no_configured_fee", "totals": [], "lines": []}
-
-
-@contextmanager
-def playing(world: World, variant: ProviderVariant) -> Iterator[World]:
-    """The shared world playing `variant` for one test (transfers read it when created)."""
-    original = world.state.config
-    world.state.config = dataclasses.replace(original, variant=variant)
-    try:
-        yield world
-    finally:
-        world.state.config = original
 
 
 @pytest.fixture

@@ -90,3 +90,102 @@ def test_config_check_masks_passwords_in_the_query_and_webhook_url_tokens(
     assert "slack-token-7c1e" not in shown and "B000" not in shown
     assert "db.internal:5432/recon?password=***&sslmode=require" in shown
     assert "https://hooks.slack.com/***" in shown
+
+
+#: A strong credential of each kind, as the docs tell operators to make them.
+STRONG_TOKEN = "Zq3vN8xTc1LwE5rYh0KdPs7uGj2mBa9fV4oXiQ6tHnS"
+STRONG_WHSEC = "whsec_" + base64.b64encode(bytes(range(7, 39))).decode()
+
+
+@pytest.mark.parametrize(
+    ("token", "problem"),
+    [
+        ("a" * 32, "has too little randomness"),
+        ("ab" * 20, "has too little randomness"),
+        ("0123456789abcdef" * 2, "follows a pattern"),
+        ("abcdefghijklmnopqrstuvwxyzABCDEF", "follows a pattern"),
+    ],
+)
+def test_a_long_but_patterned_admin_token_is_refused_when_live(
+    security_env: dict[str, str], token: str, problem: str
+) -> None:
+    # Before: only the length was checked, so 32 times `a` guarded a live provider.
+    live = {**security_env, **LIVE_PROVIDER, "RECON_ADMIN_TOKEN": token}
+    result = run_recon(live, "config", "check")
+    assert result.returncode == 2, result.stdout
+    assert f"RECON_ADMIN_TOKEN {problem}" in result.stderr
+    assert token not in result.stderr
+    strong = {**live, "RECON_ADMIN_TOKEN": STRONG_TOKEN}
+    assert run_recon(strong, "config", "check").returncode == 0
+
+
+@pytest.mark.parametrize(
+    "gateway",
+    [
+        {"RECON_GATEWAY_URL": "http://127.0.0.1:3128"},  # a local egress proxy
+        {"RECON_GATEWAY_URL": "http://localhost:8080"},
+        {"RECON_GATEWAY_URL": ""},  # no URL: the sandbox's address by default
+    ],
+    ids=["loopback-proxy", "localhost", "no-url"],
+)
+def test_a_live_key_is_live_whatever_the_gateway_url(
+    security_env: dict[str, str], gateway: dict[str, str]
+) -> None:
+    # Before: a loopback (or absent) gateway URL made recon take a live key for a sandbox, and
+    # the published demo admin token was accepted.
+    env = {
+        **security_env,
+        **gateway,
+        "RECON_GATEWAY_API_KEY": "ak_live_0123456789",
+        "RECON_ADMIN_TOKEN": "demo-admin-token-change-me",
+    }
+    result = run_recon(env, "config", "check")
+    assert result.returncode == 2
+    assert "RECON_ADMIN_TOKEN is a published demo value and the provider is live" in result.stderr
+
+
+def test_the_provider_mode_can_be_set_explicitly(security_env: dict[str, str]) -> None:
+    demo_token = {**security_env, "RECON_ADMIN_TOKEN": "demo-admin-token-change-me"}
+    # A sandbox whose keys do not carry the test prefix is declared a sandbox...
+    sandbox = {**demo_token, **LIVE_PROVIDER, "RECON_PROVIDER_MODE": "sandbox"}
+    checked = run_recon(sandbox, "config", "check")
+    assert checked.returncode == 0, checked.stderr
+    assert "provider.mode" in checked.stdout and "sandbox" in checked.stdout
+    # ...and a deploy can insist on live rules even with a test key.
+    live = {**demo_token, "RECON_PROVIDER_MODE": "live"}
+    assert "published demo value" in run_recon(live, "config", "check").stderr
+    typo = run_recon({**demo_token, "RECON_PROVIDER_MODE": "production"}, "config", "check")
+    assert "RECON_PROVIDER_MODE='production' is not valid: expected one of live, sandbox" in (
+        typo.stderr
+    )
+
+
+@pytest.mark.parametrize(
+    ("secrets", "problem"),
+    [
+        ("x", "entry 1 is too weak for a live provider: a plain secret is too short"),
+        (f"{STRONG_WHSEC},hunter2", "entry 2 is too weak for a live provider: a plain secret"),
+        ("whsec_" + base64.b64encode(b"tiny").decode(), "entry 1 is too weak"),
+        ("a" * 40, "entry 1 is too weak for a live provider: a plain secret has too little"),
+    ],
+)
+def test_a_weak_webhook_secret_is_refused_when_live(
+    security_env: dict[str, str], secrets: str, problem: str
+) -> None:
+    # Before: RECON_WEBHOOK_SECRETS=x was accepted against a live gateway.
+    live = {
+        **security_env,
+        **LIVE_PROVIDER,
+        "RECON_ADMIN_TOKEN": STRONG_TOKEN,
+        "RECON_WEBHOOK_SECRETS": secrets,
+    }
+    result = run_recon(live, "config", "check")
+    assert result.returncode == 2
+    assert f"RECON_WEBHOOK_SECRETS {problem}" in result.stderr
+    for secret in secrets.split(","):
+        assert secret not in result.stderr
+    # Strong ones are fine live; against the sandbox anything goes.
+    strong = {**live, "RECON_WEBHOOK_SECRETS": f"{STRONG_WHSEC},{STRONG_TOKEN}"}
+    assert run_recon(strong, "config", "check").returncode == 0
+    sandbox = {**security_env, "RECON_WEBHOOK_SECRETS": secrets}
+    assert run_recon(sandbox, "config", "check").returncode == 0

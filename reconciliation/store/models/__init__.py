@@ -21,7 +21,13 @@ from reconciliation.store.models.notifications import (
     Subscription,
     WebhookSecret,
 )
-from reconciliation.store.models.operations import AuditEvent, AuditRun, Lease, Watermark
+from reconciliation.store.models.operations import (
+    AuditEvent,
+    AuditRun,
+    ConsoleSession,
+    Lease,
+    Watermark,
+)
 from reconciliation.store.models.postings import (
     ActivityCursor,
     BalanceCheck,
@@ -49,6 +55,7 @@ __all__ = [
     "BalanceCheck",
     "BalanceSnapshot",
     "Base",
+    "ConsoleSession",
     "Delivery",
     "Holding",
     "Lease",

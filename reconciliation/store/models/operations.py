@@ -39,6 +39,25 @@ class Watermark(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 
+class ConsoleSession(Base):
+    """A signed-in console session, kept in the store so every web process agrees on it.
+
+    The cookie carries a random secret; the row is keyed by its SHA-256, so reading the table
+    gives no cookie that works. Sign-out deletes the row, `recon console sessions end-all`
+    deletes them all; a row past `expires_at` (absolute) or idle past the configured timeout
+    since `last_seen_at` no longer signs anyone in, and is deleted at the next sign-in.
+    """
+
+    __tablename__ = "console_sessions"
+    __table_args__ = (Index("ix_console_sessions_expires_at", "expires_at"),)
+
+    secret_sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    operator: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_seen_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime]
+
+
 class AuditEvent(Base):
     """One thing a person did through the operator console (or the CLI): who, what, why, when.
 

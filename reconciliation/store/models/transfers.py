@@ -41,6 +41,14 @@ class Transfer(Base):
         # One holding's transfers (the console's and a report's per-holding read): about a
         # thousand rows a holding even at a million transfers, then filtered by the window.
         Index("ix_transfers_source_holding", "source_holding_ref"),
+        # The few transfers created against an accepted quote: the fee_mismatch rule reads
+        # only these, not every transfer.
+        Index(
+            "ix_transfers_fee_quoted",
+            "id",
+            postgresql_where=text("fee_quoted_minor IS NOT NULL"),
+            sqlite_where=text("fee_quoted_minor IS NOT NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
@@ -74,6 +82,20 @@ class Transfer(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
     match_status: Mapped[str] = mapped_column(String(16), default=UNMATCHED)
+    #: The fee in the transfer's unit as the latest status read said it (its `fees` totals
+    #: added up); None until read, or when an element could not be read (`fee_evidence`).
+    fee_charged_minor: Mapped[int | None] = mapped_column(Amount())
+    #: Who pays it (upstream.wire.fees.BEARERS): the instruction recon sent, else the words of
+    #: the fee lines; None when neither says.
+    fee_bearer: Mapped[str | None] = mapped_column(String(32))
+    #: The fee's kind as its totals name it (`mixed` for several); None when unnamed.
+    fee_kind: Mapped[str | None] = mapped_column(String(64))
+    #: The provider's fee status word, verbatim (never interpreted).
+    fee_status: Mapped[str | None] = mapped_column(String(64))
+    #: The fee in the accepted quote recon created the transfer against; None without one.
+    fee_quoted_minor: Mapped[int | None] = mapped_column(Amount())
+    #: The status read's `fees` object as it came, and the elements that could not be read.
+    fee_evidence: Mapped[dict[str, Any] | None]
 
 
 class TransferChange(Base):
@@ -117,6 +139,10 @@ class TransferIntent(Base):
     currency: Mapped[str] = mapped_column(String(UNIT_CODE_LENGTH))
     amount_minor: Mapped[int] = mapped_column(Amount())
     material_fingerprint: Mapped[str] = mapped_column(String(64))
+    #: The bearer of the fee instruction sent, and the fee of the accepted quote sent (its
+    #: totals in the transfer's unit): copied onto the transfer when the gateway answers.
+    fee_bearer: Mapped[str | None] = mapped_column(String(32))
+    fee_quoted_minor: Mapped[int | None] = mapped_column(Amount())
     outcome: Mapped[str] = mapped_column(String(16), default="pending")
     transfer_ref: Mapped[uuid.UUID | None] = mapped_column(index=True)
     detail: Mapped[str | None] = mapped_column(Text)

@@ -90,6 +90,7 @@ class Store:
         journal: uuid.UUID | None = None,
         posted: datetime | None = None,
         currency: str | None = None,
+        kind: str = "transfer_settlement",
     ) -> Posting:
         return self._add(
             Posting(
@@ -100,7 +101,7 @@ class Store:
                 posted_at=posted or T0,
                 side=side,
                 effect="increase" if side == "credit" else "decrease",
-                kind="transfer_settlement",
+                kind=kind,
                 amount_minor=amount,
                 currency=currency or holding.currency,
                 partition="customer_liability",

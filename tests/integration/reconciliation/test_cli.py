@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from recon.cli.main import cli
-from reconciliation.store.models import Alert, Match
+from reconciliation.store.models import Alert, Match, Transfer
 from reconciliation.store.types import utcnow
 from tests.integration.reconciliation.builders import Store
 
@@ -106,3 +106,36 @@ def test_report_to_a_file_in_every_format(
     assert "Items by holding and unit" in invoke(run, "report")
     bad = run.invoke(cli, ["report", "--until", "2026-01-01T00:00:00"])
     assert bad.exit_code == 2 and "no time zone" in bad.output
+
+
+def test_report_gives_fees_per_holding_by_kind_and_bearer_in_every_format(
+    run: CliRunner, session_factory: sessionmaker[Session]
+) -> None:
+    store = Store(session_factory)
+    source, dest = store.holding(), store.holding()
+    fees = [("sender_pays", 2_500, {}), ("receiver_pays", 1_000, {}), ("split", None, {"x": 1})]
+    for bearer, fee, evidence in fees:
+        transfer = store.transfer(source, dest, 100_000, requested=AN_HOUR_AGO)
+        with session_factory.begin() as s:
+            s.execute(
+                update(Transfer)
+                .where(Transfer.id == transfer.id)
+                .values(
+                    fee_charged_minor=fee,
+                    fee_bearer=bearer,
+                    fee_kind="application_fee",
+                    fee_evidence=evidence or None,
+                )
+            )
+
+    as_json = json.loads(invoke(run, "report", "--format", "json", "--since", "2020-01-01"))
+    figures = {(f["bearer"], f["amountMinor"], f["unknownCount"]) for f in as_json["fees"]}
+    assert figures == {("sender_pays", 2_500, 0), ("receiver_pays", 1_000, 0), ("split", 0, 1)}
+    assert {f["holdingRef"] for f in as_json["fees"]} == {str(source.holding_ref)}
+
+    as_csv = invoke(run, "report", "--format", "csv", "--since", "2020-01-01")
+    assert f"fees,{source.holding_ref},NGN,application_fee:sender_pays:amount_minor,2500" in as_csv
+    as_text = invoke(run, "report", "--since", "2020-01-01")
+    assert "Fees of settled transfers, by kind and bearer" in as_text and "25.00 NGN" in as_text
+    as_html = invoke(run, "report", "--format", "html", "--since", "2020-01-01")
+    assert "Fees of settled transfers" in as_html and "10.00 NGN" in as_html

@@ -8,9 +8,12 @@ from collections.abc import Iterator
 
 import pytest
 from click.testing import CliRunner, Result
+from sqlalchemy import select
 
 from migrations import runner as migrate
 from recon.cli.main import cli
+from reconciliation.store.db import make_engine, make_session_factory
+from reconciliation.store.models import Transfer
 from sandbox.config import SandboxConfig
 from sandbox.server import SandboxServer
 from tests.integration.upstream.conftest import Control, funded, new_endpoint
@@ -143,3 +146,31 @@ def test_credit_simulate_is_refused_against_a_live_environment(base_env: dict[st
         assert result.exit_code == 1
         assert "not a sandbox" in result.output
         assert live.state.simulations == {}
+
+
+def test_transfer_quote_and_create_with_a_fee_bearer_and_an_accepted_quote(
+    env: dict[str, str], gateway: GatewayClient, control: Control
+) -> None:
+    r = control.http.post("/fees", json={"flatMinorUnits": 2500, "bearer": "sender_pays"})
+    assert r.status_code < 300, r.text
+    source = funded(gateway, control, 50_000)
+    dest = new_endpoint(gateway, "customer_balance_internal")
+    args = ["--from", _arg(source), "--to", _arg(dest), "--amount", "12000"]
+
+    quoted = run(env, "transfer", "quote", *args, "--fee-bearer", "receiver_pays")
+    assert quoted.exit_code == 0, quoted.output
+    assert "fee: 25.00 NGN (application_fee, receiver_pays)" in quoted.output
+
+    created = run(env, "transfer", "create", *args, "--fee-bearer", "split", "--accept-quote")
+    assert created.exit_code == 0, created.output
+    assert "fee: 25.00 NGN (application_fee, split), as quoted and accepted" in created.output
+    engine = make_engine(env["DATABASE_URL"])
+    try:
+        with make_session_factory(engine)() as s:
+            row = s.scalars(select(Transfer)).one()
+    finally:
+        engine.dispose()
+    assert (row.fee_bearer, row.fee_quoted_minor) == ("split", 2500)
+
+    refused = run(env, "transfer", "quote", *args, "--fee-bearer", "everyone")
+    assert refused.exit_code == 2 and "everyone" in refused.output

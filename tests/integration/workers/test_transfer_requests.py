@@ -241,6 +241,16 @@ def test_http_create_is_recorded_polled_and_idempotent_for_the_caller(
     assert tracked.status_code == 200 and tracked.json()["origin"] == "imported"
     assert web.post(f"/transfers/{uuid.uuid4()}/track", headers=ADMIN).status_code == 404
 
+    quote = {"quoteBasisTransferRef": str(uuid.uuid4()), "totals": [], "lines": []}
+    with_fee = {**body(300), "feeBearer": "receiver_pays", "acceptedQuote": quote}
+    charged = web.post("/transfers", json=with_fee, headers=ADMIN)
+    assert charged.status_code == 200, charged.text
+    assert rows(runtime.sessions)[uuid.UUID(charged.json()["transferRef"])].fee_bearer == (
+        "receiver_pays"
+    )
+    bad_bearer = web.post("/transfers", json={**body(1), "feeBearer": "everyone"}, headers=ADMIN)
+    assert bad_bearer.status_code == 400 and "feeBearer" in bad_bearer.text
+
     stored = rows(runtime.sessions)
     assert stored[uuid.UUID(denied.json()["transferRef"])].is_terminal
     sandbox.state.finalize(str(elsewhere), "settle")

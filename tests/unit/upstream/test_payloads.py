@@ -334,3 +334,12 @@ def test_bad_payload_settings_stop_start_up_naming_the_variable(
 ) -> None:
     with pytest.raises(ConfigError, match=re.escape(complaint)):
         load_settings({**base_env, **env})
+
+
+@pytest.mark.parametrize("depth", [1_000, 50_000])
+def test_a_body_nested_deeper_than_the_decoders_go_is_not_understood(depth: int) -> None:
+    # Before: RecursionError escaped the reader, so a replayed quarantined delivery failed the
+    # processor's message instead of staying quarantined with a reason.
+    body = b'{"id": "x", "data": ' + b"[" * depth + b"]" * depth + b"}"
+    result = not_understood(body)
+    assert "nested too deeply" in result.describe()

@@ -97,6 +97,9 @@ class PayloadReader:
             doc = _parse(body)
         except (UnicodeDecodeError, ValueError) as exc:
             return _not_json(f"body is not valid JSON ({exc})")
+        except RecursionError:
+            # Both decoders stop at about a thousand levels: such a body stays quarantined.
+            return _not_json("body is nested too deeply to read (about a thousand levels or more)")
         if not isinstance(doc, dict):
             return _not_json(f"body is JSON but not an object (a {type(doc).__name__})")
         lowered = {name.lower(): value for name, value in headers.items()}

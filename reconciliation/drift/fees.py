@@ -1,0 +1,84 @@
+"""fee_mismatch: a transfer charged a fee other than the one its accepted quote showed.
+
+When recon creates a transfer against an accepted quote (`recon transfer create
+--accept-quote`), the quote's fee is what the user agreed to; the spec warns that a created
+transfer's totals can differ from the quoted ones. A settled transfer whose fee (its status
+read's `fees` totals, in its unit) is not the quoted fee is this alert, with both figures as
+evidence. It is never an amount_mismatch: the legs may add up perfectly for the fee charged.
+
+Only settled transfers are judged (terminal and successful): one that failed or was denied
+charged nothing, whatever it was quoted. A fee recon could not read is not judged either (its
+evidence keeps the raw fee object). Clears when a later status read states the quoted fee;
+otherwise a person acknowledges or resolves it once the difference is explained.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from sqlalchemy import Table, select, true
+
+from foundation.money import format_money
+from reconciliation.alerts.changes import Assessment
+from reconciliation.alerts.lifecycle import Finding, fingerprint
+from reconciliation.drift.base import DriftContext
+from reconciliation.drift.evidence import TRANSFER_FIELDS, as_evidence
+from reconciliation.store.models import Transfer
+
+KIND: Final = "fee_mismatch"
+#: Medium, like a late notification: money moved as the ledger says, but not at the price the
+#: user accepted, which someone must explain to them.
+SEVERITY: Final = "medium"
+
+transfers: Table = Transfer.__table__  # type: ignore[assignment]
+
+
+class FeeMismatch:
+    kinds = (KIND,)
+
+    def assess(self, ctx: DriftContext) -> Assessment:
+        t = transfers
+        query = select(
+            *TRANSFER_FIELDS.values(),
+            t.c.fee_quoted_minor,
+            t.c.fee_charged_minor,
+            t.c.fee_bearer,
+            t.c.fee_evidence,
+        ).where(
+            # Read through ix_transfers_fee_quoted: only transfers created against a quote.
+            t.c.fee_quoted_minor.is_not(None),
+            t.c.fee_charged_minor.is_not(None),
+            t.c.fee_charged_minor != t.c.fee_quoted_minor,
+            t.c.is_terminal == true(),
+            t.c.is_successful == true(),
+        )
+        width = len(TRANSFER_FIELDS)
+        found = []
+        for row in ctx.session.execute(query):
+            quoted, charged, bearer, raw = row[width:]
+            transfer = as_evidence(TRANSFER_FIELDS, row[:width])
+            unit = transfer["currency"]
+            found.append(
+                Finding(
+                    kind=KIND,
+                    severity=SEVERITY,
+                    subject=(
+                        f"transfer {transfer['transferRef']} was charged a fee of "
+                        f"{format_money(int(charged), unit)}, its accepted quote said "
+                        f"{format_money(int(quoted), unit)}"
+                    ),
+                    fingerprint=fingerprint(KIND, transfer["transferRef"]),
+                    evidence={
+                        "transfer": transfer,
+                        "fee": {
+                            "quotedMinor": str(quoted),
+                            "chargedMinor": str(charged),
+                            "differenceMinor": int(charged) - int(quoted),
+                            "currency": unit,
+                            "bearer": bearer,
+                            "asRead": raw,
+                        },
+                    },
+                )
+            )
+        return Assessment(kinds=self.kinds, findings=found)
