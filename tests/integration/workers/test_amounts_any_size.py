@@ -153,6 +153,8 @@ def test_every_unit_is_polled_snapshotted_reconciled_and_reported_exactly(
 def test_a_drift_past_two_to_the_63_is_found_and_ordered_exactly(
     runtime: Runtime, sandbox: SandboxServer, cli_runner: CliRunner
 ) -> None:
+    if "oldest_first" not in sandbox.state.config.variant.sort_directions:
+        pytest.skip("a newest-first walk re-reads the page a back-dated posting lands on: no drift")
     eth = holding_in(sandbox, ETH_CODE)
     yen = holding_in(sandbox, "JPY")
     credit(runtime, sandbox, eth, ETH, BIG)
