@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app import state_keys
 from app.auth import admin_guard
+from foundation.money import AmountError, check_digits
 from foundation.settings import Settings
 from reconciliation.transfers.outbound import StoreIdempotencyKeys
 from reconciliation.transfers.requests import (
@@ -87,6 +88,7 @@ class TransferIn(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     accepted_quote: dict[str, Any] | None = None
 
     def request(self) -> TransferRequest:
+        check_digits(self.amount_minor_units)  # AmountError (400) past what the store keeps
         return TransferRequest(
             source=self.source.address(),
             destination=Destination.internal(self.destination.address()),
@@ -180,6 +182,7 @@ def _problem(status: int, detail: str) -> Response[dict[str, Any]]:
 #: (errors, HTTP status, what the caller should do) for each refusal, most specific first.
 _REFUSALS: Final[tuple[tuple[tuple[type[Exception], ...], int, str], ...]] = (
     ((ClientKeyReusedError,), 409, ""),
+    ((AmountError,), 400, ""),
     ((PreviouslyRefusedError,), 422, ""),
     ((NotFound,), 404, ""),
     ((InvalidInput, Conflict), 422, " Correct the request; the same one will be refused again."),
@@ -220,6 +223,7 @@ def routes(settings: Settings) -> Router:
         return factory
 
     handled: tuple[type[Exception], ...] = (
+        AmountError,
         ClientKeyReusedError,
         PreviouslyRefusedError,
         ProviderError,

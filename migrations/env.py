@@ -23,6 +23,29 @@ def _url() -> str:
     return normalise_database_url(url)
 
 
+def _run(connection: Connection) -> None:
+    """Run the migrations on `connection`, with SQLite's foreign keys off while they run.
+
+    SQLite changes a column by copying its table and dropping the old one (batch mode), and with
+    foreign keys on, dropping `holdings` while `postings` point at it fails, so a store holding
+    any data could not be upgraded. The pragma only takes effect outside a transaction, so it is
+    set before the migrations' transaction begins; the keys are checked once they are done.
+    """
+    sqlite = connection.dialect.name == "sqlite"
+    if sqlite:
+        connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+        connection.commit()  # end the transaction SQLAlchemy began, so alembic's is its own
+    _configure(connection)
+    with context.begin_transaction():
+        context.run_migrations()
+    if sqlite:
+        broken = connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+        connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+        connection.commit()
+        if broken:
+            raise RuntimeError(f"the migrations left rows whose foreign keys dangle: {broken[:5]}")
+
+
 def _configure(connection: Connection) -> None:
     context.configure(
         connection=connection,
@@ -42,15 +65,11 @@ def run_migrations_offline() -> None:
 def run_migrations_online() -> None:
     connection = config.attributes.get("connection")
     if connection is not None:
-        _configure(connection)
-        with context.begin_transaction():
-            context.run_migrations()
+        _run(connection)
         return
     engine = make_engine(_url())
     with engine.connect() as conn:
-        _configure(conn)
-        with context.begin_transaction():
-            context.run_migrations()
+        _run(conn)
     engine.dispose()
 
 

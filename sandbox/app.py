@@ -30,6 +30,7 @@ from sandbox.routes_gateway_balances import balance_handlers
 from sandbox.routes_gateway_endpoints import endpoint_handlers
 from sandbox.routes_gateway_transfers import transfer_handlers
 from sandbox.state import SandboxState
+from sandbox.units import write_asset_under
 
 _log = logging.getLogger("sandbox.app")
 
@@ -40,6 +41,7 @@ def create_app(config: SandboxConfig | None = None, state: SandboxState | None =
         state = SandboxState(config)
     elif config is not None and config is not state.config:
         raise ValueError("pass either a config or a state built from it, not two different ones")
+    write_asset_under(state.config.variant.unit_asset_member)
 
     gateway = Router(
         path="/v1",

@@ -11,6 +11,7 @@ import bisect
 from typing import Any
 
 from sandbox.ids import IdSource, fingerprint
+from sandbox.units import unit_wire
 
 INTERNAL = "customer_balance_internal"
 COLLECTION_CHILD = "customer_balance_collection_child"
@@ -98,7 +99,7 @@ class Endpoint:
 
     @property
     def value_unit(self) -> dict[str, Any]:
-        return {"kind": "fiat", "currency": self.currency}
+        return unit_wire(self.currency)
 
     def guard(self) -> dict[str, Any]:
         """The lifecycle guard: a version plus a fingerprint of the state it was read in."""

@@ -28,6 +28,7 @@ import msgspec
 
 from sandbox.config import format_timestamp, parse_timestamp
 from sandbox.endpoints import Endpoint
+from sandbox.units import asset_decimals
 
 PAYMENT_RECEIVED = "PAYMENT_RECEIVED"
 TRANSACTION_COMPLETED = "TRANSACTION_COMPLETED"
@@ -46,7 +47,9 @@ _EXPONENTS = {"JPY": 0, "KRW": 0, "XOF": 0, "XAF": 0, "BHD": 3, "KWD": 3, "OMR":
 
 
 def exponent(currency: str) -> int:
-    return _EXPONENTS.get(currency, 2)
+    """Decimals of the unit's major amount: the currency's, or a non-fiat asset's own."""
+    decimals = asset_decimals(currency)
+    return decimals if decimals is not None else _EXPONENTS.get(currency, 2)
 
 
 def major_units(amount_minor: int, currency: str) -> str:
@@ -119,9 +122,7 @@ def bump_amount(data: dict[str, Any]) -> dict[str, Any]:
     amount, currency = data.get("amount"), data.get("currency")
     if not isinstance(amount, str) or not isinstance(currency, str):
         return data
-    exp = exponent(currency)
-    minor = int(amount.replace(".", "")) if exp else int(amount)
-    return {**data, "amount": major_units(minor + 1, currency)}
+    return {**data, "amount": major_units(minor_units(amount, currency) + 1, currency)}
 
 
 def minor_units(amount: str, currency: str) -> int:

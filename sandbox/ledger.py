@@ -18,6 +18,7 @@ import msgspec
 
 from sandbox.config import format_timestamp
 from sandbox.ids import uuid_text
+from sandbox.units import unit_wire
 
 # Row layout: (posted_ms, receipt, line, journal, amount, side); uuids as 128-bit ints.
 Row = tuple[int, int, int, int, int, int]
@@ -75,7 +76,7 @@ class Holding:
 
     @property
     def value_unit(self) -> dict[str, Any]:
-        return {"kind": "fiat", "currency": self.currency}
+        return unit_wire(self.currency)
 
     @property
     def reserved(self) -> int:

@@ -23,6 +23,7 @@ from sandbox.idempotency import Intake, replay_for
 from sandbox.ids import fingerprint
 from sandbox.routes_common import idempotent_write, read_write_body, stored_replay
 from sandbox.state import SandboxState
+from sandbox.units import unit_key
 from sandbox.validation import require_amount, require_uuid, require_value_unit
 
 UNIT_QUERY_PARTS = ("asset", "network", "instrumentRef")
@@ -106,17 +107,23 @@ def account_handlers(state: SandboxState) -> list[Any]:
         for name in ("ownerKind", "ownerRef", "valueUnitKind"):
             if not query.get(name):
                 raise invalid_input(f"Query parameter `{name}` is required.")
-        if query["valueUnitKind"] != "fiat":
-            raise invalid_input("`valueUnitKind` must be `fiat`.")
-        currency = query.get("currency") or ""
-        if len(currency) != 3:
-            raise invalid_input("`currency` is required for a fiat value unit.")
         missing = [p for p in UNIT_QUERY_PARTS if p not in query]
-        if missing or any(query[p] for p in UNIT_QUERY_PARTS):
-            raise invalid_input(
-                "`asset`, `network` and `instrumentRef` do not apply to fiat: send them empty, "
-                "not omitted."
-            )
+        kind = query["valueUnitKind"]
+        if kind == "fiat":
+            currency = query.get("currency") or ""
+            if len(currency) != 3:
+                raise invalid_input("`currency` is required for a fiat value unit.")
+            if missing or any(query[p] for p in UNIT_QUERY_PARTS):
+                raise invalid_input(
+                    "`asset`, `network` and `instrumentRef` do not apply to fiat: send them "
+                    "empty, not omitted."
+                )
+        else:
+            parts = {p: query[p] for p in UNIT_QUERY_PARTS if query.get(p)}
+            try:
+                currency = unit_key({"kind": kind, **parts}, "query")
+            except ValueError as exc:
+                raise invalid_input(str(exc)) from None
         owner_ref = query["ownerRef"].lower()
         with state.lock:
             ref = state.directory.receiving_current.get((query["ownerKind"], owner_ref, currency))

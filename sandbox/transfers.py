@@ -24,6 +24,7 @@ from typing import Any, Literal, NamedTuple
 
 from sandbox.config import format_timestamp
 from sandbox.fees import NO_FEES, NOT_CHARGED, Assessment, FeeLine, FeeStyle, render_fees
+from sandbox.units import unit_wire
 
 #: "hold" keeps a transfer from finality until a later explicit settle or fail: the stuck
 #: rail that a finality deadline exists to catch.
@@ -165,7 +166,7 @@ class Transfer:
             "sourceEndpointRef": self.source[1],
             "sourceHoldingRef": self.source[2],
             "destination": self.destination,
-            "valueUnit": {"kind": "fiat", "currency": self.currency},
+            "valueUnit": unit_wire(self.currency),
             "amountMinorUnits": str(self.amount),
             "requestedBy": self.requested_by,
             "materialFingerprint": self.material_fingerprint,

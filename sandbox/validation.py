@@ -13,9 +13,9 @@ from typing import Any
 
 from sandbox.envelopes import invalid_input
 from sandbox.ids import is_uuid
+from sandbox.units import unit_key
 
 _AMOUNT_RE = re.compile(r"^[1-9][0-9]*$")
-_CURRENCY_RE = re.compile(r"^[A-Z]{3}$")
 
 
 def parse_json_object(raw: bytes) -> dict[str, Any]:
@@ -52,16 +52,14 @@ def optional_uuid(value: Any, name: str) -> str | None:
 
 
 def require_value_unit(body: Mapping[str, Any], name: str = "valueUnit") -> str:
-    """The currency of a fiat value unit (the only kind the spec shows)."""
+    """The unit's key (sandbox.units): a fiat currency, or a non-fiat unit's kind and asset."""
     unit = require(body, name)
     if not isinstance(unit, dict):
         raise invalid_input(f"`{name}` must be an object.")
-    if unit.get("kind") != "fiat":
-        raise invalid_input(f"`{name}.kind` must be `fiat`.")
-    currency = unit.get("currency")
-    if not isinstance(currency, str) or not _CURRENCY_RE.match(currency):
-        raise invalid_input(f"`{name}.currency` must be a three-letter currency code.")
-    return currency
+    try:
+        return unit_key(unit, name)
+    except ValueError as exc:
+        raise invalid_input(str(exc)) from None
 
 
 def require_amount(body: Mapping[str, Any], name: str = "amountMinorUnits") -> int:

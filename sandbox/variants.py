@@ -24,6 +24,7 @@ WriteReplay = Literal["transfer-only", "every-write"]
 CompanyEnvelope = Literal["data", "wrapped"]
 RetryAfterForm = Literal["seconds", "http-date"]
 RetryPolicyFields = Literal["recon", "strict-other"]
+UnitAssetMember = Literal["asset", "currency"]
 FeeLayout = Literal["same-journal", "own-journal"]
 FeeJournalKind = Literal["transfer_settlement", "distinct"]
 FeeLineShape = Literal["flat", "nested", "major"]
@@ -77,6 +78,11 @@ class ProviderVariant:
     #: Form of every Retry-After sent (429, and 503 when sent): delta-seconds or an HTTP date.
     retry_after_form: RetryAfterForm = "seconds"
 
+    # --- value units (gateway spec: only fiat shown; `asset` named as a query parameter) ------
+    #: Member of a non-fiat `valueUnit` that carries its asset: `asset` (the query parameter's
+    #: name) or `currency` (the member fiat uses).
+    unit_asset_member: UnitAssetMember = "asset"
+
     # --- fees (gateway spec: element shapes, ledger layout and journal kinds not shown) ------
     #: Fee legs as lines of the transfer's own journal, or in a journal of their own that
     #: shares the transfer's receiptRef (the receipt evidences the one operation).
@@ -124,6 +130,7 @@ PRESETS: Final[dict[str, ProviderVariant]] = {
         register_status=201,
         company_refusal_status=200,
         retry_after_on_503=True,
+        unit_asset_member="currency",
         fee_layout="same-journal",
         fee_journal_kind="distinct",
         fee_line_shape="major",

@@ -69,10 +69,11 @@ def millis(value: int | None) -> str:
     return f"{value} ms" if value < 10_000 else duration(value / 1000)
 
 
-def money(amount: int | None, currency: str | None = None, signed: bool = False) -> str:
+def money(amount: int | str | None, currency: str | None = None, signed: bool = False) -> str:
+    """An amount for people; evidence keeps amounts as strings of digits (exact in JSON)."""
     if amount is None:
         return NOTHING
-    return format_money(amount, currency, signed=signed)
+    return format_money(int(amount), currency, signed=signed)
 
 
 def label(key: object) -> str:

@@ -19,6 +19,7 @@ from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Final, Protocol
 
+from foundation.money import use_unit_exponents
 from foundation.settings._env import ConfigError, EnvReader, mask_url_password, mask_url_path
 from foundation.settings.groups import (
     DEFAULT_STATE_DIR,
@@ -115,11 +116,15 @@ VARIABLES: Final[dict[str, str]] = {
     "provider.company_app_id": "RECON_COMPANY_APP_ID",
     "provider.gateway_requests_per_second": "RECON_GATEWAY_RPS",
     "provider.activity_page_size": "RECON_ACTIVITY_PAGE_SIZE",
+    "provider.mode": "RECON_PROVIDER_MODE",
     "web.port": "PORT",
     "web.public_url": "RECON_PUBLIC_URL",
     "web.admin_token": "RECON_ADMIN_TOKEN",
     "web.max_connections": "RECON_WEB_MAX_CONNECTIONS",
     "web.keep_alive_seconds": "RECON_WEB_KEEP_ALIVE_SECONDS",
+    "web.console_session_seconds": "RECON_CONSOLE_SESSION_SECONDS",
+    "web.console_idle_seconds": "RECON_CONSOLE_IDLE_SECONDS",
+    "web.auth_failures_per_minute": "RECON_AUTH_FAILURES_PER_MINUTE",
     "webhooks.path": "RECON_WEBHOOK_PATH",
     "webhooks.secrets": "RECON_WEBHOOK_SECRETS",
     "webhooks.signature_scheme": "RECON_SIGNATURE_SCHEME",
@@ -146,6 +151,7 @@ VARIABLES: Final[dict[str, str]] = {
     "matching.notification_grace_seconds": "RECON_NOTIFICATION_GRACE_SECONDS",
     "matching.projection_grace_seconds": "RECON_PROJECTION_GRACE_SECONDS",
     "matching.finality_deadline_seconds": "RECON_FINALITY_DEADLINE_SECONDS",
+    "matching.unit_exponents": "RECON_UNIT_EXPONENTS",
     "alerts.cap_per_pass": "RECON_ALERT_CAP_PER_PASS",
     "alerts.webhook_url": "RECON_ALERT_WEBHOOK_URL",
     "alerts.webhook_secret": "RECON_ALERT_WEBHOOK_SECRET",
@@ -259,4 +265,8 @@ def load_settings(
         name: group.from_env(read if only is None or name in only else unread)
         for name, group in _GROUPS.items()
     }
-    return Settings(**groups)  # type: ignore[arg-type]
+    settings = Settings(**groups)  # type: ignore[arg-type]
+    # Every surface formats money through foundation.money, which learns the configured
+    # units here: each process (web, worker, CLI) loads its settings before it shows an amount.
+    use_unit_exponents(dict(settings.matching.unit_exponents))
+    return settings

@@ -68,28 +68,36 @@ class StoreSettings:
     database_url: str
     state_dir: Path
     secret_keys: tuple[Secret, ...]
-    #: DATABASE_URL was left unset: the embedded default's SQLite file in `state_dir`, which a
-    #: serving process may create and migrate itself. A configured store never is.
-    embedded: bool = False
 
     @property
     def is_postgres(self) -> bool:
         return self.database_url.startswith("postgresql")
+
+    @property
+    def embedded(self) -> bool:
+        """The store is the embedded default's SQLite file in `state_dir` (DATABASE_URL unset,
+        or naming that same file), which a serving process may create and migrate itself. Any
+        other store is configured, and never created by recon."""
+        return self.database_url == _embedded_url(self.state_dir)
 
     @classmethod
     def from_env(cls, r: EnvReader) -> StoreSettings:
         state_dir = Path(r.text("RECON_STATE_DIR", DEFAULT_STATE_DIR))
         database_url = r.required_url(
             "DATABASE_URL",
-            f"sqlite:///{state_dir / 'recon.db'}",
+            _embedded_url(state_dir),
             ("sqlite", "postgres", "postgresql", "postgresql+psycopg"),
         )
         return cls(
             database_url=normalise_database_url(database_url),
             state_dir=state_dir,
             secret_keys=_fernet_keys(r.raw("RECON_SECRET_KEY")),
-            embedded=r.raw("DATABASE_URL") is None,
         )
+
+
+def _embedded_url(state_dir: Path) -> str:
+    """The embedded default's store: a SQLite file in the state folder."""
+    return normalise_database_url(f"sqlite:///{state_dir / 'recon.db'}")
 
 
 def _fernet_keys(raw: str | None) -> tuple[Secret, ...]:

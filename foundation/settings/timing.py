@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from foundation.money import CURRENCY_EXPONENTS, MAX_AMOUNT_DIGITS
 from foundation.secret import Secret
 from foundation.settings._env import EnvReader, positive_int
 from foundation.settings.strength import alert_secret_problem
@@ -60,12 +61,20 @@ class ScheduleSettings:
 
 @dataclass(frozen=True, slots=True)
 class MatchingSettings:
-    """The matching window and how long an absence is tolerated before it is drift."""
+    """The matching window, how long an absence is tolerated before it is drift, and the
+    exponents of value units ISO 4217 does not know.
+
+    The exponents live here, with what every command that reads the store loads (a report of a
+    token holding needs them as much as the worker parsing its webhooks does).
+    """
 
     match_window_seconds: int
     notification_grace_seconds: int
     projection_grace_seconds: int
     finality_deadline_seconds: int
+    #: RECON_UNIT_EXPONENTS: display exponents of value units that are not ISO 4217 currencies,
+    #: by unit code ("token:USDC@ethereum" -> 6); a unit not listed reads as minor units.
+    unit_exponents: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def from_env(cls, r: EnvReader) -> MatchingSettings:
@@ -74,6 +83,14 @@ class MatchingSettings:
             notification_grace_seconds=r.whole_seconds("RECON_NOTIFICATION_GRACE_SECONDS", 900),
             projection_grace_seconds=r.whole_seconds("RECON_PROJECTION_GRACE_SECONDS", 120),
             finality_deadline_seconds=r.whole_seconds("RECON_FINALITY_DEADLINE_SECONDS", 3600),
+            unit_exponents=r.convert(
+                "RECON_UNIT_EXPONENTS",
+                (),
+                unit_exponents,
+                "a comma-separated list of unit=exponent such as token:USDC@ethereum=6 "
+                f"(unit codes as recon shows them, exponents 0-{MAX_AMOUNT_DIGITS}, not ISO "
+                "4217 currencies, whose exponents are known)",
+            ),
         )
 
 
@@ -221,3 +238,18 @@ class RetentionSettings:
             notification_days=age("RECON_RETAIN_NOTIFICATIONS_DAYS", None),
             match_days=age("RECON_RETAIN_MATCHES_DAYS", None),
         )
+
+
+def unit_exponents(text: str) -> tuple[tuple[str, int], ...]:
+    """RECON_UNIT_EXPONENTS parsed; ValueError on anything but `code=exponent` pairs."""
+    pairs = []
+    for item in text.split(","):
+        code, sep, digits = item.strip().rpartition("=")
+        code = code.strip()
+        if not sep or not code or not digits.strip().isdigit():
+            raise ValueError(item)
+        exp = int(digits)
+        if exp > MAX_AMOUNT_DIGITS or code.upper() in CURRENCY_EXPONENTS:
+            raise ValueError(item)
+        pairs.append((code, exp))
+    return tuple(pairs)

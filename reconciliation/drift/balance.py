@@ -89,9 +89,9 @@ class BalanceMismatch:
                         "currency": basis.currency,
                         "snapshotId": basis.snapshot_id,
                         "observedAt": basis.observed_at.isoformat(),
-                        "settledMinor": basis.settled,
-                        "postedMinor": posted,
-                        "driftMinor": drift,
+                        "settledMinor": str(basis.settled),
+                        "postedMinor": str(posted),
+                        "driftMinor": str(drift),
                         "projectionGraceSeconds": grace,
                     },
                 )

@@ -36,7 +36,7 @@ from reconciliation.store.models import (
     Posting,
     Watermark,
 )
-from reconciliation.store.types import UTCDateTime
+from reconciliation.store.types import UTCDateTime, amount_sum, signed_amount, to_amount
 
 #: balanceEffect that raises a balance; every other effect lowers it.
 INCREASE: Final = "increase"
@@ -56,9 +56,8 @@ PRUNED_NET: Final = "retention.postings.pruned_net_minor."
 #: Earlier than any posting: the lower bound of a holding never checked before.
 NEVER: Final = literal(datetime(1970, 1, 1, tzinfo=UTC), UTCDateTime())
 
-SIGNED = case(
-    (postings.c.effect == INCREASE, postings.c.amount_minor), else_=-postings.c.amount_minor
-)
+#: A posting's effect on its holding's balance, exact at any size on both databases.
+SIGNED = signed_amount(postings.c.effect == INCREASE, postings.c.amount_minor)
 
 
 @contextmanager
@@ -127,7 +126,7 @@ def _basis_select() -> Any:
         s.c.settled_minor.label("settled"),
         case((usable, prev.c.snapshot_id), else_=None).label("prev_snapshot_id"),
         case((usable, prev.c.observed_at), else_=None).label("prev_observed_at"),
-        case((usable, prev.c.posted_minor), else_=0).label("prev_posted"),
+        case((usable, prev.c.posted_minor), else_=None).label("prev_posted"),
         case((usable, prev.c.postings_through_id), else_=0).label("prev_through"),
         case((caught_up, 1), else_=0).label("caught_up"),
     ).select_from(
@@ -153,12 +152,12 @@ def read_bases(session: Session) -> tuple[list[Basis], int]:
                 currency=r.currency,
                 snapshot_id=r.snapshot_id,
                 observed_at=r.observed_at,
-                settled=r.settled,
+                settled=to_amount(r.settled),
                 prev_snapshot_id=r.prev_snapshot_id,
                 prev_observed_at=r.prev_observed_at,
-                prev_posted=int(r.prev_posted or 0),
+                prev_posted=_amount_or_zero(r.prev_posted),
                 caught_up=bool(r.caught_up),
-                posted=int(r.prev_posted or 0),
+                posted=_amount_or_zero(r.prev_posted),
             )
             for r in session.execute(select(basis))
         }
@@ -166,7 +165,7 @@ def read_bases(session: Session) -> tuple[list[Basis], int]:
             session.execute(select(func.coalesce(func.max(postings.c.id), 0))).scalar_one()
         )
         for holding_id, amount in _sums(session, basis):
-            found[holding_id].posted += int(amount or 0)
+            found[holding_id].posted += amount
         for holding_id, amount in _pruned_nets(session):
             basis_row = found.get(holding_id)
             if basis_row is not None and basis_row.prev_observed_at is None:
@@ -181,7 +180,11 @@ def _pruned_nets(session: Session) -> list[tuple[int, int]]:
     rows = session.execute(
         select(Watermark.name, Watermark.value).where(Watermark.name.startswith(PRUNED_NET))
     )
-    return [(int(name[len(PRUNED_NET) :]), int(value)) for name, value in rows]
+    return [(int(name[len(PRUNED_NET) :]), to_amount(value)) for name, value in rows]
+
+
+def _amount_or_zero(value: object) -> int:
+    return 0 if value is None else to_amount(value)
 
 
 def _sums(session: Session, basis: Table) -> list[tuple[int, int]]:
@@ -192,7 +195,7 @@ def _sums(session: Session, basis: Table) -> list[tuple[int, int]]:
     # index range on (holding_id, posted_at), however long the history. (As a join, the planner
     # cannot tell how narrow each holding's range is and hashes the whole postings table.)
     between = (
-        select(func.sum(SIGNED))
+        select(amount_sum(SIGNED))
         .where(
             p.c.holding_id == b.c.holding_id,
             p.c.posted_at <= b.c.observed_at,
@@ -203,13 +206,13 @@ def _sums(session: Session, basis: Table) -> list[tuple[int, int]]:
     forward = select(b.c.holding_id, between).where(
         ready, or_(b.c.prev_observed_at.is_(None), b.c.prev_observed_at < b.c.observed_at)
     )
-    rows = [(int(h), int(a or 0)) for h, a in session.execute(forward)]
+    rows = [(int(h), _amount_or_zero(a)) for h, a in session.execute(forward)]
     floor = session.execute(
         select(func.min(b.c.prev_through)).where(ready, b.c.prev_observed_at.is_not(None))
     ).scalar_one_or_none()
     if floor is not None:
         late = (
-            select(b.c.holding_id, func.sum(SIGNED))
+            select(b.c.holding_id, amount_sum(SIGNED))
             .select_from(joined)
             .where(
                 ready,
@@ -219,7 +222,7 @@ def _sums(session: Session, basis: Table) -> list[tuple[int, int]]:
             )
             .group_by(b.c.holding_id)
         )
-        rows += [(int(h), int(a or 0)) for h, a in session.execute(late)]
+        rows += [(int(h), _amount_or_zero(a)) for h, a in session.execute(late)]
     return rows
 
 
@@ -239,5 +242,5 @@ def grace_postings(
             )
             .order_by(p.c.posted_at, p.c.receipt_ref, p.c.line_ref)
         )
-        found[basis.holding_id] = [int(a) for a in session.scalars(query)]
+        found[basis.holding_id] = [to_amount(a) for a in session.scalars(query)]
     return found

@@ -76,7 +76,11 @@ def plain(value: Any) -> Any:
 
 
 def as_evidence(fields: dict[str, Any], row: Any) -> dict[str, Any]:
-    return {name: plain(value) for name, value in zip(fields, row, strict=True)}
+    """The row as evidence; amounts (`...Minor`) as strings of digits, exact in any JSON reader."""
+    return {
+        name: str(value) if name.endswith("Minor") and value is not None else plain(value)
+        for name, value in zip(fields, row, strict=True)
+    }
 
 
 def describe_postings(session: Session, ids: Iterable[int]) -> dict[int, dict[str, Any]]:

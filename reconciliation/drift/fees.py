@@ -71,8 +71,8 @@ class FeeMismatch:
                     evidence={
                         "transfer": transfer,
                         "fee": {
-                            "quotedMinor": int(quoted),
-                            "chargedMinor": int(charged),
+                            "quotedMinor": str(quoted),
+                            "chargedMinor": str(charged),
                             "differenceMinor": int(charged) - int(quoted),
                             "currency": unit,
                             "bearer": bearer,

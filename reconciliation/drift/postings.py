@@ -58,7 +58,7 @@ def findings(session: Session, ids: list[int]) -> list[Finding]:
                 kind=KIND,
                 severity=SEVERITY,
                 subject=(
-                    f"{ev['side']} of {format_money(ev['amountMinor'], ev['currency'])} on holding "
+                    f"{ev['side']} of {format_money(int(ev['amountMinor']), ev['currency'])} on holding "
                     f"{ev['holdingRef']} (receipt {ev['receiptRef']}) was never notified"
                 ),
                 fingerprint=fingerprint(KIND, ev["journalRef"], ev["lineRef"]),

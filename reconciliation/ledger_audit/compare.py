@@ -48,7 +48,7 @@ class Tally:
         self.checksum ^= line_ref.int
 
     def as_dict(self) -> dict[str, Any]:
-        return {"count": self.count, "net": self.net, "checksum": f"{self.checksum:032x}"}
+        return {"count": self.count, "net": str(self.net), "checksum": f"{self.checksum:032x}"}
 
     @property
     def key(self) -> tuple[int, int, int]:

@@ -32,7 +32,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final
 
+from psycopg import Error as DriverError
 from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from reconciliation.notifications.inbox import BODY_CONFLICT_NEXT_STEP, PENDING
@@ -52,6 +54,7 @@ from reconciliation.notifications.shape_alerts import (
 )
 from reconciliation.store import watermarks
 from reconciliation.store.models import Delivery
+from reconciliation.store.write_statements import refusal
 from upstream.webhooks.payloads import (
     MONEY_EVENTS,
     DeliveryNotification,
@@ -153,7 +156,7 @@ def process_deliveries(
         outcome.processed.append(row.id)
         if result.transfer_ref is not None:
             outcome.transfers_named.append(result.transfer_ref)
-    writes.store_processed(fresh, done, now)
+    _store_isolating_refusals(writes, fresh, done, now, outcome)
     writes.record_transfers(outcome.transfers_named, now)
     if problems or earlier_problems:
         # Counted over the store, so the rows just marked must be visible to the count.
@@ -162,6 +165,42 @@ def process_deliveries(
         outcome.resolved_alerts = resolve_cleared(session, earlier_problems - set(problems))
         session.flush()
     return outcome
+
+
+#: Why a delivery the store refused is set aside (`_store_isolating_refusals`).
+STORE_REFUSED: Final = "the store refused its notification ({reason})"
+
+
+def _store_isolating_refusals(
+    writes: BatchWrites,
+    fresh: list[dict[str, Any]],
+    done: list[tuple[int, str]],
+    now: datetime,
+    outcome: ProcessOutcome,
+) -> None:
+    """Write the batch in one go; if the store refuses it, write it a delivery at a time so
+    that only the delivery it refuses is quarantined (with the reason) and every other one is
+    processed. Without this one bad row failed the batch's statement, every retry and every
+    re-send of the sweep, holding back every delivery batched with it."""
+    session = writes.session
+    try:
+        with session.begin_nested():
+            writes.store_processed(fresh, done, now)
+        return
+    except (SQLAlchemyError, DriverError, ValueError):
+        pass
+    by_delivery = {n["delivery_pk"]: n for n in fresh}
+    for pk, event_type in done:
+        note = by_delivery.get(pk)
+        try:
+            with session.begin_nested():
+                writes.store_processed([note] if note else [], [(pk, event_type)], now)
+        except (SQLAlchemyError, DriverError, ValueError) as exc:
+            writes.quarantine(pk, STORE_REFUSED.format(reason=refusal(exc)))
+            outcome.processed.remove(pk)
+            outcome.quarantined.append(pk)
+            if note is not None and note["transfer_ref"] is not None:
+                outcome.transfers_named.remove(note["transfer_ref"])
 
 
 def record_named_transfers(session: Session, refs: Sequence[uuid.UUID], now: datetime) -> None:

@@ -66,7 +66,7 @@ NOTIFICATION_RECORD: Final = {
     "endpoint_ref": "uuid",
     "holding_ref": "uuid",
     "account_number": "text",
-    "amount_minor": "bigint",
+    "amount_minor": "numeric",
     "currency": "text",
     "claimed_status": "text",
     "narration": "text",

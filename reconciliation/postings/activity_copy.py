@@ -35,7 +35,7 @@ STAGE_TABLE: Final = "recon_posting_stage"
 _CREATE_STAGE: Final = f"""
     CREATE TEMPORARY TABLE IF NOT EXISTS {STAGE_TABLE} (
         journal_ref uuid, line_ref uuid, receipt_ref uuid, posted_at timestamptz,
-        side text, effect text, kind text, amount_minor bigint, currency text,
+        side text, effect text, kind text, amount_minor numeric, currency text,
         partition text, normal_side text
     ) ON COMMIT DELETE ROWS
 """
@@ -48,7 +48,7 @@ _STAGE_TYPES: Final = (
     "text",
     "text",
     "text",
-    "int8",
+    "numeric",
     "text",
     "text",
     "text",

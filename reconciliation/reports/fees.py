@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from reconciliation.reports.filters import UNKNOWN_HOLDING, for_holding, in_window
 from reconciliation.reports.model import FeeTotal, ReportWindow
 from reconciliation.store.models import Holding, Transfer
+from reconciliation.store.types import amount_sum
 
 transfers: Table = Transfer.__table__  # type: ignore[assignment]
 holdings: Table = Holding.__table__  # type: ignore[assignment]
@@ -41,7 +42,7 @@ def fee_figures(session: Session, window: ReportWindow, holding_id: int | None) 
             kind,
             bearer,
             func.count(),
-            func.sum(func.coalesce(t.c.fee_charged_minor, 0)),
+            amount_sum(t.c.fee_charged_minor),
             func.sum(case((unknown, 1), else_=0)),
         )
         .select_from(t.outerjoin(h, h.c.holding_ref == t.c.source_holding_ref))

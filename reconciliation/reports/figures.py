@@ -29,6 +29,7 @@ from reconciliation.reports.model import (
     ReportWindow,
 )
 from reconciliation.store.models import Holding, Locator
+from reconciliation.store.types import amount_sum
 
 holdings: Table = Holding.__table__  # type: ignore[assignment]
 locators: Table = Locator.__table__  # type: ignore[assignment]
@@ -68,7 +69,7 @@ def item_figures(
             items.c.detail,
             bucket,
             func.count(),
-            func.sum(items.c.amount),
+            amount_sum(items.c.amount),
         ).group_by(items.c.holding_ref, items.c.currency, items.c.state, items.c.detail, bucket)
         for ref, currency, state, detail, label, n, total in session.execute(grouped):
             key = (_ref(ref), currency or NO_CURRENCY)

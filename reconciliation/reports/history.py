@@ -18,6 +18,7 @@ from reconciliation.reports.model import (
     ReportWindow,
 )
 from reconciliation.store.models import Alert, BalanceCheck, Holding
+from reconciliation.store.types import amount_abs, amount_max, amount_order
 
 holdings: Table = Holding.__table__  # type: ignore[assignment]
 checks: Table = BalanceCheck.__table__  # type: ignore[assignment]
@@ -122,12 +123,13 @@ def balance_drift(
             drift_minor=int(row.drift_minor),
             explained_by_lag=bool(row.explained_by_lag),
         )
+    largest = amount_max(amount_abs(c.c.drift_minor))
     worst = (
-        select(c.c.holding_id, func.max(func.abs(c.c.drift_minor)).label("worst"))
+        select(c.c.holding_id, largest.label("worst"))
         .where(in_window(c.c.observed_at, window), for_holding(c.c.holding_id, holding_id))
         .group_by(c.c.holding_id)
-        .having(func.max(func.abs(c.c.drift_minor)) > 0)
-        .order_by(func.max(func.abs(c.c.drift_minor)).desc())
+        .having(largest != 0)
+        .order_by(amount_order(largest).desc())
         .limit(DRIFT_LINES)
     )
     drifting = {int(holding) for holding, _ in session.execute(worst)}

@@ -1,8 +1,11 @@
-"""The report as plain data for JSON: exact integers with their currency and its exponent.
+"""The report as plain data for JSON: exact amounts with their unit and its exponent.
 
-Money stays integer minor units (a float would lose a cent somewhere past 2**53), each amount
-next to its `currency` and that currency's ISO 4217 `exponent` (null when recon does not know
-it), so a reader can show major units without a table of its own. Times are ISO 8601 in UTC.
+Money is an integer of minor units written as a JSON string of digits ("150050", "-25"): a
+JSON number past 2**53 is rounded by most readers (JavaScript's among them), and an on-chain
+amount passes that at a fraction of one whole unit. Each amount sits next to its `currency`
+(the value unit's code) and that unit's `exponent` (ISO 4217, or RECON_UNIT_EXPONENTS for other
+units; null when recon knows neither), so a reader can show major units without a table of its
+own. Times are ISO 8601 in UTC.
 """
 
 from __future__ import annotations
@@ -17,6 +20,11 @@ from reconciliation.reports.model import TRANSFER_OUTCOMES, Report
 
 def _when(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
+
+
+def minor(amount: int) -> str:
+    """An amount as JSON carries it: its exact digits in a string."""
+    return str(amount)
 
 
 def camel(name: str) -> str:
@@ -50,15 +58,15 @@ def report_as_dict(report: Report) -> dict[str, Any]:
                 "currency": t.currency,
                 "exponent": currency_exponent(t.currency),
                 "postedCount": t.posted_count,
-                "creditsMinor": t.credits_minor,
-                "debitsMinor": t.debits_minor,
-                "postedMinor": t.posted_minor,
+                "creditsMinor": minor(t.credits_minor),
+                "debitsMinor": minor(t.debits_minor),
+                "postedMinor": minor(t.posted_minor),
                 "notifiedCount": t.notified_count,
-                "notifiedMinor": t.notified_minor,
+                "notifiedMinor": minor(t.notified_minor),
                 "transfers": {
                     camel(outcome): {
                         "count": t.transfers[outcome].count,
-                        "amountMinor": t.transfers[outcome].amount_minor,
+                        "amountMinor": minor(t.transfers[outcome].amount_minor),
                     }
                     for outcome in TRANSFER_OUTCOMES
                 },
@@ -81,7 +89,7 @@ def report_as_dict(report: Report) -> dict[str, Any]:
                 "kind": f.kind,
                 "bearer": f.bearer,
                 "count": f.count,
-                "amountMinor": f.amount_minor,
+                "amountMinor": minor(f.amount_minor),
                 "unknownCount": f.unknown_count,
             }
             for f in report.fees
@@ -97,7 +105,7 @@ def report_as_dict(report: Report) -> dict[str, Any]:
                     "holdingRef": e.holding_ref,
                     "currency": e.currency,
                     "exponent": currency_exponent(e.currency),
-                    "amountMinor": e.amount_minor,
+                    "amountMinor": minor(e.amount_minor),
                     "since": _when(e.since),
                     "ageDays": e.age_days,
                     "state": e.state,
@@ -109,7 +117,10 @@ def report_as_dict(report: Report) -> dict[str, Any]:
         "openExceptions": {
             "total": report.ageing.total,
             "byBucket": report.ageing.counts,
-            "amountsByBucket": report.ageing.amounts,
+            "amountsByBucket": {
+                bucket: {unit: minor(amount) for unit, amount in by_unit.items()}
+                for bucket, by_unit in report.ageing.amounts.items()
+            },
         },
         "alerts": {
             "byKind": [
@@ -137,14 +148,14 @@ def report_as_dict(report: Report) -> dict[str, Any]:
                 "currency": d.currency,
                 "exponent": currency_exponent(d.currency),
                 "observedAt": _when(d.observed_at),
-                "settledMinor": d.settled_minor,
-                "postedMinor": d.posted_minor,
-                "driftMinor": d.drift_minor,
+                "settledMinor": minor(d.settled_minor),
+                "postedMinor": minor(d.posted_minor),
+                "driftMinor": minor(d.drift_minor),
                 "explainedByLag": d.explained_by_lag,
                 "series": [
                     {
                         "observedAt": _when(p.observed_at),
-                        "driftMinor": p.drift_minor,
+                        "driftMinor": minor(p.drift_minor),
                         "explainedByLag": p.explained_by_lag,
                     }
                     for p in d.series

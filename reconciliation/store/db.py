@@ -23,6 +23,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 from foundation.secret_key import make_state_dir
+from reconciliation.store.types import AMOUNT_DIGITS, to_amount
 
 #: Seconds a SQLite writer waits for the lock before giving up.
 SQLITE_BUSY_TIMEOUT_SECONDS = 30
@@ -82,6 +83,68 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_SECONDS * 1000}")
     cursor.close()
+    _register_amount_functions(dbapi_connection)
+
+
+class _AmountSum:
+    """SQLite aggregate amount_sum(): exact at any size; NULL over no rows, as sum()."""
+
+    def __init__(self) -> None:
+        self.total: int | None = None
+
+    def step(self, value: object) -> None:
+        if value is not None:
+            self.total = (self.total or 0) + to_amount(value)
+
+    def finalize(self) -> str | None:
+        return None if self.total is None else str(self.total)
+
+
+class _AmountMax:
+    """SQLite aggregate amount_max(): the largest amount by value."""
+
+    def __init__(self) -> None:
+        self.top: int | None = None
+
+    def step(self, value: object) -> None:
+        if value is not None:
+            amount = to_amount(value)
+            self.top = amount if self.top is None else max(self.top, amount)
+
+    def finalize(self) -> str | None:
+        return None if self.top is None else str(self.top)
+
+
+#: amount_order's key: a sign digit, then AMOUNT_DIGITS + 1 digits, so text order is value order.
+_ORDER_WIDTH: Final = AMOUNT_DIGITS + 1
+_ORDER_SPAN: Final = 10**_ORDER_WIDTH
+
+
+def _amount_order(value: object) -> str | None:
+    if value is None:
+        return None
+    amount = to_amount(value)
+    if amount >= 0:
+        return f"1{amount:0{_ORDER_WIDTH}d}"
+    return f"0{_ORDER_SPAN + amount:0{_ORDER_WIDTH}d}"
+
+
+def _scalar(operation: Any) -> Any:
+    def apply(value: object) -> str | None:
+        return None if value is None else str(operation(to_amount(value)))
+
+    return apply
+
+
+def _register_amount_functions(dbapi_connection: Any) -> None:
+    """The SQL functions amounts need on SQLite (reconciliation.store.types.Amount): its own
+    sum() is 64-bit and fails past 2**63, and text compares as text, not by value."""
+    create = dbapi_connection.create_function
+    create("amount_neg", 1, _scalar(lambda a: -a), deterministic=True)
+    create("amount_abs", 1, _scalar(abs), deterministic=True)
+    create("amount_order", 1, _amount_order, deterministic=True)
+    dbapi_connection.create_aggregate("amount_sum", 1, _AmountSum)
+    dbapi_connection.create_aggregate("amount_max", 1, _AmountMax)
 
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:

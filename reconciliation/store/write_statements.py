@@ -36,3 +36,11 @@ def rows_touched(result: Result[Any]) -> int:
     if isinstance(result, CursorResult):
         return int(result.rowcount or 0)
     return 0
+
+
+def refusal(exc: BaseException) -> str:
+    """Why the store refused a row, in one line: the driver's own first line, without the SQL
+    statement or its parameters (which SQLAlchemy's message appends)."""
+    cause = getattr(exc, "orig", None) or exc
+    lines = str(cause).strip().splitlines()
+    return f"{type(cause).__name__}: {lines[0] if lines else ''}"[:300]

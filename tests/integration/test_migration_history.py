@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 from typing import Final
+from uuid import uuid4
 
 from alembic.script import ScriptDirectory
 
@@ -45,3 +46,51 @@ def test_the_history_is_one_line_from_the_first_release() -> None:
     assert walked[-1] == "0001", f"the history does not start at 0001: {walked}"
     files = sorted(p.name for p in VERSIONS.glob("[0-9]*.py"))
     assert len(files) == len(walked), f"{files} against revisions {walked}"
+
+
+def test_a_store_with_money_in_it_upgrades_exactly(db_url: str) -> None:
+    """Amounts written under 0001 (BIGINT) read back exactly after the move to any-size amounts,
+    on both databases: SQLite copies each table, PostgreSQL widens the column in place."""
+    from sqlalchemy import text
+
+    from reconciliation.store.db import make_engine
+
+    runner.downgrade(db_url, "0001")
+    engine = make_engine(db_url)
+    largest = 2**63 - 1
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO holdings (id, account_ref, endpoint_ref, holding_ref, unit_kind, "
+                "currency, watched, discovered_at, updated_at) VALUES (1, :a, :e, :h, 'fiat', "
+                "'NGN', true, '2026-01-01 00:00:00', '2026-01-01 00:00:00')"
+            ),
+            {"a": uuid4().hex, "e": uuid4().hex, "h": uuid4().hex},
+        )
+        for line, amount in enumerate((largest, 150050, 1)):
+            conn.execute(
+                text(
+                    "INSERT INTO postings (journal_ref, line_ref, receipt_ref, holding_id, "
+                    "posted_at, side, effect, kind, amount_minor, currency, ingested_at, "
+                    "match_status) VALUES (:j, :l, :r, 1, '2026-01-01 00:00:00', 'credit', "
+                    "'increase', 'transfer_settlement', :amount, 'NGN', '2026-01-01 00:00:00', "
+                    "'unmatched')"
+                ),
+                {"j": uuid4().hex, "l": f"{line:032x}", "r": uuid4().hex, "amount": amount},
+            )
+    engine.dispose()
+    runner.upgrade(db_url)
+    runner.check(db_url)
+
+    from sqlalchemy import select
+
+    from reconciliation.store.models import Posting
+    from reconciliation.store.types import amount_sum
+
+    engine = make_engine(db_url)
+    with engine.connect() as conn:
+        stored = sorted(conn.scalars(select(Posting.amount_minor)))
+        total = conn.scalar(select(amount_sum(Posting.amount_minor)))
+    engine.dispose()
+    assert stored == [1, 150050, largest]
+    assert total == largest + 150051  # past 2**63: summed exactly after the upgrade

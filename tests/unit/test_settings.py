@@ -47,6 +47,18 @@ def test_valid_environment_loads_typed_settings(base_env: dict[str, str]) -> Non
         ("RECON_GATEWAY_API_KEY", "ak_test_ recon", "RECON_GATEWAY_API_KEY contains white space"),
         ("RECON_POLL_ACTIVITY_SECONDS", "-1", "RECON_POLL_ACTIVITY_SECONDS='-1' is not valid"),
         (
+            "RECON_UNIT_EXPONENTS",
+            "token:USDC@ethereum=six",
+            "RECON_UNIT_EXPONENTS='token:USDC@ethereum=six' is not valid: expected a "
+            "comma-separated list of unit=exponent",
+        ),
+        (
+            "RECON_UNIT_EXPONENTS",
+            "NGN=3",  # ISO 4217 gives NGN's exponent; a second one would contradict it
+            "RECON_UNIT_EXPONENTS='NGN=3' is not valid",
+        ),
+        ("RECON_UNIT_EXPONENTS", "token:ETH@ethereum=79", "RECON_UNIT_EXPONENTS="),
+        (
             "RECON_TRANSFER_BACKOFF_CAP_SECONDS",
             "1",
             "RECON_TRANSFER_BACKOFF_CAP_SECONDS=1 is not valid: it must be at least "

@@ -8,6 +8,8 @@ from uuid import UUID
 
 import msgspec
 
+from foundation.money import MAX_AMOUNT_DIGITS
+from upstream.errors import ProtocolError
 from upstream.wire.common import HoldingAddress, ValueUnit, parse_value_unit
 from upstream.wire.reader import Fields, format_minor_units
 
@@ -142,7 +144,19 @@ def parse_postings(items: Sequence[object], path: str) -> tuple[Posting, ...]:
     fast = _postings_fast(items)
     if fast is not None:
         return fast
-    return tuple(parse_posting(Fields(item, f"{path}[{i}]")) for i, item in enumerate(items))
+    return tuple(_entry(item, f"{path}[{i}]") for i, item in enumerate(items))
+
+
+def _entry(item: object, where: str) -> Posting:
+    """One entry read by the reader; its error names the entry's `lineRef` when it has one, so
+    whoever reads the poller's alert can find the very line at the provider."""
+    try:
+        return parse_posting(Fields(item, where))
+    except ProtocolError as exc:
+        line = item.get("lineRef") if isinstance(item, dict) else None
+        if not isinstance(line, str):
+            raise
+        raise ProtocolError(f"{exc.message} (the entry with lineRef {line[:64]})") from exc
 
 
 def _postings_fast(items: Sequence[object]) -> tuple[Posting, ...] | None:
@@ -158,7 +172,7 @@ def _postings_fast(items: Sequence[object]) -> tuple[Posting, ...] | None:
     for e in wire:
         amount = e.amount_minor_units
         # Exactly `^[0-9]+$`: isdigit() alone also takes other scripts' digits.
-        if not (amount.isascii() and amount.isdigit()):
+        if not (amount.isascii() and amount.isdigit()) or len(amount) > MAX_AMOUNT_DIGITS:
             return None
         try:
             posted = parse_time(e.posted_at)

@@ -14,6 +14,7 @@ from uuid import UUID
 
 import msgspec
 
+from foundation.money import unit_code
 from upstream.wire.evidence import Evidence, merge_evidence
 from upstream.wire.reader import Fields
 
@@ -23,8 +24,9 @@ T = TypeVar("T")
 class ValueUnit(msgspec.Struct, frozen=True, kw_only=True):
     """What an amount is counted in. Only `fiat` (with `currency`) is shown by the spec.
 
-    `asset`, `network` and `instrument_ref` exist for other kinds; they are carried through
-    untouched so a new kind does not break reading.
+    `asset`, `network` and `instrument_ref` identify other kinds (the spec names them as query
+    parameters; their members in a `valueUnit` are not shown, so they are read under the same
+    names). Its code (`str()`) is what the store keeps in `currency` columns.
     """
 
     kind: str
@@ -52,7 +54,8 @@ class ValueUnit(msgspec.Struct, frozen=True, kw_only=True):
         return out
 
     def __str__(self) -> str:
-        return self.currency if self.kind == "fiat" and self.currency else self.kind
+        """The unit's code, as recon stores and groups it: "NGN", "token:USDC@ethereum"."""
+        return unit_code(self.kind, self.currency, self.asset, self.network, self.instrument_ref)
 
 
 def parse_value_unit(f: Fields) -> ValueUnit:

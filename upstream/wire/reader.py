@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from uuid import UUID
 
+from foundation.money import MAX_AMOUNT_DIGITS
 from upstream.errors import ProtocolError
 
 _DIGITS = re.compile(r"[0-9]+")
@@ -46,6 +47,11 @@ def parse_minor_units(value: object, where: str) -> int:
         raise ProtocolError(
             f"{where}: expected an amount as a string of decimal digits (minor units), "
             f"got {_describe(value)}"
+        )
+    if len(value.lstrip("0")) > MAX_AMOUNT_DIGITS:
+        raise ProtocolError(
+            f"{where}: amount has {len(value.lstrip('0'))} digits; recon keeps at most "
+            f"{MAX_AMOUNT_DIGITS} (any 256-bit amount fits), so it cannot be stored"
         )
     return int(value)
 

@@ -3,6 +3,9 @@
 One read per endpoint (it answers for all its holdings), one row per watched holding. An
 endpoint whose read fails is skipped this time and logged; the next tick reads it again. Only
 credentials or capability problems end the message (they would fail every endpoint alike).
+A failure waiting will not fix (an answer recon cannot read, a balance the store refuses)
+also opens a `balance_snapshot_failed` alert for exactly the holdings it hit, resolved when
+their snapshot is stored again; every other endpoint and holding is snapshotted meanwhile.
 """
 
 from __future__ import annotations
@@ -13,9 +16,14 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
-from reconciliation.postings.balances import endpoints_to_read, store_snapshot
+from reconciliation.postings.balances import (
+    clear_snapshot_failures,
+    endpoints_to_read,
+    note_snapshot_failures,
+    store_snapshot,
+)
 from reconciliation.store.db import transaction
-from upstream.errors import ProviderError
+from upstream.errors import ProtocolError, ProviderError
 from workers.queues import POLLING, PRIORITY_URGENT
 from workers.retry_policy import MINUTE_MS, NOT_RETRYABLE, SECOND_MS
 from workers.runtime import Runtime, current_runtime
@@ -30,6 +38,8 @@ class SnapshotPass:
     endpoints: int = 0
     snapshots: int = 0
     failed: int = 0
+    #: Holdings whose balance the store refused (each has its alert).
+    refused: int = 0
 
 
 def snapshot_watched(rt: Runtime) -> SnapshotPass:
@@ -51,10 +61,29 @@ def snapshot_watched(rt: Runtime) -> SnapshotPass:
                 error=type(exc).__name__,
                 detail=str(exc),
             )
+            if isinstance(exc, ProtocolError):  # the same answer comes back next time
+                reason = f"its endpoint's balance cannot be read: {exc}"
+                with transaction(rt.sessions) as session:
+                    note_snapshot_failures(
+                        session, dict.fromkeys(target.holding_ids, reason), rt.clock()
+                    )
             continue
         observed_at = rt.clock()
         with transaction(rt.sessions) as session:
-            result.snapshots += len(store_snapshot(session, target, answer.value, observed_at))
+            outcome = store_snapshot(session, target, answer.value, observed_at)
+            note_snapshot_failures(session, outcome.refused, observed_at)
+            clear_snapshot_failures(
+                session,
+                [
+                    h
+                    for h in target.holding_ids
+                    if h not in outcome.refused and target.holding_ids[h] in outcome.stored
+                ],
+            )
+        result.snapshots += len(outcome.stored)
+        result.refused += len(outcome.refused)
+        for holding_ref, reason in outcome.refused.items():
+            log.warning("balances.refused", holding_ref=str(holding_ref), reason=reason)
     return result
 
 
@@ -75,4 +104,5 @@ def snapshot_balances() -> None:
         endpoints=result.endpoints,
         snapshots=result.snapshots,
         failed=result.failed,
+        refused=result.refused,
     )

@@ -23,7 +23,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from reconciliation.store.models.base import UNMATCHED, Base
-from reconciliation.store.types import BigId, utcnow
+from reconciliation.store.types import UNIT_CODE_LENGTH, Amount, BigId, utcnow
 
 
 class Delivery(Base):
@@ -86,8 +86,8 @@ class Notification(Base):
     endpoint_ref: Mapped[uuid.UUID | None]
     holding_ref: Mapped[uuid.UUID | None]
     account_number: Mapped[str | None] = mapped_column(String(32), index=True)
-    amount_minor: Mapped[int | None] = mapped_column(BigInteger)
-    currency: Mapped[str | None] = mapped_column(String(8))
+    amount_minor: Mapped[int | None] = mapped_column(Amount())
+    currency: Mapped[str | None] = mapped_column(String(UNIT_CODE_LENGTH))
     claimed_status: Mapped[str | None] = mapped_column(String(32))
     narration: Mapped[str | None] = mapped_column(Text)
     occurred_at: Mapped[datetime]

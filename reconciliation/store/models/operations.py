@@ -16,7 +16,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from reconciliation.store.models.base import Base
-from reconciliation.store.types import BigId, utcnow
+from reconciliation.store.types import Amount, BigId, utcnow
 
 
 class Lease(Base):
@@ -30,12 +30,13 @@ class Lease(Base):
 
 
 class Watermark(Base):
-    """Progress markers of incremental passes (the highest row id a pass has looked at)."""
+    """Progress markers of incremental passes (the highest row id a pass has looked at), and
+    running totals of money (retention's pruned net per holding), hence an amount column."""
 
     __tablename__ = "watermarks"
 
     name: Mapped[str] = mapped_column(String(128), primary_key=True)
-    value: Mapped[int] = mapped_column(BigInteger, default=0)
+    value: Mapped[int] = mapped_column(Amount(), default=0)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 

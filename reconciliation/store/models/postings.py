@@ -20,7 +20,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from reconciliation.store.models.base import UNMATCHED, Base
-from reconciliation.store.types import BigId, utcnow
+from reconciliation.store.types import UNIT_CODE_LENGTH, Amount, BigId, utcnow
 
 
 class Holding(Base):
@@ -34,7 +34,7 @@ class Holding(Base):
     holding_ref: Mapped[uuid.UUID] = mapped_column(unique=True)
     owner_ref: Mapped[uuid.UUID | None]
     unit_kind: Mapped[str] = mapped_column(String(16), default="fiat")
-    currency: Mapped[str] = mapped_column(String(8))
+    currency: Mapped[str] = mapped_column(String(UNIT_CODE_LENGTH))
     template: Mapped[str | None] = mapped_column(String(64))
     ledger_partition: Mapped[str | None] = mapped_column(String(64))
     watched: Mapped[bool] = mapped_column(Boolean, default=True)
@@ -125,8 +125,8 @@ class Posting(Base):
     side: Mapped[str] = mapped_column(String(16))
     effect: Mapped[str] = mapped_column(String(16))
     kind: Mapped[str] = mapped_column(String(64))
-    amount_minor: Mapped[int] = mapped_column(BigInteger)
-    currency: Mapped[str] = mapped_column(String(8))
+    amount_minor: Mapped[int] = mapped_column(Amount())
+    currency: Mapped[str] = mapped_column(String(UNIT_CODE_LENGTH))
     partition: Mapped[str | None] = mapped_column(String(64))
     normal_side: Mapped[str | None] = mapped_column(String(32))
     ingested_at: Mapped[datetime] = mapped_column(default=utcnow)
@@ -141,9 +141,9 @@ class BalanceSnapshot(Base):
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     holding_id: Mapped[int] = mapped_column(ForeignKey("holdings.id"))
-    settled_minor: Mapped[int] = mapped_column(BigInteger)
-    available_minor: Mapped[int] = mapped_column(BigInteger)
-    reserved_minor: Mapped[int] = mapped_column(BigInteger)
+    settled_minor: Mapped[int] = mapped_column(Amount())
+    available_minor: Mapped[int] = mapped_column(Amount())
+    reserved_minor: Mapped[int] = mapped_column(Amount())
     projection_state: Mapped[str | None] = mapped_column(String(32))
     observed_at: Mapped[datetime] = mapped_column(default=utcnow)
 
@@ -162,9 +162,9 @@ class BalanceCheck(Base):
     snapshot_id: Mapped[int] = mapped_column(ForeignKey("balance_snapshots.id"), unique=True)
     holding_id: Mapped[int] = mapped_column(ForeignKey("holdings.id"))
     observed_at: Mapped[datetime]
-    settled_minor: Mapped[int] = mapped_column(BigInteger)
-    posted_minor: Mapped[int] = mapped_column(BigInteger)
-    drift_minor: Mapped[int] = mapped_column(BigInteger)
+    settled_minor: Mapped[int] = mapped_column(Amount())
+    posted_minor: Mapped[int] = mapped_column(Amount())
+    drift_minor: Mapped[int] = mapped_column(Amount())
     explained_by_lag: Mapped[bool] = mapped_column(Boolean, default=False)
     # The highest posting id the posted sum has seen: the next check adds only what came after.
     postings_through_id: Mapped[int] = mapped_column(BigInteger, default=0)

@@ -9,7 +9,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
-    BigInteger,
     Boolean,
     ForeignKey,
     Index,
@@ -21,7 +20,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from reconciliation.store.models.base import UNMATCHED, Base
-from reconciliation.store.types import BigId, utcnow
+from reconciliation.store.types import UNIT_CODE_LENGTH, Amount, BigId, utcnow
 
 
 class Transfer(Base):
@@ -60,8 +59,8 @@ class Transfer(Base):
     dest_account_ref: Mapped[uuid.UUID | None]
     dest_endpoint_ref: Mapped[uuid.UUID | None]
     dest_holding_ref: Mapped[uuid.UUID | None]
-    currency: Mapped[str | None] = mapped_column(String(8))
-    amount_minor: Mapped[int | None] = mapped_column(BigInteger)
+    currency: Mapped[str | None] = mapped_column(String(UNIT_CODE_LENGTH))
+    amount_minor: Mapped[int | None] = mapped_column(Amount())
     material_fingerprint: Mapped[str | None] = mapped_column(String(128))
     requested_by: Mapped[uuid.UUID | None]
     stage: Mapped[str | None] = mapped_column(String(64))
@@ -85,7 +84,7 @@ class Transfer(Base):
     match_status: Mapped[str] = mapped_column(String(16), default=UNMATCHED)
     #: The fee in the transfer's unit as the latest status read said it (its `fees` totals
     #: added up); None until read, or when an element could not be read (`fee_evidence`).
-    fee_charged_minor: Mapped[int | None] = mapped_column(BigInteger)
+    fee_charged_minor: Mapped[int | None] = mapped_column(Amount())
     #: Who pays it (upstream.wire.fees.BEARERS): the instruction recon sent, else the words of
     #: the fee lines; None when neither says.
     fee_bearer: Mapped[str | None] = mapped_column(String(32))
@@ -94,7 +93,7 @@ class Transfer(Base):
     #: The provider's fee status word, verbatim (never interpreted).
     fee_status: Mapped[str | None] = mapped_column(String(64))
     #: The fee in the accepted quote recon created the transfer against; None without one.
-    fee_quoted_minor: Mapped[int | None] = mapped_column(BigInteger)
+    fee_quoted_minor: Mapped[int | None] = mapped_column(Amount())
     #: The status read's `fees` object as it came, and the elements that could not be read.
     fee_evidence: Mapped[dict[str, Any] | None]
 
@@ -137,13 +136,13 @@ class TransferIntent(Base):
     dest_account_ref: Mapped[uuid.UUID]
     dest_endpoint_ref: Mapped[uuid.UUID]
     dest_holding_ref: Mapped[uuid.UUID]
-    currency: Mapped[str] = mapped_column(String(8))
-    amount_minor: Mapped[int] = mapped_column(BigInteger)
+    currency: Mapped[str] = mapped_column(String(UNIT_CODE_LENGTH))
+    amount_minor: Mapped[int] = mapped_column(Amount())
     material_fingerprint: Mapped[str] = mapped_column(String(64))
     #: The bearer of the fee instruction sent, and the fee of the accepted quote sent (its
     #: totals in the transfer's unit): copied onto the transfer when the gateway answers.
     fee_bearer: Mapped[str | None] = mapped_column(String(32))
-    fee_quoted_minor: Mapped[int | None] = mapped_column(BigInteger)
+    fee_quoted_minor: Mapped[int | None] = mapped_column(Amount())
     outcome: Mapped[str] = mapped_column(String(16), default="pending")
     transfer_ref: Mapped[uuid.UUID | None] = mapped_column(index=True)
     detail: Mapped[str | None] = mapped_column(Text)

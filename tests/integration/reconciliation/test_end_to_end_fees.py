@@ -185,7 +185,7 @@ def test_fees_under_every_bearer_and_layout_raise_only_the_fee_the_quote_did_not
 
     with sessions() as s:
         report = report_as_dict(build_report(s, ReportWindow(until=utcnow())))
-    by_bearer = {f["bearer"]: f["amountMinor"] for f in report["fees"]}
+    by_bearer = {f["bearer"]: int(f["amountMinor"]) for f in report["fees"]}
     assert (
         by_bearer["sender_pays"]
         == expected_fee(AMOUNTS["sender_pays"]) + expected_fee(QUOTED_AMOUNT) + DRIFT

@@ -226,7 +226,11 @@ def test_http_create_is_recorded_polled_and_idempotent_for_the_caller(
         "denied",
         "InsufficientAvailableBalance",
     )
-    for bad in ({**body(1), "amountMinorUnits": 1.5}, {**body(1), "amountMinorUnits": 0}):
+    for bad in (
+        {**body(1), "amountMinorUnits": 1.5},
+        {**body(1), "amountMinorUnits": 0},
+        {**body(1), "amountMinorUnits": 10**79},  # more digits than the store keeps
+    ):
         assert web.post("/transfers", json=bad, headers=ADMIN).status_code == 400
     same = {**body(5), "destination": body(5)["source"]}
     refused = web.post("/transfers", json=same, headers=ADMIN)

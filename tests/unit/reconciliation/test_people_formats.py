@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from foundation.money import CURRENCY_EXPONENTS, currency_exponent, format_money, major_to_minor
+from foundation.money import (
+    CURRENCY_EXPONENTS,
+    currency_exponent,
+    format_money,
+    major_to_minor,
+    use_unit_exponents,
+)
 from foundation.readable import moment, moment_and_age, time_ago, words
 
 NOW = datetime(2026, 11, 23, 20, 13, 50, 123456, tzinfo=UTC)
@@ -25,6 +31,13 @@ NOW = datetime(2026, 11, 23, 20, 13, 50, 123456, tzinfo=UTC)
         (15_001, "ngn", "150.01 NGN"),
         (77_700, "XYZ", "77,700 minor units of XYZ"),  # never a guessed decimal point
         (5, None, "5 minor units of (no currency)"),
+        (12_345, "CLF", "1.2345 CLF"),
+        (1_500, "BHD", "1.500 BHD"),
+        (7, "VND", "7 VND"),
+        (10**30 + 1, "NGN", "10,000,000,000,000,000,000,000,000,000.01 NGN"),
+        (-(10**30), "KWD", "-1,000,000,000,000,000,000,000,000,000.000 KWD"),
+        (10**30, "token:WEI@ethereum", f"{10**30:,} minor units of token:WEI@ethereum"),
+        (5, "XAU", "5 minor units of XAU"),  # ISO gives gold no minor unit
     ],
 )
 def test_an_amount_reads_in_major_units_with_its_code(
@@ -39,8 +52,20 @@ def test_a_signed_amount_says_which_way() -> None:
     assert format_money(0, "NGN", signed=True) == "0.00 NGN"
 
 
+def test_a_configured_unit_reads_with_its_own_exponent() -> None:
+    use_unit_exponents({"token:ETH@ethereum": 18})
+    try:
+        assert format_money(2 * 10**30 + 7, "token:ETH@ethereum") == (
+            "2,000,000,000,000.000000000000000007 token:ETH@ethereum"
+        )
+        assert major_to_minor("0.000000000000000001", "token:ETH@ethereum") == 1
+    finally:
+        use_unit_exponents({})
+    assert format_money(7, "token:ETH@ethereum") == "7 minor units of token:ETH@ethereum"
+
+
 @given(
-    amount=st.integers(-(10**20), 10**20),
+    amount=st.integers(-(10**77), 10**77),
     currency=st.sampled_from(sorted(CURRENCY_EXPONENTS)),
 )
 def test_what_people_read_is_exactly_the_amount(amount: int, currency: str) -> None:

@@ -111,7 +111,8 @@ def test_timestamps_mean_what_the_field_reader_says(posted_at: str) -> None:
     except ProtocolError as refused:
         with pytest.raises(ProtocolError, match="postedAt") as got:
             parse_postings(items, PATH)
-        assert str(got.value) == str(refused)
+        # The page's error is the reader's, naming the entry's lineRef besides.
+        assert str(got.value) == f"{refused} (the entry with lineRef {items[0]['lineRef']})"
     else:
         assert parse_postings(items, PATH) == expected
 

@@ -28,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Final, Literal
 
-from foundation.money import AmountError, exponent, major_to_minor, parse_minor_units
+from foundation.money import AmountError, major_to_minor, parse_minor_units
 from upstream.webhooks.payloads.base import (
     MONEY_EVENTS,
     DeliveryNotification,
@@ -292,7 +292,8 @@ class _Reading:
             self._invalid("amount", f"must be a number or a decimal string, got {value!r}")
             return None
         try:
-            exponent(currency)
+            # Minor units need no exponent: a unit recon has none for (a token nobody listed in
+            # RECON_UNIT_EXPONENTS) still has exact minor units. Major units need one.
             if self.paths.amount_units == "minor":
                 text = str(value) if isinstance(value, int) else value
                 return parse_minor_units(text)
