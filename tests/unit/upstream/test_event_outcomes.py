@@ -22,6 +22,7 @@ from upstream.webhooks.payloads import (
     configured_reader,
     reader_for,
 )
+from upstream.webhooks.payloads.field_map import NEVER_CONSTANT
 
 RECEIPT = "0b8f5a52-8d1c-4c3e-9d57-222222222222"
 HOLDING = "0b8f5a52-8d1c-4c3e-9d57-333333333333"
@@ -225,3 +226,7 @@ def test_settings_carry_constants_to_the_reader(base_env: dict[str, str]) -> Non
     got = read({"kind": "PAYMENT_RECEIVED", "at": 1795308481, "value": "7"}, reader)
     assert isinstance(got, DeliveryNotification), got.describe()
     assert (got.currency, got.claimed_status) == ("NGN", "FAILED")
+
+
+def test_settings_refuse_the_constants_the_reader_refuses() -> None:
+    assert WebhookSettings.PAYLOAD_MAP_NEVER_CONSTANT == NEVER_CONSTANT
