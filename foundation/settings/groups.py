@@ -217,7 +217,8 @@ class WebhookSettings:
     event_outcomes: tuple[tuple[str, str], ...] | None = None
 
     # Names upstream.webhooks.payloads accepts (foundation may not import it, so they are listed
-    # here to stop start-up on a typo; tests/unit/upstream/test_payloads.py keeps both in step).
+    # here to stop start-up on a typo; tests/unit/upstream/test_payloads.py and
+    # test_event_outcomes.py keep both in step).
     PAYLOAD_SHAPE_NAMES = ("recon", "standard-webhooks", "flat", "field-map")
     PAYLOAD_MAP_FIELDS = (
         "eventId",

@@ -3,9 +3,9 @@
 Every built-in shape and the operator's field map (RECON_PAYLOAD_FIELD_MAP) is a `FieldPaths`:
 a dotted path per field (`data.amountMinorUnits`, `items.0.ref`), `header:<name>` for a value a
 provider puts in a header, `=<value>` for a value every body of the shape shares (`=NGN` for a
-provider that names no currency), or nothing when the shape does not carry the field. `DeclaredShape`
-reads any such declaration with one set of rules, so a shape learned from configuration is held
-to exactly the checks of the built-in ones:
+provider that names no currency), or nothing when the shape does not carry the field.
+`DeclaredShape` reads any such declaration with one set of rules, so a shape learned from
+configuration is held to exactly the checks of the built-in ones:
 
 - refs are UUIDs; the account number is 6 to 20 digits;
 - money is exact (invariant 5, docs/architecture.md): a major-unit amount (`"1500.50"`, or the

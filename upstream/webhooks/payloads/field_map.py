@@ -78,9 +78,12 @@ def field_map_problems(mapping: Mapping[str, Any]) -> list[str]:
         elif key not in FIELDS:
             known = ", ".join([*FIELDS, *OPTIONS])
             problems.append(f"{key!r} is not one of our fields ({known})")
-        elif not isinstance(value, str) or not value.strip() or ".." in value:
+        elif not isinstance(value, str) or not value.strip():
             problems.append(f"{key} must be a dotted path, header:<name> or =<constant>")
-        elif value.strip().startswith(CONSTANT_PREFIX) and key in NEVER_CONSTANT:
+        elif not value.strip().startswith(CONSTANT_PREFIX):
+            if ".." in value:
+                problems.append(f"{key} must be a dotted path without empty steps, not {value!r}")
+        elif key in NEVER_CONSTANT:
             problems.append(f"{key} cannot be a constant: it must be read from each delivery")
         elif value.strip() == CONSTANT_PREFIX:
             problems.append(f"{key} is an empty constant: write the value after =")
