@@ -267,6 +267,46 @@ def test_a_field_map_with_a_constant_currency_and_no_status(
     assert rows(store, Alert) == []
 
 
+def test_an_event_type_without_outcome_is_quarantined_until_the_table_names_it(
+    base_env: dict[str, str], db_url: str, store: sessionmaker[Session]
+) -> None:
+    """The operator's table lacks TRANSACTION_FAILED: that delivery alone waits in quarantine,
+    its alert saying which path and which variable; once the table names it, a replay reads it."""
+    with sandbox_playing("standard-webhooks", "message-id", "event-type") as sandbox:
+        env = recon_env(base_env, db_url, sandbox, free_port())
+        partial = "PAYMENT_RECEIVED=successful,TRANSACTION_COMPLETED=successful"
+        with web_for(env) as served:
+            with workers_for({**env, "RECON_EVENT_OUTCOMES": partial}):
+                raise_every_event(sandbox)
+                wait_for(
+                    lambda: (
+                        len(rows(store, Delivery)) == ALL_EVENTS
+                        and all(r.state != "pending" for r in rows(store, Delivery))
+                    ),
+                    30,
+                    "every delivery read or quarantined",
+                )
+            (failed,) = [r for r in rows(store, Delivery) if r.state == "quarantined"]
+            assert failed.event_type == "TRANSACTION_FAILED"
+            (alert,) = rows(store, Alert)
+            assert (alert.kind, alert.evidence["missing"]) == (
+                "delivery_not_understood",
+                ["data.status"],
+            )
+            assert "RECON_EVENT_OUTCOMES gives it no outcome" in " ".join(
+                alert.evidence["problems"]
+            )
+            assert "RECON_EVENT_OUTCOMES" in alert.evidence["whatToDo"]
+
+            with workers_for(env):  # the built-in table, which names TRANSACTION_FAILED
+                replayed = replay_over_http(served, env)
+                assert replayed["rowIds"] == [failed.id]
+                wait_for(lambda: settled(store, "processed"), 30, "the replayed delivery")
+                (alert,) = rows(store, Alert)
+                assert alert.state == "resolved"
+        assert_notifications_match_the_sandbox(store, sandbox, "standard-webhooks", "message-id")
+
+
 def replay_over_http(served: ServedApp, env: dict[str, str]) -> dict[str, Any]:
     import httpx
 
