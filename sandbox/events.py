@@ -31,6 +31,7 @@ import msgspec
 
 from sandbox.config import format_timestamp, parse_timestamp
 from sandbox.endpoints import Endpoint
+from sandbox.variants import BodyOutcome
 
 PAYMENT_RECEIVED = "PAYMENT_RECEIVED"
 TRANSACTION_COMPLETED = "TRANSACTION_COMPLETED"
@@ -146,7 +147,7 @@ def event_id_for(shape: str, fresh_uuid: str) -> str:
 
 
 def shape_payload(
-    shape: str, event: dict[str, Any], body_outcome: str = "status"
+    shape: str, event: dict[str, Any], body_outcome: BodyOutcome = "status"
 ) -> dict[str, Any]:
     """The body `shape` sends for a canonical event (see the module docstring)."""
     if body_outcome == "event-type":
