@@ -96,6 +96,11 @@ def test_a_status_the_body_carries_is_kept_even_against_its_event_type(shape: st
     assert got.claimed_status == "REVERSED"
 
 
+def test_a_null_status_counts_as_none() -> None:
+    got = read(enveloped("standard-webhooks", "TRANSACTION_FAILED", status=None))
+    assert isinstance(got, DeliveryNotification) and got.claimed_status == "FAILED"
+
+
 def test_a_status_of_the_wrong_kind_is_not_replaced_by_the_event_type() -> None:
     result = read(enveloped("recon", "PAYMENT_RECEIVED", status=7))
     assert isinstance(result, DeliveryNotUnderstood)
