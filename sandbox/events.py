@@ -15,6 +15,9 @@ act on that form. `shape_payload` then writes the body the provider variant send
   `amount` as a JSON number in major units (``1500.50``, written with exactly the currency's
   decimals), `currency`, `status`, `narration`.
 
+Under ``body_outcome = event-type`` (`ProviderVariant.body_outcome`) no shape carries a `status`
+member: the event type alone says how the money moved, as some providers' callbacks do.
+
 The exponent table below is the only place that knows how many decimals a currency has.
 """
 
@@ -29,6 +32,7 @@ import msgspec
 from sandbox.config import format_timestamp, parse_timestamp
 from sandbox.endpoints import Endpoint
 from sandbox.units import asset_decimals
+from sandbox.variants import BodyOutcome
 
 PAYMENT_RECEIVED = "PAYMENT_RECEIVED"
 TRANSACTION_COMPLETED = "TRANSACTION_COMPLETED"
@@ -143,8 +147,12 @@ def event_id_for(shape: str, fresh_uuid: str) -> str:
     return fresh_uuid
 
 
-def shape_payload(shape: str, event: dict[str, Any]) -> dict[str, Any]:
+def shape_payload(
+    shape: str, event: dict[str, Any], body_outcome: BodyOutcome = "status"
+) -> dict[str, Any]:
     """The body `shape` sends for a canonical event (see the module docstring)."""
+    if body_outcome == "event-type":
+        event = {**event, "data": {k: v for k, v in event["data"].items() if k != "status"}}
     if shape == "recon":
         return event
     data = dict(event["data"])
@@ -171,7 +179,7 @@ def shape_payload(shape: str, event: dict[str, Any]) -> dict[str, Any]:
             "bankCode": data["bankCode"],
             "amount": Decimal(amount) if amount is not None else None,
             "currency": currency,
-            "status": data["status"],
+            **({"status": data["status"]} if "status" in data else {}),
             "narration": data["narration"],
         }
     raise ValueError(f"unknown payload shape {shape!r}")

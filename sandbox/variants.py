@@ -17,6 +17,7 @@ from typing import Final, Literal, get_args, get_origin, get_type_hints
 
 PayloadShape = Literal["recon", "standard-webhooks", "flat"]
 DeliveryIdStyle = Literal["body-id", "message-id"]
+BodyOutcome = Literal["status", "event-type"]
 LastPageCursor = Literal["last-entry", "null", "absent"]
 OverCap = Literal["reject", "clamp"]
 StatusVocabulary = Literal["recon", "alternate"]
@@ -42,6 +43,9 @@ class ProviderVariant:
     payload_shape: PayloadShape = "recon"
     #: `webhook-id` header: the body's own id, or a message id of its own (`msg_...`).
     delivery_id: DeliveryIdStyle = "body-id"
+    #: Where a body says how the money event ended: a `status` member, or only its event type
+    #: (`TRANSACTION_FAILED`...), with no status member anywhere in the body.
+    body_outcome: BodyOutcome = "status"
 
     # --- balance activity (gateway spec: cursor field names, page cap, directions) ----------
     #: `nextCursor` on the last page: the last entry's position, null, or no member at all.
@@ -102,6 +106,7 @@ PRESETS: Final[dict[str, ProviderVariant]] = {
         name="standard",
         payload_shape="standard-webhooks",
         delivery_id="message-id",
+        body_outcome="event-type",
         last_page_cursor="null",
         page_cap=100,
         over_cap="clamp",

@@ -9,7 +9,8 @@ What goes on the wire follows the provider variant (sandbox/variants.py): the bo
 (`payload_shape`, written by sandbox.events.shape_payload from the canonical event that faults
 and the event log use) and what the `webhook-id` header carries (`delivery_id`): the body's own
 id, or a message id of its own, ``msg_<hex>``, fresh for each event, the same on every webhook,
-retry and re-send of it, and never equal to a body id. Schemes that sign only the body send
+retry and re-send of it, and never equal to a body id. Whether a money event's body says its
+outcome in a `status` member or leaves it to the event type is `body_outcome`. Schemes that sign only the body send
 no `webhook-id` at all; the body id is then the delivery's only identity, and the log says so.
 """
 
@@ -228,7 +229,8 @@ class WebhookHub:
 
     def _encode(self, event: dict[str, Any]) -> bytes:
         """The wire body of a canonical event, in the shape this provider sends."""
-        return encode_payload(shape_payload(self.config.variant.payload_shape, event))
+        variant = self.config.variant
+        return encode_payload(shape_payload(variant.payload_shape, event, variant.body_outcome))
 
     def _queue(self, hook: Webhook, body_obj: dict[str, Any], delivery_id: str) -> None:
         event_id, event_type = body_obj["id"], body_obj["event"]

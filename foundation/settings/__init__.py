@@ -136,6 +136,7 @@ VARIABLES: Final[dict[str, str]] = {
     "webhooks.commit_timeout_seconds": "RECON_WEBHOOK_COMMIT_TIMEOUT_SECONDS",
     "webhooks.payload_shapes": "RECON_PAYLOAD_SHAPES",
     "webhooks.payload_field_map": "RECON_PAYLOAD_FIELD_MAP",
+    "webhooks.event_outcomes": "RECON_EVENT_OUTCOMES",
     "schedules.poll_activity_seconds": "RECON_POLL_ACTIVITY_SECONDS",
     "schedules.poll_transfers_seconds": "RECON_POLL_TRANSFERS_SECONDS",
     "schedules.transfer_backoff_first_seconds": "RECON_TRANSFER_BACKOFF_FIRST_SECONDS",

@@ -262,9 +262,12 @@ class WebhookSettings:
     payload_shapes: tuple[str, ...] | None = None
     #: RECON_PAYLOAD_FIELD_MAP as (our field, where the provider puts it) pairs; empty: none.
     payload_field_map: tuple[tuple[str, str], ...] = ()
+    #: RECON_EVENT_OUTCOMES as (event type, outcome) pairs; None: the built-in table.
+    event_outcomes: tuple[tuple[str, str], ...] | None = None
 
     # Names upstream.webhooks.payloads accepts (foundation may not import it, so they are listed
-    # here to stop start-up on a typo; tests/unit/upstream/test_payloads.py keeps both in step).
+    # here to stop start-up on a typo; tests/unit/upstream/test_payloads.py and
+    # test_event_outcomes.py keep both in step).
     PAYLOAD_SHAPE_NAMES = ("recon", "standard-webhooks", "flat", "field-map")
     PAYLOAD_MAP_FIELDS = (
         "eventId",
@@ -285,6 +288,8 @@ class WebhookSettings:
         ("amountUnits", ("major", "minor")),
         ("timestampUnit", ("epoch-seconds", "epoch-millis")),
     )
+    PAYLOAD_MAP_NEVER_CONSTANT = ("eventId", "eventType", "occurredAt")
+    OUTCOMES = ("successful", "failed")
 
     @classmethod
     def payload_settings(
@@ -313,8 +318,10 @@ class WebhookSettings:
                     problems.append(f"{key} must be one of {', '.join(allowed)}")
                 elif allowed is None and key not in cls.PAYLOAD_MAP_FIELDS:
                     problems.append(f"{key!r} is not one of {', '.join(cls.PAYLOAD_MAP_FIELDS)}")
-                elif not isinstance(value, str) or not value.strip():
-                    problems.append(f"{key} must be a dotted path or header:<name>")
+                elif not isinstance(value, str) or value.strip() in ("", "="):
+                    problems.append(f"{key} must be a dotted path, header:<name> or =<constant>")
+                elif value.strip().startswith("=") and key in cls.PAYLOAD_MAP_NEVER_CONSTANT:
+                    problems.append(f"{key} cannot be a constant (=...): give where it is")
             problems += [f"{k} is required" for k in ("eventType", "occurredAt") if k not in doc]
             if problems:
                 raise ConfigError(f"RECON_PAYLOAD_FIELD_MAP is not valid: {'; '.join(problems)}")
@@ -334,6 +341,26 @@ class WebhookSettings:
                 "RECON_PAYLOAD_SHAPES lists field-map but RECON_PAYLOAD_FIELD_MAP is not set"
             )
         return shapes, pairs
+
+    @classmethod
+    def event_outcome_settings(cls, r: EnvReader) -> tuple[tuple[str, str], ...] | None:
+        """RECON_EVENT_OUTCOMES, `TYPE=outcome,...`: a typo would leave bodies without a status
+        quarantined, so it stops start-up instead."""
+        raw = r.raw("RECON_EVENT_OUTCOMES")
+        if raw is None:
+            return None
+        pairs = [item.strip().partition("=") for item in raw.split(",") if item.strip()]
+        table = tuple((event.strip(), outcome.strip()) for event, _, outcome in pairs)
+        events = [event for event, _ in table]
+        r.check(
+            bool(table)
+            and all(sep and 0 < len(e.strip()) <= 64 for e, sep, _ in pairs)
+            and all(outcome in cls.OUTCOMES for _, outcome in table)
+            and len(set(events)) == len(events),
+            f"RECON_EVENT_OUTCOMES={raw!r} is not valid: expected EVENT_TYPE=outcome pairs, "
+            f"comma-separated, each event type once, each outcome one of {', '.join(cls.OUTCOMES)}",
+        )
+        return table
 
     @classmethod
     def from_env(cls, r: EnvReader) -> WebhookSettings:
@@ -362,4 +389,5 @@ class WebhookSettings:
             commit_timeout_seconds=r.seconds("RECON_WEBHOOK_COMMIT_TIMEOUT_SECONDS", 10.0),
             payload_shapes=payload_shapes,
             payload_field_map=payload_field_map,
+            event_outcomes=cls.event_outcome_settings(r),
         )

@@ -42,7 +42,8 @@ SAMPLE_ROWS: Final = 20
 #: What a person does about it, said in the alert itself.
 REMEDY: Final = (
     "describe the shape with RECON_PAYLOAD_FIELD_MAP (or enable a built-in one with "
-    "RECON_PAYLOAD_SHAPES), restart the workers, then run `recon deliveries replay --quarantined`"
+    "RECON_PAYLOAD_SHAPES; for an event type without status, give its outcome in "
+    "RECON_EVENT_OUTCOMES), restart the workers, then run `recon deliveries replay --quarantined`"
 )
 
 

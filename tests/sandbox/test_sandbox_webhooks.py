@@ -17,7 +17,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from sandbox.variants import PRESETS, ProviderVariant
+from sandbox.variants import PRESETS, ProviderVariant, VariantError, parse_variant
 from tests.sandbox.conftest import make_world
 from tests.sandbox.sandbox_helpers import (
     AUTH,
@@ -450,3 +450,23 @@ def test_same_id_other_body_keeps_the_message_id(receiver: Receiver) -> None:
         a, b = receiver.wait_for(2)
         assert a.headers["webhook-id"] == b.headers["webhook-id"]
         assert a.headers["webhook-id"].startswith("msg_") and a.body != b.body
+
+
+@pytest.mark.parametrize("shape", ["recon", "standard-webhooks", "flat"])
+def test_event_type_outcome_sends_no_status_anywhere(receiver: Receiver, shape: str) -> None:
+    for world in variant_world(payload_shape=shape, body_outcome="event-type"):
+        got, _ = credited(world, receiver)
+        Webhook(SECRET).verify(got.body, got.headers)
+        assert b"status" not in got.body.lower()
+        assert b"PAYMENT_RECEIVED" in got.body and b"NGN" in got.body
+        # The event log keeps the outcome the ledger decided, for tests to compare with.
+        (logged,) = [e for e in world.state.events if e["event"] == "PAYMENT_RECEIVED"]
+        assert logged["data"]["status"] == "SUCCESSFUL"
+
+
+def test_the_standard_preset_says_outcomes_by_event_type_only() -> None:
+    assert parse_variant("standard").body_outcome == "event-type"
+    assert parse_variant("recon").body_outcome == parse_variant("sparse").body_outcome == "status"
+    assert parse_variant("sparse,body_outcome=event-type").body_outcome == "event-type"
+    with pytest.raises(VariantError, match="body_outcome takes one of status, event-type"):
+        parse_variant("recon,body_outcome=none")

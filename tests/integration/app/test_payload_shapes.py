@@ -1,6 +1,7 @@
 """Every payload shape and delivery id style, end to end: sandbox -> receiver -> workers -> store.
 
-The sandbox plays a provider (`ProviderVariant.payload_shape` x `delivery_id`) and delivers real
+The sandbox plays a provider (`ProviderVariant.payload_shape` x `delivery_id`, and bodies whose
+outcome only the event type says, `body_outcome`) and delivers real
 signed webhooks over HTTP to recon's web app under uvicorn; recon's embedded workers read them
 with the configured payload shapes. The sandbox's own event log (its canonical events, with
 major-unit amounts) is the truth each stored notification is compared with.
@@ -32,7 +33,7 @@ from reconciliation.store.models import Alert, Delivery, Notification
 from sandbox.config import SandboxConfig, parse_timestamp
 from sandbox.events import minor_units
 from sandbox.server import SandboxServer
-from sandbox.variants import DeliveryIdStyle, PayloadShape, ProviderVariant
+from sandbox.variants import BodyOutcome, DeliveryIdStyle, PayloadShape, ProviderVariant
 from tests.integration.app.receiver_helpers import ADMIN, ServedApp, free_port, wait_for
 from tests.integration.app.sandbox_driver import SandboxDriver
 from workers.dispatch import enqueue_process_delivery
@@ -67,9 +68,14 @@ def store(db_url: str) -> Iterator[sessionmaker[Session]]:
     engine.dispose()
 
 
-def sandbox_playing(shape: PayloadShape, delivery_id: DeliveryIdStyle) -> SandboxServer:
+def sandbox_playing(
+    shape: PayloadShape, delivery_id: DeliveryIdStyle, body_outcome: BodyOutcome = "status"
+) -> SandboxServer:
     variant = ProviderVariant(
-        name=f"{shape}/{delivery_id}", payload_shape=shape, delivery_id=delivery_id
+        name=f"{shape}/{delivery_id}/{body_outcome}",
+        payload_shape=shape,
+        delivery_id=delivery_id,
+        body_outcome=body_outcome,
     )
     return SandboxServer(
         SandboxConfig(
@@ -204,6 +210,101 @@ def test_every_shape_lands_as_matching_notifications(
             wait_for(lambda: settled(store, "processed"), 30, f"{shape}/{delivery_id} to process")
         assert_notifications_match_the_sandbox(store, sandbox, shape, delivery_id)
     assert rows(store, Alert) == []
+
+
+def sent_without_status(sandbox: SandboxServer) -> None:
+    """Every body the sandbox delivered lacks a `status` member (the variant under test)."""
+    delivered = [a.body for a in sandbox.state.deliveries if a.outcome == "delivered"]
+    assert len(delivered) >= ALL_EVENTS
+    assert not [b for b in delivered if b'"status"' in b]
+
+
+@pytest.mark.parametrize("shape", ["recon", "standard-webhooks", "flat"])
+def test_bodies_without_status_land_with_their_event_types_outcome(
+    shape: PayloadShape, base_env: dict[str, str], db_url: str, store: sessionmaker[Session]
+) -> None:
+    """The sandbox's canonical events keep the status its ledger decided; recon, reading bodies
+    without one, must arrive at the same words from the event type alone."""
+    with sandbox_playing(shape, "body-id", "event-type") as sandbox:
+        env = recon_env(base_env, db_url, sandbox, free_port())
+        with workers_for(env), web_for(env):
+            raise_every_event(sandbox)
+            wait_for(lambda: settled(store, "processed"), 30, f"{shape} without status")
+        sent_without_status(sandbox)
+        assert_notifications_match_the_sandbox(store, sandbox, shape, "body-id")
+    assert rows(store, Alert) == []
+
+
+#: A provider's flat body without status, learned with constants for what it never names.
+FLAT_WITH_CONSTANTS = {
+    **{k: v for k, v in FLAT_AS_FIELD_MAP.items() if k not in ("currency", "status")},
+    "currency": "=NGN",
+}
+
+
+def test_a_field_map_with_a_constant_currency_and_no_status(
+    base_env: dict[str, str], db_url: str, store: sessionmaker[Session]
+) -> None:
+    with sandbox_playing("flat", "body-id", "event-type") as sandbox:
+        env = {
+            **recon_env(base_env, db_url, sandbox, free_port()),
+            "RECON_PAYLOAD_SHAPES": "field-map",
+            "RECON_PAYLOAD_FIELD_MAP": json.dumps(FLAT_WITH_CONSTANTS),
+        }
+        with workers_for(env), web_for(env):
+            raise_every_event(sandbox)
+            wait_for(lambda: settled(store, "processed"), 30, "the learned deliveries")
+        sent_without_status(sandbox)
+        events = {e["id"]: e for e in sandbox.state.events}
+        notes = rows(store, Notification)
+        assert sorted(n.body_id for n in notes) == sorted(events)
+        for n in notes:
+            data = events[n.body_id]["data"]
+            assert (n.payload_shape, n.currency) == ("field-map", "NGN")
+            assert n.claimed_status == data["status"], n.event_type
+            amount = data["amount"]
+            assert n.amount_minor == (minor_units(amount, "NGN") if amount else None)
+    assert rows(store, Alert) == []
+
+
+def test_an_event_type_without_outcome_is_quarantined_until_the_table_names_it(
+    base_env: dict[str, str], db_url: str, store: sessionmaker[Session]
+) -> None:
+    """The operator's table lacks TRANSACTION_FAILED: that delivery alone waits in quarantine,
+    its alert saying which path and which variable; once the table names it, a replay reads it."""
+    with sandbox_playing("standard-webhooks", "message-id", "event-type") as sandbox:
+        env = recon_env(base_env, db_url, sandbox, free_port())
+        partial = "PAYMENT_RECEIVED=successful,TRANSACTION_COMPLETED=successful"
+        with web_for(env) as served:
+            with workers_for({**env, "RECON_EVENT_OUTCOMES": partial}):
+                raise_every_event(sandbox)
+                wait_for(
+                    lambda: (
+                        len(rows(store, Delivery)) == ALL_EVENTS
+                        and all(r.state != "pending" for r in rows(store, Delivery))
+                    ),
+                    30,
+                    "every delivery read or quarantined",
+                )
+            (failed,) = [r for r in rows(store, Delivery) if r.state == "quarantined"]
+            assert failed.event_type == "TRANSACTION_FAILED"
+            (alert,) = rows(store, Alert)
+            assert (alert.kind, alert.evidence["missing"]) == (
+                "delivery_not_understood",
+                ["data.status"],
+            )
+            assert "RECON_EVENT_OUTCOMES gives it no outcome" in " ".join(
+                alert.evidence["problems"]
+            )
+            assert "RECON_EVENT_OUTCOMES" in alert.evidence["whatToDo"]
+
+            with workers_for(env):  # the built-in table, which names TRANSACTION_FAILED
+                replayed = replay_over_http(served, env)
+                assert replayed["rowIds"] == [failed.id]
+                wait_for(lambda: settled(store, "processed"), 30, "the replayed delivery")
+                (alert,) = rows(store, Alert)
+                assert alert.state == "resolved"
+        assert_notifications_match_the_sandbox(store, sandbox, "standard-webhooks", "message-id")
 
 
 def replay_over_http(served: ServedApp, env: dict[str, str]) -> dict[str, Any]:

@@ -12,12 +12,18 @@ that a small receiver records in the inbox. The test knows which drifts it injec
 and a healthy credit and a healthy transfer beside them. After one pass, exactly those four
 alerts are open; when the held transfer settles, finality_overdue resolves itself and nothing
 new opens.
+
+It runs twice: with the sandbox as our first guesses, and as a provider whose Standard Webhooks
+bodies carry `amountMinorUnits` and no status anywhere (`body_outcome=event-type`): every
+delivery must still be understood, and no credit raise a false posting_without_notification.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
+import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -26,18 +32,32 @@ from reconciliation.notifications.inbox import body_conflict_fingerprint
 from reconciliation.reconcile import run_pass
 from reconciliation.store.models import Alert, Delivery, Notification, Posting, Transfer
 from sandbox.server import SandboxServer
+from sandbox.variants import parse_variant
 from tests.integration.reconciliation.fault_world import (
     POLICY,
     count,
     inject_faults,
-    sandbox,
     wait_for,
     workers,
 )
+from tests.integration.workers.conftest import fast_sandbox_config
 from tests.integration.workers.ledger_compare import sandbox_ledger, stored_ledger
 from workers.embedded import EmbeddedWorkers
 
-__all__ = ["sandbox", "workers"]  # the fault world's fixtures, used by name below
+__all__ = ["workers"]  # the fault world's fixture, used by name below
+
+#: The webhook side of the provider issue #25 measured: Standard Webhooks, its own message ids,
+#: minor-unit strings, and the outcome said by the event type only.
+WITHOUT_STATUS = (
+    "recon,payload_shape=standard-webhooks,delivery_id=message-id,body_outcome=event-type"
+)
+
+
+@pytest.fixture(params=["recon", WITHOUT_STATUS], ids=["status", "event-type"])
+def sandbox(request: pytest.FixtureRequest) -> Iterator[SandboxServer]:
+    variant = parse_variant(request.param)
+    with SandboxServer(fast_sandbox_config(variant=variant)) as server:
+        yield server
 
 
 def open_alerts(sessions: sessionmaker[Session]) -> set[str]:
@@ -75,6 +95,9 @@ def test_sandbox_faults_become_exactly_their_alerts(
 
         run_pass(sessions, POLICY, publish=False)
 
+        assert count(sessions, Delivery, Delivery.shape_problem.is_not(None)) == 0
+        if state.config.variant.body_outcome == "event-type":
+            assert not [a for a in state.deliveries if b'"status"' in a.body]
         with sessions() as s:
             altered = s.scalars(
                 select(Notification.event_id).where(Notification.amount_minor == 500_001)

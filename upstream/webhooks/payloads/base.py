@@ -16,8 +16,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Literal
 
-#: Event types whose claim is about money: amount, currency and status must be present.
+#: Event types whose claim is about money: amount and currency must be present, and an outcome
+#: (the body's status, or the event type's own in the outcome table).
 MONEY_EVENTS: Final = frozenset({"PAYMENT_RECEIVED", "TRANSACTION_COMPLETED", "TRANSACTION_FAILED"})
+
+#: Outcomes an event type may say, and the claimed status each is stored as: the words the
+#: built-in shapes' bodies use in `status`, so a notification reads the same whichever said it.
+OUTCOME_STATUS: Final = {"successful": "SUCCESSFUL", "failed": "FAILED"}
+
+#: Event type -> outcome, for a body with no status member. The spec names these three as the
+#: money events, and their names say how each ended; RECON_EVENT_OUTCOMES replaces the table.
+EVENT_OUTCOMES: Final = {
+    "PAYMENT_RECEIVED": "successful",
+    "TRANSACTION_COMPLETED": "successful",
+    "TRANSACTION_FAILED": "failed",
+}
 
 ProblemKind = Literal["missing", "invalid"]
 

@@ -2,9 +2,10 @@
 
 Every built-in shape and the operator's field map (RECON_PAYLOAD_FIELD_MAP) is a `FieldPaths`:
 a dotted path per field (`data.amountMinorUnits`, `items.0.ref`), `header:<name>` for a value a
-provider puts in a header, or nothing when the shape does not carry the field. `DeclaredShape`
-reads any such declaration with one set of rules, so a shape learned from configuration is held
-to exactly the checks of the built-in ones:
+provider puts in a header, `=<value>` for a value every body of the shape shares (`=NGN` for a
+provider that names no currency), or nothing when the shape does not carry the field.
+`DeclaredShape` reads any such declaration with one set of rules, so a shape learned from
+configuration is held to exactly the checks of the built-in ones:
 
 - refs are UUIDs; the account number is 6 to 20 digits;
 - money is exact (invariant 5, docs/architecture.md): a major-unit amount (`"1500.50"`, or the
@@ -13,7 +14,12 @@ to exactly the checks of the built-in ones:
   `foundation.money`, and a value that does not fit the currency is refused, never rounded;
 - a timestamp is ISO 8601 with a zone, or a number of epoch seconds or milliseconds when the
   shape says its timestamps are numbers;
-- a money event (`MONEY_EVENTS`) must carry amount, currency and status.
+- a money event (`MONEY_EVENTS`) must carry amount and currency, and an outcome: the body's
+  status, or, where the body has none, the one its event type says (`EVENT_OUTCOMES`, or
+  RECON_EVENT_OUTCOMES). A status the body does carry is kept as it is, even beside an event
+  type that says otherwise: statuses are the provider's words, never compared with anything
+  (matching goes by the event type, a transfer's truth is the gateway's status read), so the
+  body's own word is the better evidence.
 
 Every problem is collected, not just the first, so the alert about a shape names all its gaps.
 """
@@ -30,7 +36,9 @@ from typing import Any, Final, Literal
 
 from foundation.money import AmountError, major_to_minor, parse_minor_units
 from upstream.webhooks.payloads.base import (
+    EVENT_OUTCOMES,
     MONEY_EVENTS,
+    OUTCOME_STATUS,
     DeliveryNotification,
     NotUnderstood,
     PayloadAdapter,
@@ -42,6 +50,8 @@ TimestampUnit = Literal["epoch-seconds", "epoch-millis"]
 
 #: Prefix of a path that names a request header rather than a place in the body.
 HEADER_PREFIX: Final = "header:"
+#: Prefix of a constant: the value itself rather than where to find it (no path starts so).
+CONSTANT_PREFIX: Final = "="
 
 #: Longest texts the notifications table keeps (event_type, claimed_status, currency columns).
 MAX_EVENT_TYPE: Final = 64
@@ -87,17 +97,23 @@ class FieldPaths:
 
 
 class DeclaredShape(PayloadAdapter):
-    """An adapter whose whole knowledge of the wire is one `FieldPaths`."""
+    """An adapter whose whole knowledge of the wire is one `FieldPaths`, and the outcome table
+    (event type -> `OUTCOME_STATUS` key) that speaks for a body without a status."""
 
-    def __init__(self, name: str, paths: FieldPaths) -> None:
+    def __init__(
+        self, name: str, paths: FieldPaths, outcomes: Mapping[str, str] = EVENT_OUTCOMES
+    ) -> None:
         self.name = name
         self.paths = paths
+        self.status_of: Final = {event: OUTCOME_STATUS[o] for event, o in outcomes.items()}
         # Read once: a rebuild reads a million bodies, and asking the dataclass for its fields
         # on every lookup was about 40% of the reader's time.
         self.path_of: Final = paths.paths()
-        # Each body path split once, for the same reason (None: a header, looked up by name).
+        # Each body path split once, for the same reason (None: a header or a constant).
         self.steps: Final = {
-            name: None if path.startswith(HEADER_PREFIX) else tuple(path.split("."))
+            name: None
+            if path.startswith((HEADER_PREFIX, CONSTANT_PREFIX))
+            else tuple(path.split("."))
             for name, path in self.path_of.items()
         }
 
@@ -105,7 +121,7 @@ class DeclaredShape(PayloadAdapter):
         self, body: Mapping[str, Any], headers: Mapping[str, str]
     ) -> DeliveryNotification | NotUnderstood:
         reading = _Reading(body, headers, self.paths, self.path_of, self.steps)
-        return reading.result(self.name)
+        return reading.result(self.name, self.status_of)
 
 
 class _Reading:
@@ -123,7 +139,9 @@ class _Reading:
         self.steps = steps
         self.problems: list[Problem] = []
 
-    def result(self, shape: str) -> DeliveryNotification | NotUnderstood:
+    def result(
+        self, shape: str, status_of: Mapping[str, str]
+    ) -> DeliveryNotification | NotUnderstood:
         p = self.paths
         raw = {name: self._found(path, self.steps[name]) for name, path in self.path_of.items()}
         marks_missing = 0
@@ -137,11 +155,17 @@ class _Reading:
         occurred_at = self._timestamp(raw.get("occurred_at"))
         currency = self._text(raw, "currency", MAX_CURRENCY)
         status = self._text(raw, "status", MAX_STATUS)
+        if raw.get("status") is None and event_type is not None:
+            status = status_of.get(event_type)
         if event_type in MONEY_EVENTS:
-            for name in ("amount", "currency", "status"):
+            for name in ("amount", "currency"):
                 path = self.path_of.get(name, name)
                 if raw.get(name) is None and not self._already(path):
-                    self._missing(path, f"{event_type} must carry amount, currency and status")
+                    self._missing(path, f"{event_type} must carry amount and currency")
+            path = self.path_of.get("status", "status")
+            if raw.get("status") is None and status is None and not self._already(path):
+                why = f"{event_type} has no status, and RECON_EVENT_OUTCOMES gives it no outcome"
+                self._missing(path, why)
         amount = self._amount(raw.get("amount"), currency)
         account_number = self._text(raw, "account_number", 32)
         if account_number is not None and not _ACCOUNT_NUMBER.fullmatch(account_number):
@@ -193,6 +217,8 @@ class _Reading:
 
     def _value(self, path: str) -> Any:
         """The value at `path`; None when absent or null; a problem when a step is no object."""
+        if path.startswith(CONSTANT_PREFIX):
+            return path.removeprefix(CONSTANT_PREFIX)
         if path.startswith(HEADER_PREFIX):
             return self.headers.get(path.removeprefix(HEADER_PREFIX).lower())
         here: Any = self.body

@@ -23,28 +23,21 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-import upstream.webhooks.payloads.flat as flat_shape
-import upstream.webhooks.payloads.recon_shape as recon_guess
-import upstream.webhooks.payloads.standard_webhooks as standard_shape
 from upstream.webhooks.payloads.base import (
+    EVENT_OUTCOMES,
     DeliveryNotification,
     NotUnderstood,
     PayloadAdapter,
     Problem,
 )
+from upstream.webhooks.payloads.declared_fields import DeclaredShape
 from upstream.webhooks.payloads.field_map import NAME as FIELD_MAP
 from upstream.webhooks.payloads.field_map import adapter_from_field_map
+from upstream.webhooks.payloads.shapes import BUILT_IN
 
 if TYPE_CHECKING:
     from foundation.settings import WebhookSettings
 
-#: The shapes recon reads without configuration, in the order tried by default: our first
-#: guess, then the Standard Webhooks recommendation, then a flat object.
-BUILT_IN: Final[dict[str, PayloadAdapter]] = {
-    recon_guess.NAME: recon_guess.ADAPTER,
-    standard_shape.NAME: standard_shape.ADAPTER,
-    flat_shape.NAME: flat_shape.ADAPTER,
-}
 #: Every name RECON_PAYLOAD_SHAPES may list.
 SHAPE_NAMES: Final = (*BUILT_IN, FIELD_MAP)
 #: The pseudo-shape a body that is not a JSON object "comes closest" to.
@@ -114,11 +107,16 @@ class PayloadReader:
 
 
 def configured_reader(
-    shapes: Sequence[str] | None = None, field_map: Mapping[str, Any] | None = None
+    shapes: Sequence[str] | None = None,
+    field_map: Mapping[str, Any] | None = None,
+    outcomes: Mapping[str, str] | None = None,
 ) -> PayloadReader:
     """The reader settings describe: `shapes` in order (default: the learned field map, if any,
-    then every built-in shape). A field map is tried first by default because an operator who
-    wrote one did so for a body the built-ins misread."""
+    then every built-in shape), each giving a body without a status the outcome its event type
+    says in `outcomes` (default `EVENT_OUTCOMES`). A field map is tried first by default because
+    an operator who wrote one did so for a body the built-ins misread."""
+    if outcomes is None:
+        outcomes = EVENT_OUTCOMES
     if shapes is None:
         shapes = ((FIELD_MAP,) if field_map else ()) + tuple(BUILT_IN)
     adapters: list[PayloadAdapter] = []
@@ -128,9 +126,9 @@ def configured_reader(
                 raise PayloadConfigError(
                     "RECON_PAYLOAD_SHAPES lists field-map but RECON_PAYLOAD_FIELD_MAP is not set"
                 )
-            adapters.append(adapter_from_field_map(field_map))
+            adapters.append(adapter_from_field_map(field_map, outcomes))
         elif name in BUILT_IN:
-            adapters.append(BUILT_IN[name])
+            adapters.append(DeclaredShape(name, BUILT_IN[name], outcomes))
         else:
             raise PayloadConfigError(
                 f"RECON_PAYLOAD_SHAPES names {name!r}: expected some of {', '.join(SHAPE_NAMES)}"
@@ -157,5 +155,11 @@ def _refuse_constant(name: str) -> Any:
 
 
 def reader_for(webhooks: WebhookSettings) -> PayloadReader:
-    """The reader RECON_PAYLOAD_SHAPES and RECON_PAYLOAD_FIELD_MAP describe."""
-    return configured_reader(webhooks.payload_shapes, dict(webhooks.payload_field_map) or None)
+    """The reader RECON_PAYLOAD_SHAPES, RECON_PAYLOAD_FIELD_MAP and RECON_EVENT_OUTCOMES
+    describe."""
+    outcomes = webhooks.event_outcomes
+    return configured_reader(
+        webhooks.payload_shapes,
+        dict(webhooks.payload_field_map) or None,
+        dict(outcomes) if outcomes is not None else None,
+    )
