@@ -150,7 +150,8 @@ def test_the_provider_mode_can_be_set_explicitly(security_env: dict[str, str]) -
     sandbox = {**demo_token, **LIVE_PROVIDER, "RECON_PROVIDER_MODE": "sandbox"}
     checked = run_recon(sandbox, "config", "check")
     assert checked.returncode == 0, checked.stderr
-    assert "provider.mode" in checked.stdout and "sandbox" in checked.stdout
+    mode = [line for line in checked.stdout.splitlines() if line.startswith("RECON_PROVIDER_MODE")]
+    assert mode and "sandbox" in mode[0], checked.stdout
     # ...and a deploy can insist on live rules even with a test key.
     live = {**demo_token, "RECON_PROVIDER_MODE": "live"}
     assert "published demo value" in run_recon(live, "config", "check").stderr
