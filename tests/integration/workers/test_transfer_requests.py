@@ -256,6 +256,9 @@ def test_http_create_is_recorded_polled_and_idempotent_for_the_caller(
     sandbox.state.finalize(str(elsewhere), "settle")
     poll_until(runtime, lambda: rows(runtime.sessions)[elsewhere].is_terminal)
     poll_until(runtime, lambda: rows(runtime.sessions)[held].status is not None)
+    # The fee-bearing transfer settles at the rail's own pace: only the held one may be late.
+    fee_paying = uuid.UUID(charged.json()["transferRef"])
+    poll_until(runtime, lambda: rows(runtime.sessions)[fee_paying].is_terminal)
     assert rows(runtime.sessions)[held].is_terminal is False
     assert overdue_refs(runtime, worker_settings) == {str(held)}
 
