@@ -93,13 +93,14 @@ def test_a_killed_worker_holds_its_holdings_for_one_short_lease_only(
         assert assert_store_matches(sandbox.state, runtime.sessions) == TOTAL
         requests = probe.count("GET /v1/balances/activity")
         pages_with_entries = TOTAL // 50
-        # Measured: requests per page with entries, with one kill in the catch-up (a page
-        # re-read after the kill, one short last page per holding and read).
+        # Requests per page with entries, with one kill in the catch-up (a page re-read after
+        # the kill, one short last page per holding and read), plus the first ledger audit,
+        # which starts as soon as the holdings are discovered and reads each ledger once more.
         print(  # the measurement the issue asks for, shown with -s
             f"catch-up resumed and finished {took:.1f} s after the restart; "
             f"{requests / pages_with_entries:.2f} requests per page with entries"
         )
-        assert requests / pages_with_entries < 1.5
+        assert requests / pages_with_entries < 2.5
     finally:
         stop_all([worker, scheduler])
         release_runtime(runtime)
