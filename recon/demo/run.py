@@ -21,6 +21,8 @@ import httpx
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from foundation.money import use_unit_exponents
+from foundation.settings.timing import unit_exponents as parse_unit_exponents
 from recon.demo.env_file import demo_env_path, write_demo_env
 from recon.demo.processes import (
     ProcessGroup,
@@ -31,7 +33,13 @@ from recon.demo.processes import (
     recon_argv,
     wait_until_ready,
 )
-from recon.demo.scenario import EXPECTED_ALERT_KINDS, SandboxControl, ScenarioRecord, run_scenario
+from recon.demo.scenario import (
+    EXPECTED_ALERT_KINDS,
+    UNIT_EXPONENTS,
+    SandboxControl,
+    ScenarioRecord,
+    run_scenario,
+)
 from reconciliation.reports import render
 from reconciliation.reports.model import Report, ReportWindow
 from reconciliation.reports.query import build_report
@@ -151,6 +159,7 @@ def plan_demo(
     env = {
         **environ,
         **DEMO_TIMINGS,
+        "RECON_UNIT_EXPONENTS": UNIT_EXPONENTS,
         "DATABASE_URL": database_url,
         "RECON_STATE_DIR": str(state_dir),
         "RECON_GATEWAY_URL": sandbox_url,
@@ -335,6 +344,8 @@ def run_demo(
     console can be looked at); they are stopped when it returns or raises.
     """
     started_at: datetime = utcnow()
+    # The report printed here speaks the units the demo's processes were configured with.
+    use_unit_exponents(dict(parse_unit_exponents(UNIT_EXPONENTS)))
     # Written first, so that even a failed run leaves the settings to inspect its store with.
     write_demo_env(plan.env_file, plan.env)
     group = ProcessGroup(plan.log_dir)

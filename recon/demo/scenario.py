@@ -27,8 +27,17 @@ from upstream.wire.fees import BEARERS, fee_instruction
 from upstream.wire.replays import WriteReplayed
 from upstream.wire.transfers import TransferRequest
 
-#: The one currency of the scenario.
+#: The fiat currency of the scenario.
 NGN: Final = ValueUnit.fiat("NGN")
+#: A unit that is no currency: an on-chain asset counted in 10^-18, whose amounts pass 2^63
+#: base units at about 9.2 whole units, so the demo moves money no 64-bit column could hold.
+ETH: Final = ValueUnit(kind="token", asset="ETH", network="ethereum")
+#: Its display exponent, as an operator configures it (RECON_UNIT_EXPONENTS): the provider
+#: shows none, and webhooks in major units need it to be read exactly.
+UNIT_EXPONENTS: Final = f"{ETH}=18"
+#: Two credits to the token holding, 12.5 ETH and 0.000000000000000001 ETH (one base unit):
+#: their sum is past 2^63 and only exact arithmetic keeps the last unit.
+ETH_CREDITS: Final = (12_500_000_000_000_000_000, 1)
 
 #: Endpoints that take external money (inbound credits) have this template.
 COLLECTION_TEMPLATE: Final = "customer_balance_collection_child"
@@ -150,13 +159,34 @@ def run_scenario(
         )
     treasury, alice, bob, carol = record.endpoints
 
-    def credit(to: HoldingAddress, amount_minor: int, fault: str | None = None) -> None:
+    step("opening a wallet holding in a unit that is no currency (ETH, 18 decimals)")
+    created = gateway.create_programmable_endpoint(
+        EndpointRequest(
+            template=COLLECTION_TEMPLATE,
+            owner_ref=owner,
+            owner_kind="business-entity",
+            value_unit=ETH,
+        )
+    )
+    assert not isinstance(created, WriteReplayed), "each create is sent once, never replayed"
+    wallet_ep = created.value.endpoint
+    assert wallet_ep.holding_ref is not None, "a created endpoint always names its holding"
+    wallet = HoldingAddress(
+        account_ref=wallet_ep.account_ref,
+        endpoint_ref=wallet_ep.endpoint_ref,
+        holding_ref=wallet_ep.holding_ref,
+    )
+    record.endpoints.append(wallet)
+
+    def credit(
+        to: HoldingAddress, amount_minor: int, fault: str | None = None, unit: ValueUnit = NGN
+    ) -> None:
         before = control.event_count()
         if fault is not None:
             control.delivery_fault("PAYMENT_RECEIVED", fault)
             record.injected.append(fault)
         gateway.simulate_inbound_credit(
-            CreditRequest(target=to, value_unit=NGN, amount_minor_units=amount_minor)
+            CreditRequest(target=to, value_unit=unit, amount_minor_units=amount_minor)
         )
         # The fault must hit this credit's event and no other: wait until it is emitted.
         _wait_for(lambda: control.event_count() > before, "the credit's webhook event")
@@ -170,6 +200,8 @@ def run_scenario(
     credit(bob, 9_999)
     credit(carol, 300_000)
     credit(alice, 42_000)
+    for amount in ETH_CREDITS:
+        credit(wallet, amount, unit=ETH)
 
     step("injecting faults: a dropped webhook, an altered amount, a re-used delivery id")
     credit(bob, 77_700, fault="drop")

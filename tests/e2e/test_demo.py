@@ -64,6 +64,10 @@ def _assert_demo_passed(result: subprocess.CompletedProcess[str], report: Path) 
         "finality_overdue",
     ):
         assert kind in result.stdout
+    # The wallet in 10^-18 units: two credits whose sum is past 2**63, balanced to the last unit
+    # (balance, postings sum and no drift) and shown in major units by its configured exponent.
+    wallet = [line for line in result.stdout.splitlines() if "token:ETH@ethereum" in line]
+    assert any(line.count("12.500000000000000001 token:ETH@ethereum") == 2 for line in wallet)
     html = report.read_text(encoding="utf-8")
     assert "<svg" in html
     assert not re.search(r"""(src|href)\s*=\s*["']https?://""", html)

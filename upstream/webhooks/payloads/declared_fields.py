@@ -56,7 +56,9 @@ CONSTANT_PREFIX: Final = "="
 #: Longest texts the notifications table keeps (event_type, claimed_status, currency columns).
 MAX_EVENT_TYPE: Final = 64
 MAX_STATUS: Final = 32
-MAX_CURRENCY: Final = 8
+#: A currency column holds a value unit's code: a currency, or `kind:asset@network#ref` for a unit
+#: that is none (foundation.money.unit_code), as long as the store's unit columns.
+MAX_CURRENCY: Final = 255
 
 #: Where epoch timestamps count from.
 EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
