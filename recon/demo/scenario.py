@@ -139,44 +139,28 @@ def run_scenario(
     record = ScenarioRecord()
     owner = uuid.uuid4()
 
-    step("opening four customer accounts")
-    for _ in range(4):
+    def open_account(unit: ValueUnit) -> HoldingAddress:
         created = gateway.create_programmable_endpoint(
             EndpointRequest(
                 template=COLLECTION_TEMPLATE,
                 owner_ref=owner,
                 owner_kind="business-entity",
-                value_unit=NGN,
+                value_unit=unit,
             )
         )
         assert not isinstance(created, WriteReplayed), "each create is sent once, never replayed"
         ep = created.value.endpoint
         assert ep.holding_ref is not None, "a created endpoint always names its holding"
-        record.endpoints.append(
-            HoldingAddress(
-                account_ref=ep.account_ref, endpoint_ref=ep.endpoint_ref, holding_ref=ep.holding_ref
-            )
+        address = HoldingAddress(
+            account_ref=ep.account_ref, endpoint_ref=ep.endpoint_ref, holding_ref=ep.holding_ref
         )
-    treasury, alice, bob, carol = record.endpoints
+        record.endpoints.append(address)
+        return address
 
+    step("opening four customer accounts")
+    treasury, alice, bob, carol = (open_account(NGN) for _ in range(4))
     step("opening a wallet holding in a unit that is no currency (ETH, 18 decimals)")
-    created = gateway.create_programmable_endpoint(
-        EndpointRequest(
-            template=COLLECTION_TEMPLATE,
-            owner_ref=owner,
-            owner_kind="business-entity",
-            value_unit=ETH,
-        )
-    )
-    assert not isinstance(created, WriteReplayed), "each create is sent once, never replayed"
-    wallet_ep = created.value.endpoint
-    assert wallet_ep.holding_ref is not None, "a created endpoint always names its holding"
-    wallet = HoldingAddress(
-        account_ref=wallet_ep.account_ref,
-        endpoint_ref=wallet_ep.endpoint_ref,
-        holding_ref=wallet_ep.holding_ref,
-    )
-    record.endpoints.append(wallet)
+    wallet = open_account(ETH)
 
     def credit(
         to: HoldingAddress, amount_minor: int, fault: str | None = None, unit: ValueUnit = NGN
