@@ -18,7 +18,7 @@ act on that form. `shape_payload` then writes the body the provider variant send
 Under ``body_outcome = event-type`` (`ProviderVariant.body_outcome`) no shape carries a `status`
 member: the event type alone says how the money moved, as some providers' callbacks do.
 
-The exponent table below is the only place that knows how many decimals a currency has.
+The exponent table in `sandbox.units` is the only place that knows how many decimals a currency has.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import msgspec
 
 from sandbox.config import format_timestamp, parse_timestamp
 from sandbox.endpoints import Endpoint
-from sandbox.units import asset_decimals
+from sandbox.units import exponent, major_units
 from sandbox.variants import BodyOutcome
 
 PAYMENT_RECEIVED = "PAYMENT_RECEIVED"
@@ -46,24 +46,6 @@ EVENT_TYPES = (
     KYC_VERIFIED,
     PAYMENT_RECEIVED,
 )
-
-_EXPONENTS = {"JPY": 0, "KRW": 0, "XOF": 0, "XAF": 0, "BHD": 3, "KWD": 3, "OMR": 3, "TND": 3}
-
-
-def exponent(currency: str) -> int:
-    """Decimals of the unit's major amount: the currency's, or a non-fiat asset's own."""
-    decimals = asset_decimals(currency)
-    return decimals if decimals is not None else _EXPONENTS.get(currency, 2)
-
-
-def major_units(amount_minor: int, currency: str) -> str:
-    """Exact decimal text of minor units: 150050 NGN -> ``"1500.50"``; never a float."""
-    exp = exponent(currency)
-    if exp == 0:
-        return str(amount_minor)
-    sign = "-" if amount_minor < 0 else ""
-    whole, frac = divmod(abs(amount_minor), 10**exp)
-    return f"{sign}{whole}.{frac:0{exp}d}"
 
 
 def payload(

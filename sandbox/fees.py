@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
-from sandbox.events import major_units
+from sandbox.units import major_units
 
 BEARERS: Final = ("sender_pays", "application_pays", "receiver_pays", "split")
 #: The one fee kind the sandbox charges (the spec's "application fee").

@@ -80,3 +80,23 @@ def asset_decimals(key: str) -> int | None:
         return None
     asset = key.split(":", 1)[1].split("@", 1)[0].split("#", 1)[0]
     return ASSET_DECIMALS.get(asset.upper(), 0)
+
+
+#: Currencies whose major unit does not have two decimals (all others have two).
+_EXPONENTS = {"JPY": 0, "KRW": 0, "XOF": 0, "XAF": 0, "BHD": 3, "KWD": 3, "OMR": 3, "TND": 3}
+
+
+def exponent(currency: str) -> int:
+    """Decimals of the unit's major amount: the currency's, or a non-fiat asset's own."""
+    decimals = asset_decimals(currency)
+    return decimals if decimals is not None else _EXPONENTS.get(currency, 2)
+
+
+def major_units(amount_minor: int, currency: str) -> str:
+    """Exact decimal text of minor units: 150050 NGN -> ``"1500.50"``; never a float."""
+    exp = exponent(currency)
+    if exp == 0:
+        return str(amount_minor)
+    sign = "-" if amount_minor < 0 else ""
+    whole, frac = divmod(abs(amount_minor), 10**exp)
+    return f"{sign}{whole}.{frac:0{exp}d}"
