@@ -20,7 +20,9 @@ one alert.
 Incremental: matched items never change, so a pass reads only the pairs its matching flagged as
 disagreeing (matching computes the flag in the same join that finds them, and flags every leg
 of a transfer that charged a fee), the pairs it gave a transfer to, rows no drift phase has
-checked yet, and the rows its open alerts name (they clear when a person unmatches them).
+checked yet, the rows its open alerts name (they clear when a person unmatches them), and
+the groups of transfers whose fee a status read changed since a pass last added them up (legs
+matched while the fee was unknown are judged again once it is known).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Final
 
-from sqlalchemy import Table, or_, select
+from sqlalchemy import Table, bindparam, or_, select, update
 
 from foundation.money import format_money
 from reconciliation.alerts.changes import Assessment, chunks
@@ -124,6 +126,7 @@ class MatchedMoneyMismatch:
                     evidence={name: other, "postings": legs},
                 )
             )
+        groups |= {("transfer", t) for t in _fee_changed(ctx)}
         found += group_findings(ctx, groups)
         return Assessment(kinds=self.kinds, findings=found)
 
@@ -197,6 +200,28 @@ class MatchedMoneyMismatch:
             if isinstance(transfer_id, int):
                 transfer_ids.add(transfer_id)
         return note_ids, transfer_ids
+
+
+def _fee_changed(ctx: DriftContext) -> list[int]:
+    """The transfers whose fee changed since a pass last added up their legs, marked checked.
+
+    Each is marked at the revision read, not the current one: a status read committed after
+    this pass's snapshot leaves the pair unequal for the next pass. A transfer with no matched
+    leg yet is marked too: its legs, once matched, are new pairs that a pass checks anyway.
+    """
+    t = transfers
+    changed = ctx.session.execute(
+        # Read through ix_transfers_fee_unchecked: only transfers whose fee changed.
+        select(t.c.id, t.c.fee_revision).where(t.c.fee_revision != t.c.fee_checked_revision)
+    ).all()
+    if changed:
+        ctx.session.execute(
+            update(t)
+            .where(t.c.id == bindparam("transfer_id"))
+            .values(fee_checked_revision=bindparam("read_revision")),
+            [{"transfer_id": row.id, "read_revision": row.fee_revision} for row in changed],
+        )
+    return [int(row.id) for row in changed]
 
 
 def _load_groups(

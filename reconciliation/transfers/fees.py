@@ -63,12 +63,21 @@ def fee_columns(fees: Fees | None, currency: str | None) -> dict[str, Any]:
 
 
 def apply_fee_columns(transfer: Any, fees: Fees | None) -> None:
-    """Set a transfer row's fee columns from a status read (keeping an instructed bearer)."""
+    """Set a transfer row's fee columns from a status read (keeping an instructed bearer).
+
+    Any change bumps `fee_revision`, so the next pass adds the transfer's legs up again for the
+    fee it now knows (its legs may have been matched and checked while the fee was unknown).
+    """
     columns = fee_columns(fees, transfer.currency)
     if not columns:
         return
     lines_bearer = columns.pop("lines_bearer")
-    for name, value in columns.items():
-        setattr(transfer, name, value)
     if transfer.fee_bearer is None:
-        transfer.fee_bearer = lines_bearer
+        columns["fee_bearer"] = lines_bearer
+    changed = False
+    for name, value in columns.items():
+        if getattr(transfer, name) != value:
+            setattr(transfer, name, value)
+            changed = True
+    if changed:
+        transfer.fee_revision = (transfer.fee_revision or 0) + 1

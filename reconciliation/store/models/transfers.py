@@ -49,6 +49,14 @@ class Transfer(Base):
             postgresql_where=text("fee_quoted_minor IS NOT NULL"),
             sqlite_where=text("fee_quoted_minor IS NOT NULL"),
         ),
+        # The few transfers whose fee changed since a pass last added up their legs: the
+        # amount_mismatch rule re-checks only these, never every transfer.
+        Index(
+            "ix_transfers_fee_unchecked",
+            "id",
+            postgresql_where=text("fee_revision <> fee_checked_revision"),
+            sqlite_where=text("fee_revision <> fee_checked_revision"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
@@ -96,6 +104,12 @@ class Transfer(Base):
     fee_quoted_minor: Mapped[int | None] = mapped_column(Amount())
     #: The status read's `fees` object as it came, and the elements that could not be read.
     fee_evidence: Mapped[dict[str, Any] | None]
+    #: Bumped by the poller in the same transaction as any change of the fee columns above.
+    fee_revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    #: The `fee_revision` a pass last added this transfer's legs up against. A counter pair,
+    #: not a time or an id watermark: a status read committed after a pass's snapshot but
+    #: stamped before it still leaves the two unequal, so the next pass re-checks the group.
+    fee_checked_revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class TransferChange(Base):

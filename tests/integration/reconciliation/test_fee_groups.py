@@ -20,7 +20,9 @@ from reconciliation.alerts.lifecycle import fingerprint
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.reconcile import run_pass
 from reconciliation.store.models import Alert, Holding, Match, Posting, Transfer
+from reconciliation.transfers.polling import Backoff, claim_due_transfers, record_status
 from tests.integration.reconciliation.builders import Store, at
+from upstream.wire.transfers import Fees, TransferStatus
 
 POLICY = ReconcilePolicy(
     match_window_seconds=600,
@@ -291,3 +293,50 @@ def test_a_fee_leg_of_a_transfer_recon_does_not_know_is_grouped_by_its_notificat
     run_pass(store.factory, POLICY, now=at(NOW), publish=False)
 
     assert not any(a.kind == "amount_mismatch" for a in open_alerts(store.factory).values())
+
+
+def test_legs_checked_while_the_fee_was_unknown_are_checked_again_once_it_is_read(
+    store: Store,
+) -> None:
+    """The legs post (and are matched) before the status read that states the fee: the pass
+    then has nothing to hold the sender's extra debit against. The read that states the fee
+    must make the next pass add the group up again, though no new leg or match arrives."""
+    source, dest = store.holding(locator=False), store.holding()
+    transfer = store.transfer(source, dest, AMOUNT)
+    with_fee(store.factory, transfer, charged=None, bearer="sender_pays")
+    receipt, journal = uuid.uuid4(), uuid.uuid4()
+    store.posting(source, AMOUNT, side="debit", receipt=receipt, journal=journal, posted=at(1))
+    store.posting(source, 2 * FEE, side="debit", receipt=receipt, journal=journal, posted=at(1))
+    store.posting(dest, AMOUNT, receipt=receipt, journal=journal, posted=at(1))
+    store.notification("TRANSACTION_COMPLETED", source, AMOUNT, transfer=transfer, receipt=receipt)
+
+    run_pass(store.factory, POLICY, now=at(NOW), publish=False)
+    assert open_alerts(store.factory) == {}, "an unknown fee bounds no share"
+
+    # The poller's next read states the fee, through the path a worker takes.
+    with store.factory.begin() as s:
+        s.execute(update(Transfer).where(Transfer.id == transfer.id).values(is_terminal=False))
+    [claim] = claim_due_transfers(store.factory, "test", at(NOW), 10)
+    total = {"kind": "application_fee", "bearer": "sender_pays", "amountMinorUnits": str(FEE)}
+    total["valueUnit"] = {"kind": "fiat", "currency": str(transfer.currency)}
+    read = TransferStatus(
+        transfer_ref=transfer.transfer_ref,
+        status="completed",
+        reason=None,
+        is_terminal=True,
+        is_successful=True,
+        revision=3,
+        fees=Fees(status="charged", reason=None, totals=(total,), lines=()),
+    )
+    record_status(store.factory, claim, "test", read, at(NOW + 30), Backoff())
+
+    run_pass(store.factory, POLICY, now=at(NOW + 60), publish=False)
+    alerts = open_alerts(store.factory)
+    key = fingerprint("amount_mismatch", "transfer", str(transfer.transfer_ref))
+    assert set(alerts) == {key}
+    assert alerts[key].evidence["group"]["feeMinor"] == FEE
+    assert alerts[key].evidence["group"]["senderShareMinor"] == 2 * FEE
+
+    # The next pass keeps it open: the rule re-reads the transfers its open alerts name.
+    run_pass(store.factory, POLICY, now=at(NOW + 120), publish=False)
+    assert set(open_alerts(store.factory)) == {key}
