@@ -1,12 +1,12 @@
-"""Amounts as people type and read them at the command line: major units in, figures and words out.
+"""Amounts as people type them at the command line: major units, as they are said.
 
 A person says "five naira", so `--amount 5.00` (or `5`) is what they type; `500` meaning 5.00
 NGN is a hundredfold mistake waiting to happen. The exact minor units stay reachable behind
 `--amount-minor`, for scripts and for units whose exponent recon does not know, and the two
 options exclude each other. An amount with more decimals than the currency has is refused,
 never rounded. Every command that moves money says the amount back in figures and in words
-before it moves it, so a slip of the finger reads as the wrong sentence, not just a digit.
-The HTTP API and JSON keep integer minor units.
+before it moves it (`foundation.money_words.said_back`), so a slip of the finger reads as the
+wrong sentence, not just a digit. The HTTP API and JSON keep integer minor units.
 """
 
 from __future__ import annotations
@@ -25,29 +25,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: moves one way per command), no thousands separator (a comma is a decimal point in half the
 #: world, so "1,500" would be read two ways).
 TYPED_AMOUNT: Final = re.compile(r"[0-9]+(\.[0-9]+)?")
-
-#: Number words below twenty, then the tens: English, the language of every other line.
-SMALL: Final = (
-    *("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"),
-    *("eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen"),
-    *("eighteen", "nineteen"),
-)
-TENS: Final = ("", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
-#: Short-scale names by power of a thousand, largest first; past a decillion the count of
-#: decillions is itself spelled ("one thousand decillion"), so any amount recon keeps has words.
-SCALES: Final = (
-    (11, "decillion"),
-    (10, "nonillion"),
-    (9, "octillion"),
-    (8, "septillion"),
-    (7, "sextillion"),
-    (6, "quintillion"),
-    (5, "quadrillion"),
-    (4, "trillion"),
-    (3, "billion"),
-    (2, "million"),
-    (1, "thousand"),
-)
 
 
 def amount_options(func: F) -> F:
@@ -114,48 +91,3 @@ def minor_units(amount_major: str | None, amount_minor: int | None, currency: st
     if minor == 0:
         raise click.BadParameter("the amount must be more than zero", param_hint="--amount")
     return minor
-
-
-def number_in_words(n: int) -> str:
-    """A whole number in English words: 1250 -> 'one thousand two hundred fifty'.
-
-    No "and" inside the number (British "one hundred and five" and American "one hundred
-    five" differ), so the only "and" in an amount's words is the one before its fraction.
-    """
-    if n < 0:
-        return "minus " + number_in_words(-n)
-    if n < 20:
-        return SMALL[n]
-    if n < 100:
-        tens, units = divmod(n, 10)
-        return TENS[tens] + (f"-{SMALL[units]}" if units else "")
-    if n < 1000:
-        hundreds, rest = divmod(n, 100)
-        return f"{SMALL[hundreds]} hundred" + (f" {number_in_words(rest)}" if rest else "")
-    for power, name in SCALES:
-        if n >= 1000**power:
-            high, rest = divmod(n, 1000**power)
-            return f"{number_in_words(high)} {name}" + (f" {number_in_words(rest)}" if rest else "")
-    raise AssertionError("unreachable: every n past 999 is at least a thousand")
-
-
-def amount_in_words(amount_minor: int, currency: str) -> str:
-    """An amount as a cheque writes it: 'one thousand two hundred fifty and 50/100 NGN'.
-
-    The whole units in words, the fraction as digits over the currency's 10**exponent, then
-    the code: no currency names, no locale, and every digit checkable against the figures. A
-    unit whose exponent recon does not know is spelled as its minor units.
-    """
-    exp = currency_exponent(currency)
-    if exp is None:
-        return f"{number_in_words(amount_minor)} minor units of {currency}"
-    whole, fraction = divmod(amount_minor, 10**exp)
-    words = number_in_words(whole)
-    if exp:
-        words += f" and {fraction:0{exp}d}/{10**exp}"
-    return f"{words} {currency}"
-
-
-def said_back(amount_minor: int, currency: str) -> str:
-    """The amount in figures and in words: '1,250.50 NGN (one thousand ... and 50/100 NGN)'."""
-    return f"{format_money(amount_minor, currency)} ({amount_in_words(amount_minor, currency)})"

@@ -24,8 +24,9 @@ import click
 from sqlalchemy.orm import Session, sessionmaker
 
 from foundation.money import format_money
+from foundation.money_words import said_back
 from foundation.settings import Settings
-from recon.cli.amounts import amount_options, minor_units, said_back
+from recon.cli.amounts import amount_options, minor_units
 from recon.cli.provider_commands import (
     EXIT_REFUSED,
     EXIT_UNREACHABLE,

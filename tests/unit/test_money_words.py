@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from recon.cli.amounts import amount_in_words, number_in_words, said_back
+from foundation.money_words import amount_in_words, number_in_words, said_back
 
 
 @pytest.mark.parametrize(
