@@ -156,7 +156,7 @@ def _quoted_fee_line(quote: Quote) -> str:
 
 
 @contextmanager
-def _gateway_and_store(settings: Settings) -> Iterator[tuple[GatewayClient, sessionmaker[Session]]]:
+def gateway_and_store(settings: Settings) -> Iterator[tuple[GatewayClient, sessionmaker[Session]]]:
     """A gateway client keeping its keys in the store, and the store's sessions for the rest."""
     from reconciliation.store.db import make_engine, make_session_factory
 
@@ -204,7 +204,7 @@ def transfer_create(
     settings = provider_settings()
     unit = currency.upper()
     amount = minor_units(amount_major, amount_minor, unit)
-    with _gateway_and_store(settings) as (client, sessions):
+    with gateway_and_store(settings) as (client, sessions):
         planned = _planned_transfer(client, source, to, amount, unit, fee_bearer)
         say(f"sending {planned.sentence}")
         fee_line, accepted = _quote_before_create(client, planned.request, required=accept_quote)
@@ -257,7 +257,7 @@ def _quote_before_create(
 @provider_errors
 def transfer_track(transfer_ref: uuid.UUID) -> None:
     """Follow a transfer created elsewhere (origin `imported`) until its status is terminal."""
-    with _gateway_and_store(provider_settings()) as (client, sessions):
+    with gateway_and_store(provider_settings()) as (client, sessions):
         tracked = track_transfer(client, sessions, transfer_ref)
     if tracked.newly_tracked:
         say(f"tracking: transfer {tracked.transfer_ref} (origin {tracked.origin})")
