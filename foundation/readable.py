@@ -42,13 +42,6 @@ def time_ago(value: datetime, now: datetime) -> str:
     return "just now"  # unreachable: the last unit is one second
 
 
-def moment_and_age(value: datetime | None, now: datetime) -> str:
-    """'2026-11-23 20:13:50 UTC (3 min ago)': the exact time and how long ago, side by side."""
-    if value is None:
-        return moment(None)
-    return f"{moment(value)} ({time_ago(value, now)})"
-
-
 def words(name: str | None) -> str:
     """A machine name as words: 'awaiting_finality' -> 'awaiting finality'; None -> 'unknown'."""
     if not name:

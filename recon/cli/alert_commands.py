@@ -9,10 +9,10 @@ from typing import Any, Final
 
 import click
 
-from foundation.readable import moment, moment_and_age, time_ago, words
+from foundation.readable import time_ago, words
 from recon.cli.reconcile_commands import open_store
 from recon.cli.startup import fail, settings_or_exit
-from recon.cli.terminal import output_width, say
+from recon.cli.terminal import output_width, say, shown_time, shown_time_and_age
 
 
 @click.group()
@@ -53,9 +53,9 @@ def terminal_lines(found: list[dict[str, Any]], width: int, now: datetime) -> li
         head += f"{a['kind']:<{kind_w}}  "
         # The longest form of the time that fits: a time cut in half helps nobody.
         whens = (
-            f"opened {moment_and_age(opened, now)}",
-            moment_and_age(opened, now),
-            moment(opened),
+            f"opened {shown_time_and_age(opened, now)}",
+            shown_time_and_age(opened, now),
+            shown_time(opened),
             time_ago(opened, now),
         )
         when = next((w for w in whens if len(head) + len(w) <= width), whens[-1])
@@ -80,7 +80,7 @@ def pipe_lines(found: list[dict[str, Any]]) -> list[str]:
     """Tab-separated, one alert per line, a header first: every value whole, for scripts."""
     rows = ["\t".join(PIPE_COLUMNS)]
     for a in found:
-        opened = moment(datetime.fromisoformat(a["openedAt"]))
+        opened = shown_time(datetime.fromisoformat(a["openedAt"]))
         subject = " ".join(a["subject"].split())  # a tab or newline would break the row
         rows.append(
             "\t".join((str(a["id"]), a["severity"], a["state"], a["kind"], opened, subject))

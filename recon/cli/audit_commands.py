@@ -22,6 +22,7 @@ from uuid import UUID
 import click
 
 from recon.cli.startup import existing_store, fail, settings_or_exit
+from recon.cli.terminal import shown_time
 
 
 def parse_since(text: str | None) -> datetime | None:
@@ -159,7 +160,9 @@ def rebuild(dry_run: bool, swap: bool, as_json: bool) -> None:
 
 def _print_rebuild(summary: dict[str, Any]) -> None:
     inbox = summary["inbox"]
-    click.echo(f"rebuilt as of {summary['asOf']} in {summary['scratch']} ({summary['mode']})")
+    click.echo(
+        f"rebuilt as of {shown_time(summary['asOf'])} in {summary['scratch']} ({summary['mode']})"
+    )
     click.echo(
         f"inbox read again: {inbox['read']:,} deliveries, {inbox['notifications']:,} "
         f"notifications, {inbox['quarantined']:,} quarantined, {inbox['restated']:,} restated"

@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from foundation.readable import moment
 from recon.cli.startup import fail, settings_or_exit
-from recon.cli.terminal import say
+from recon.cli.terminal import say, shown_time
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -94,7 +93,7 @@ def list_deliveries(
                 item.delivery_id,
                 item.event_type or "-",
                 item.state,
-                moment(item.received_at),
+                shown_time(item.received_at),
                 str(item.attempts),
                 (item.error or "-")[:60],
             )
@@ -129,7 +128,7 @@ def show(row_id: int, as_json: bool) -> None:
         return
     d = shown.delivery
     say(f"row {d.id}  delivery {d.delivery_id}  {d.event_type or '-'}  {d.state}")
-    say(f"received {moment(d.received_at)}  scheme {d.scheme}  attempts {d.attempts}")
+    say(f"received {shown_time(d.received_at)}  scheme {d.scheme}  attempts {d.attempts}")
     if d.error:
         say(f"error: {d.error}")
     for name, value in sorted(shown.headers.items()):

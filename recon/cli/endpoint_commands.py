@@ -54,7 +54,14 @@ def _describe(ep: Endpoint) -> list[str]:
         f"  owner {ep.owner_ref} ({ep.owner_kind})  unit {ep.unit or '-'}",
         f"  posture: receive={p.receive} send={p.send} lifecycle={p.lifecycle} backing={p.backing}",
     ]
-    lines += [f"  locator: {loc.form} {loc.display}" for loc in ep.locators]
+    lines += [
+        f"  locator: {loc.form} {loc.display}"
+        + (f" (account number {loc.account_number})" if loc.account_number else "")
+        for loc in ep.locators
+    ]
+    if ep.holding_ref is not None:
+        # What `recon transfer ... --from/--to` and `recon credit simulate --to` take.
+        lines.append(f"  address: {ep.account_ref}:{ep.endpoint_ref}:{ep.holding_ref}")
     if ep.lifecycle_guard is not None:
         lines.append(f"  lifecycle guard: state version {ep.lifecycle_guard.state_version}")
     return lines

@@ -2,7 +2,7 @@
 
 `recon endpoints` (recon.cli.endpoint_commands) and `recon transfer` / `recon credit`
 (recon.cli.transfer_commands) share this module's client set-up and error handling
-(`gateway_client`, `provider_errors`, `HOLDING`, `AMOUNT`).
+(`gateway_client`, `provider_errors`, `HOLDING` and `resolve_holding`).
 
 Thin on purpose: each command builds a client from the settings, calls one or two methods and
 prints the answer in plain words. Every provider failure ends the command with the client's own
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -27,6 +28,7 @@ import click
 from foundation.settings import Settings
 from recon.cli.startup import fail, settings_or_exit
 from recon.cli.terminal import say
+from recon.gateway_holdings import HoldingNotFoundError, holding_for_account_number
 from upstream import (
     CompanyClient,
     Forbidden,
@@ -108,26 +110,53 @@ def gateway_client(settings: Settings, *, durable_keys: bool = False) -> Iterato
         client.close()
 
 
-class HoldingParam(click.ParamType[HoldingAddress, Any]):
-    """`ACCOUNT:ENDPOINT:HOLDING`, three UUIDs naming one balance."""
+#: An account number as typed: digits only (the sandbox's are ten, a bank's up to 32).
+ACCOUNT_NUMBER = re.compile(r"[0-9]{6,32}")
 
-    name = "account:endpoint:holding"
+
+class HoldingParam(click.ParamType[HoldingAddress | str, Any]):
+    """`ACCOUNT:ENDPOINT:HOLDING` (three UUIDs naming one balance) or its bank account number.
+
+    An account number is kept as typed and looked up on the gateway by `resolve_holding`, once
+    the command has a client.
+    """
+
+    name = "account-number|account:endpoint:holding"
 
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> HoldingAddress:
+    ) -> HoldingAddress | str:
         if isinstance(value, HoldingAddress):
             return value
-        parts = str(value).split(":")
+        text = str(value).strip()
+        if ACCOUNT_NUMBER.fullmatch(text):
+            return text
         try:
-            account, endpoint, holding = (uuid.UUID(p) for p in parts)
+            account, endpoint, holding = (uuid.UUID(p) for p in text.split(":"))
         except ValueError:
-            self.fail(f"{value!r} is not ACCOUNT_REF:ENDPOINT_REF:HOLDING_REF (three UUIDs)")
+            self.fail(
+                f"{value!r} is neither an account number (digits) nor "
+                "ACCOUNT_REF:ENDPOINT_REF:HOLDING_REF (three UUIDs); `recon endpoints list` "
+                "lists the endpoints, `recon endpoints show ENDPOINT_REF` prints both forms"
+            )
         return HoldingAddress(account_ref=account, endpoint_ref=endpoint, holding_ref=holding)
 
 
 HOLDING = HoldingParam()
-AMOUNT = click.IntRange(min=1)
+
+
+def resolve_holding(
+    client: GatewayClient, given: HoldingAddress | str
+) -> tuple[HoldingAddress, str]:
+    """The holding's address and how to name it to a person; an account number is looked up
+    on the gateway's register (a usage error when no holding, or several, answer to it)."""
+    if isinstance(given, HoldingAddress):
+        return given, f"holding {given.holding_ref}"
+    try:
+        found = holding_for_account_number(client, given)
+    except HoldingNotFoundError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return found.address, f"{found.label} (holding {found.address.holding_ref})"
 
 
 def _receipts(evidence: tuple[Any, ...]) -> str:

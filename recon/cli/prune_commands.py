@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from recon.cli.startup import existing_store, fail, settings_or_exit
+from recon.cli.terminal import shown_time
 
 
 @click.command()
@@ -56,7 +57,7 @@ def prune(dry_run: bool, archive_dir: Path | None, as_json: bool) -> None:
     removed = summary["removed"] or {"(nothing)": 0}
     click.echo(f"{verb}: " + ", ".join(f"{table} {n}" for table, n in removed.items()))
     for kind, cutoff in summary["cutoffs"].items():
-        click.echo(f"  {kind}: older than {cutoff}")
+        click.echo(f"  {kind}: older than {shown_time(cutoff)}")
     for path in summary["archived"]:
         click.echo(f"archived to {path}")
     if summary["deferred"]:

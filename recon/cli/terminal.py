@@ -1,19 +1,25 @@
-"""How wide the command's output may be: the terminal's width, or unlimited through a pipe.
+"""How the command's output reads to a person: its width, its times, its control characters.
 
 A person at a terminal needs tables that fit the window; a script reading a pipe needs every
 value whole. So the width is the terminal's when standard output is one, `--width` when the
 person says so (for a file they will read in a given window), and None (no limit) otherwise.
+
+Every time a command prints for a person goes through `shown_time` (one format: the date, the
+second, UTC, said as `UTC`), whether it comes from the store, a summary's ISO text or the
+gateway; `--json` and CSV keep ISO 8601 for machines.
 """
 
 from __future__ import annotations
 
 import shutil
 import sys
+from datetime import datetime
 from typing import Any, Final
 
 import click
 
 from foundation.printable import printable
+from foundation.readable import moment, time_ago
 
 #: Narrowest layout we draw: below this even one alert's header cannot be read.
 MIN_WIDTH: Final = 40
@@ -42,3 +48,24 @@ def say(message: object = None, **options: Any) -> None:
     are kept. JSON output needs nothing: its encoder escapes control characters already.
     """
     click.echo(None if message is None else printable(str(message), keep_newlines=True), **options)
+
+
+def shown_time(value: datetime | str | None, *, missing: str = "never") -> str:
+    """A time as every command prints it for people: `2026-11-26 19:16:21 UTC`.
+
+    To the second (microseconds help nobody reading), always UTC whatever the machine's zone,
+    and said `UTC` rather than `Z`, which not every reader knows. ISO text (a summary's JSON
+    value) is read first, so a command never prints a time as the machine wrote it. The format
+    is `foundation.readable.moment`'s, the one report text and alert subjects use, so a time
+    read in a report and in a command's own line is the same string.
+    """
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return moment(value, missing=missing)
+
+
+def shown_time_and_age(value: datetime | None, now: datetime) -> str:
+    """`2026-11-26 19:16:21 UTC (3 min ago)`: the time, and how long ago, side by side."""
+    if value is None:
+        return shown_time(None)
+    return f"{shown_time(value)} ({time_ago(value, now)})"

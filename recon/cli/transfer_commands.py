@@ -17,15 +17,17 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import click
 from sqlalchemy.orm import Session, sessionmaker
 
 from foundation.money import format_money
+from foundation.money_words import said_back
 from foundation.settings import Settings
+from recon.cli.amounts import amount_options, minor_units
 from recon.cli.provider_commands import (
-    AMOUNT,
     EXIT_REFUSED,
     EXIT_UNREACHABLE,
     HOLDING,
@@ -33,6 +35,7 @@ from recon.cli.provider_commands import (
     gateway_client,
     provider_errors,
     provider_settings,
+    resolve_holding,
 )
 from recon.cli.terminal import say
 from reconciliation.transfers.intents import DENIED
@@ -69,28 +72,62 @@ def transfer() -> None:
     """Create, quote and follow transfers on the gateway."""
 
 
-def _transfer_request(
-    source: HoldingAddress,
-    to: HoldingAddress,
+@dataclass(frozen=True, slots=True)
+class PlannedTransfer:
+    """The request to send, and the sentence that says it to a person before it goes."""
+
+    request: TransferRequest
+    sentence: str
+
+
+def _planned_transfer(
+    client: GatewayClient,
+    source: HoldingAddress | str,
+    to: HoldingAddress | str,
     amount: int,
     currency: str,
     fee_bearer: str | None = None,
-) -> TransferRequest:
-    return TransferRequest(
-        source=source,
-        destination=Destination.internal(to),
-        value_unit=ValueUnit.fiat(currency.upper()),
+) -> PlannedTransfer:
+    """The transfer request, holdings looked up by account number where one was given."""
+    source_address, source_label = resolve_holding(client, source)
+    to_address, to_label = resolve_holding(client, to)
+    request = TransferRequest(
+        source=source_address,
+        destination=Destination.internal(to_address),
+        value_unit=ValueUnit.fiat(currency),
         amount_minor_units=amount,
         fee_instruction=fee_instruction(fee_bearer) if fee_bearer else None,
     )
+    return PlannedTransfer(
+        request, f"{said_back(amount, currency)} from {source_label} to {to_label}"
+    )
+
+
+#: Said under every option that names a holding: where a person finds what to type.
+HOLDING_HELP = (
+    "its bank account number (looked up on the gateway), or ACCOUNT_REF:ENDPOINT_REF:HOLDING_REF; "
+    "`recon endpoints list` and `recon endpoints show ENDPOINT_REF` print both"
+)
 
 
 def _transfer_options(func: F) -> F:
     for option in reversed(
         [
-            click.option("--from", "source", type=HOLDING, required=True, help="Source holding."),
-            click.option("--to", "to", type=HOLDING, required=True, help="Destination holding."),
-            click.option("--amount", type=AMOUNT, required=True, help="Amount in minor units."),
+            click.option(
+                "--from",
+                "source",
+                type=HOLDING,
+                required=True,
+                help=f"Source holding: {HOLDING_HELP}.",
+            ),
+            click.option(
+                "--to",
+                "to",
+                type=HOLDING,
+                required=True,
+                help=f"Destination holding: {HOLDING_HELP}.",
+            ),
+            amount_options,
             click.option("--currency", default="NGN", show_default=True),
             click.option(
                 "--fee-bearer",
@@ -119,7 +156,7 @@ def _quoted_fee_line(quote: Quote) -> str:
 
 
 @contextmanager
-def _gateway_and_store(settings: Settings) -> Iterator[tuple[GatewayClient, sessionmaker[Session]]]:
+def gateway_and_store(settings: Settings) -> Iterator[tuple[GatewayClient, sessionmaker[Session]]]:
     """A gateway client keeping its keys in the store, and the store's sessions for the rest."""
     from reconciliation.store.db import make_engine, make_session_factory
 
@@ -149,36 +186,45 @@ RERUN_IS_SAFE = (
 )
 @provider_errors
 def transfer_create(
-    source: HoldingAddress,
-    to: HoldingAddress,
-    amount: int,
+    source: HoldingAddress | str,
+    to: HoldingAddress | str,
+    amount_major: str | None,
+    amount_minor: int | None,
     currency: str,
     fee_bearer: str | None,
     accept_quote: bool,
 ) -> None:
     """Create a transfer and follow it until terminal.
 
-    It is quoted first, to say the fee it will be charged. Its intent and Idempotency-Key are
-    stored before the request goes out: rerunning the same command after a crash replays
-    instead of moving twice, and the transfer is still followed.
+    The amount is said back in figures and words before anything is sent, then quoted, to say
+    the fee it will be charged. Its intent and Idempotency-Key are stored before the request
+    goes out: rerunning the same command after a crash replays instead of moving twice, and
+    the transfer is still followed.
     """
     settings = provider_settings()
-    request = _transfer_request(source, to, amount, currency, fee_bearer)
-    with _gateway_and_store(settings) as (client, sessions):
-        fee_line, accepted = _quote_before_create(client, request, required=accept_quote)
+    unit = currency.upper()
+    amount = minor_units(amount_major, amount_minor, unit)
+    with gateway_and_store(settings) as (client, sessions):
+        planned = _planned_transfer(client, source, to, amount, unit, fee_bearer)
+        say(f"sending {planned.sentence}")
+        fee_line, accepted = _quote_before_create(client, planned.request, required=accept_quote)
         try:
-            done = request_transfer(client, sessions, request, via="cli", accepted_quote=accepted)
+            done = request_transfer(
+                client, sessions, planned.request, via="cli", accepted_quote=accepted
+            )
         except (Unavailable, RateLimited) as exc:
             exit_with(EXIT_UNREACHABLE, f"{exc} {RERUN_IS_SAFE}")
     creation = done.creation
+    moved = format_money(amount, unit)
     match creation:
         case TransferAccepted():
             t = creation.transfer
-            say(f"accepted: transfer {t.transfer_ref} {t.stage} (revision {t.revision})")
+            say(f"accepted: transfer {t.transfer_ref} of {moved} {t.stage} (revision {t.revision})")
         case TransferReplayed():
-            say(f"already sent: the gateway replayed transfer {done.transfer_ref}")
+            say(f"already sent: the gateway replayed transfer {done.transfer_ref} of {moved}")
         case TransferDenied():
-            say(f"denied: transfer {done.transfer_ref}: {done.denial_reason or 'no reason'}")
+            reason = done.denial_reason or "no reason"
+            say(f"denied: transfer {done.transfer_ref} of {moved}: {reason}; nothing moved")
     say(f"idempotency key: {done.idempotency_key}")
     if creation is not None and creation.evidence:
         say(f"receipts: {_receipts(creation.evidence)}")
@@ -211,7 +257,7 @@ def _quote_before_create(
 @provider_errors
 def transfer_track(transfer_ref: uuid.UUID) -> None:
     """Follow a transfer created elsewhere (origin `imported`) until its status is terminal."""
-    with _gateway_and_store(provider_settings()) as (client, sessions):
+    with gateway_and_store(provider_settings()) as (client, sessions):
         tracked = track_transfer(client, sessions, transfer_ref)
     if tracked.newly_tracked:
         say(f"tracking: transfer {tracked.transfer_ref} (origin {tracked.origin})")
@@ -228,14 +274,27 @@ def transfer_track(transfer_ref: uuid.UUID) -> None:
 @_transfer_options
 @provider_errors
 def transfer_quote(
-    source: HoldingAddress, to: HoldingAddress, amount: int, currency: str, fee_bearer: str | None
+    source: HoldingAddress | str,
+    to: HoldingAddress | str,
+    amount_major: str | None,
+    amount_minor: int | None,
+    currency: str,
+    fee_bearer: str | None,
 ) -> None:
     """Quote fees and totals for a transfer; reserves nothing."""
-    with gateway_client(provider_settings()) as client:
-        request = _transfer_request(source, to, amount, currency, fee_bearer)
-        quote = client.quote_transfer(request).value
+    settings = provider_settings()
+    unit = currency.upper()
+    amount = minor_units(amount_major, amount_minor, unit)
+    with gateway_client(settings) as client:
+        planned = _planned_transfer(client, source, to, amount, unit, fee_bearer)
+        say(f"quoting {planned.sentence}")
+        quote = client.quote_transfer(planned.request).value
     say(f"quote basis: {quote.quote_basis_transfer_ref}")
-    say(f"amount: {quote.amount_minor_units} {quote.value_unit} (minor units)")
+    quoted_unit = str(quote.value_unit)
+    say(
+        f"amount: {format_money(quote.amount_minor_units, quoted_unit)} (minor units "
+        f"{quote.amount_minor_units})"
+    )
     say(_quoted_fee_line(quote))
     for label, items in (("totals", quote.totals), ("lines", quote.lines)):
         for item in items:
@@ -270,13 +329,21 @@ def credit() -> None:
 
 
 @credit.command("simulate")
-@click.option("--to", "to", type=HOLDING, required=True, help="Holding to credit.")
-@click.option("--amount", type=AMOUNT, required=True, help="Amount in minor units.")
+@click.option("--to", "to", type=HOLDING, required=True, help=f"Holding to credit: {HOLDING_HELP}.")
+@amount_options
 @click.option("--currency", default="NGN", show_default=True)
 @provider_errors
-def credit_simulate(to: HoldingAddress, amount: int, currency: str) -> None:
-    """Simulate an inbound credit. Refused unless the gateway says this is a sandbox."""
-    with gateway_client(provider_settings(), durable_keys=True) as client:
+def credit_simulate(
+    to: HoldingAddress | str, amount_major: str | None, amount_minor: int | None, currency: str
+) -> None:
+    """Simulate an inbound credit. Refused unless the gateway says this is a sandbox.
+
+    The amount is said back in figures and words before the simulation is sent.
+    """
+    settings = provider_settings()
+    unit = currency.upper()
+    amount = minor_units(amount_major, amount_minor, unit)
+    with gateway_client(settings, durable_keys=True) as client:
         env = client.environment().value
         if not env.is_sandbox:
             exit_with(
@@ -284,10 +351,10 @@ def credit_simulate(to: HoldingAddress, amount: int, currency: str) -> None:
                 f"refused: the gateway environment is {env.environment_kind}, not a sandbox; "
                 "inbound credits can only be simulated in a sandbox",
             )
+        target, label = resolve_holding(client, to)
+        say(f"crediting {said_back(amount, unit)} to {label}")
         result = client.simulate_inbound_credit(
-            CreditRequest(
-                target=to, value_unit=ValueUnit.fiat(currency.upper()), amount_minor_units=amount
-            )
+            CreditRequest(target=target, value_unit=ValueUnit.fiat(unit), amount_minor_units=amount)
         )
     if isinstance(result, WriteReplayed):
         made = f" {result.subject_ref}" if result.subject_ref else ""
@@ -295,7 +362,8 @@ def credit_simulate(to: HoldingAddress, amount: int, currency: str) -> None:
         say(f"idempotency key: {result.idempotency_key}")
         return
     sim = result.value
-    say(f"accepted: simulation {sim.simulation_ref} {sim.stage}")
+    credited = format_money(sim.amount_minor_units, str(sim.value_unit))
+    say(f"accepted: simulation {sim.simulation_ref} of {credited} {sim.stage}")
     say(f"posting receipt: {sim.accounts_posting_receipt_ref}")
     say(f"idempotency key: {result.idempotency_key}")
 

@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from foundation.readable import moment
 from recon.cli.startup import existing_store, fail, settings_or_exit
-from recon.cli.terminal import say
+from recon.cli.terminal import say, shown_time
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -168,7 +167,7 @@ def rotate(wait: float) -> None:
 
 
 def _when(value: datetime | None) -> str:
-    return moment(value, missing="-")
+    return shown_time(value, missing="-")
 
 
 COMMANDS = [webhooks]

@@ -83,11 +83,16 @@ class SandboxControl:
         result: dict[str, Any] = response.json()
         return result
 
-    def event_count(self) -> int:
-        response = self._http.get("/events")
+    def get(self, path: str) -> dict[str, Any]:
+        response = self._http.get(path)
         response.raise_for_status()
-        events = response.json()
-        return len(events["events"] if isinstance(events, dict) else events)
+        result: dict[str, Any] = response.json()
+        return result
+
+    def event_count(self, event_type: str | None = None) -> int:
+        """Events the sandbox has emitted so far, of one type or of every type."""
+        events = self.get("/events")["events"]
+        return sum(1 for e in events if event_type in (None, e["event"]))
 
     def delivered_labels(self, event_id: str) -> list[str]:
         """Labels (original, other_body, ...) of the attempts the receiver acknowledged, in order."""

@@ -22,6 +22,7 @@ import structlog
 from sqlalchemy import exists, select, update
 from sqlalchemy.orm import Session
 
+from foundation.readable import moment
 from reconciliation.matching.backlog import seen
 from reconciliation.matching.status import ITEM_TABLES, mark_items
 from reconciliation.matching.vocabulary import RULE_ACCEPTED, RULE_MANUAL
@@ -188,7 +189,7 @@ def manual_unmatch(
     if row.unmatched_at is not None:
         raise ManualMatchError(
             f"match {match_id} was already unmatched by {row.unmatched_by} "
-            f"at {row.unmatched_at.isoformat()}"
+            f"at {moment(row.unmatched_at)}"
         )
     row.unmatched_at = now or utcnow()
     row.unmatched_by = who

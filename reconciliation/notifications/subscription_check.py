@@ -20,6 +20,7 @@ from typing import Final
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from foundation.readable import moment
 from reconciliation.alerts.lifecycle import AUTO_RESOLVER, RESOLVED, raise_alert, resolve_alert
 from reconciliation.alerts.lifecycle import fingerprint as alert_fingerprint
 from reconciliation.notifications.subscriptions import list_subscriptions, record_webhook
@@ -154,5 +155,5 @@ def _settle(session: Session, fp: str, now: datetime, outcome: CheckOutcome) -> 
         select(Alert).where(Alert.fingerprint == fp, Alert.state != RESOLVED)
     ).one_or_none()
     if alert is not None:
-        resolve_alert(session, alert.id, by=AUTO_RESOLVER, note=f"cleared at {now.isoformat()}")
+        resolve_alert(session, alert.id, by=AUTO_RESOLVER, note=f"cleared at {moment(now)}")
         outcome.resolved.append(fp)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from collections.abc import Iterator
 
@@ -16,7 +17,13 @@ from reconciliation.store.db import make_engine, make_session_factory
 from reconciliation.store.models import Transfer
 from sandbox.config import SandboxConfig
 from sandbox.server import SandboxServer
-from tests.integration.upstream.conftest import Control, funded, new_endpoint
+from tests.integration.upstream.conftest import (
+    Control,
+    available,
+    funded,
+    new_endpoint,
+    wait_for_available,
+)
 from upstream import GatewayClient, HoldingAddress
 
 
@@ -93,18 +100,49 @@ def test_transfer_quote_create_and_status(
 ) -> None:
     source = funded(gateway, control, 50_000)
     dest = new_endpoint(gateway, "customer_balance_internal")
-    args = ["--from", _arg(source), "--to", _arg(dest), "--amount", "12000"]
+    args = ["--from", _arg(source), "--to", _arg(dest), "--amount", "120"]
     quoted = run(env, "transfer", "quote", *args)
     assert quoted.exit_code == 0 and "fees: none (no_configured_fee)" in quoted.output
+    assert "amount: 120.00 NGN (minor units 12000)" in quoted.output
     created = run(env, "transfer", "create", *args)
     assert created.exit_code == 0, created.output
-    assert created.output.startswith("accepted: transfer ")
-    ref = created.output.split()[2]
+    said, accepted = created.output.splitlines()[:2]
+    assert said == (
+        f"sending 120.00 NGN (one hundred twenty and 00/100 NGN) from holding "
+        f"{source.holding_ref} to holding {dest.holding_ref}"
+    )
+    assert accepted.startswith("accepted: transfer ") and " of 120.00 NGN " in accepted
+    ref = accepted.split()[2]
+    assert available(gateway, source) == 50_000 - 12_000, "120 major units moved, not 120 minor"
     status = run(env, "transfer", "status", ref)
     assert status.exit_code == 0 and "awaiting_finality" in status.output
-    denied = run(env, "transfer", "create", *args[:4], "--amount", "10000000")
+    denied = run(env, "transfer", "create", *args[:4], "--amount-minor", "10000000")
     assert denied.exit_code == 1 and "denied: " in denied.output
-    assert "InsufficientAvailableBalance" in denied.output
+    assert "of 100,000.00 NGN: InsufficientAvailableBalance; nothing moved" in denied.output
+
+
+@pytest.mark.parametrize(
+    ("amount", "refusal"),
+    [
+        (["--amount", "5.001"], "5.001 has 3 decimal places; NGN has 2 (its exponent)"),
+        (["--amount", "1,500"], "no sign or separators"),
+        (["--amount", "-5"], "no sign or separators"),
+        (["--amount", "0.00"], "more than zero"),
+        (["--amount", "5", "--amount-minor", "500"], "give the amount once"),
+        ([], "give the amount once"),
+        (["--amount", "5.5", "--currency", "JPY"], "JPY has 0 (its exponent)"),
+        (["--amount", "5", "--currency", "XYZ"], "knows no exponent for XYZ"),
+    ],
+)
+def test_amounts_are_major_units_and_refused_when_they_do_not_fit(
+    env: dict[str, str], gateway: GatewayClient, amount: list[str], refusal: str
+) -> None:
+    holding = _arg(new_endpoint(gateway))
+    for command in (["transfer", "quote", "--from", holding], ["credit", "simulate"]):
+        result = run(env, *command, "--to", holding, *amount)
+        assert result.exit_code == 2, result.output
+        assert refusal in result.output
+        assert "crediting" not in result.output and "quoting" not in result.output
 
 
 def test_transfer_errors_are_plain(env: dict[str, str]) -> None:
@@ -112,6 +150,7 @@ def test_transfer_errors_are_plain(env: dict[str, str]) -> None:
     assert result.exit_code == 1 and "no such resource" in result.output
     result = run(env, "transfer", "quote", "--from", "x", "--to", "y", "--amount", "1")
     assert result.exit_code == 2 and "three UUIDs" in result.output
+    assert "recon endpoints show ENDPOINT_REF" in result.output
 
 
 def test_endpoint_commands(env: dict[str, str], gateway: GatewayClient) -> None:
@@ -130,11 +169,46 @@ def test_endpoint_commands(env: dict[str, str], gateway: GatewayClient) -> None:
     assert resumed.exit_code == 0 and "suspended -> active" in resumed.output
 
 
-def test_credit_simulate_in_the_sandbox(env: dict[str, str], gateway: GatewayClient) -> None:
+def test_credit_simulate_in_the_sandbox(
+    env: dict[str, str], gateway: GatewayClient, control: Control
+) -> None:
     holding = new_endpoint(gateway)
-    result = run(env, "credit", "simulate", "--to", _arg(holding), "--amount", "7500")
+    result = run(env, "credit", "simulate", "--to", _arg(holding), "--amount", "75")
     assert result.exit_code == 0, result.output
-    assert "EvidencePublished" in result.output
+    said, accepted = result.output.splitlines()[:2]
+    assert said == (
+        f"crediting 75.00 NGN (seventy-five and 00/100 NGN) to holding {holding.holding_ref}"
+    )
+    assert " of 75.00 NGN EvidencePublished" in accepted
+    control.settle_now()
+    wait_for_available(gateway, holding, 7_500)
+
+
+def test_credit_simulate_and_transfer_take_an_account_number(
+    env: dict[str, str], gateway: GatewayClient, control: Control
+) -> None:
+    holding = new_endpoint(gateway)
+    shown = run(env, "endpoints", "show", str(holding.endpoint_ref))
+    assert f"address: {_arg(holding)}" in shown.output
+    (number,) = re.findall(r"\(account number ([0-9]+)\)", shown.output)
+    result = run(env, "credit", "simulate", "--to", number, "--amount-minor", "1250050")
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(
+        "crediting 12,500.50 NGN (twelve thousand five hundred and 50/100 NGN) to account "
+        f"{number} (holding {holding.holding_ref})"
+    )
+    control.settle_now()
+    wait_for_available(gateway, holding, 1_250_050)
+
+    dest = new_endpoint(gateway, "customer_balance_internal")
+    moved = run(env, "transfer", "create", "--from", number, "--to", _arg(dest), "--amount", "0.5")
+    assert moved.exit_code == 0, moved.output
+    assert moved.output.startswith(f"sending 0.50 NGN (zero and 50/100 NGN) from account {number}")
+    wait_for_available(gateway, holding, 1_250_000)
+
+    unknown = run(env, "credit", "simulate", "--to", "9999999999", "--amount", "1")
+    assert unknown.exit_code == 2
+    assert "no holding on the gateway has account number 9999999999" in unknown.output
 
 
 def test_credit_simulate_is_refused_against_a_live_environment(base_env: dict[str, str]) -> None:
@@ -155,7 +229,7 @@ def test_transfer_quote_and_create_with_a_fee_bearer_and_an_accepted_quote(
     assert r.status_code < 300, r.text
     source = funded(gateway, control, 50_000)
     dest = new_endpoint(gateway, "customer_balance_internal")
-    args = ["--from", _arg(source), "--to", _arg(dest), "--amount", "12000"]
+    args = ["--from", _arg(source), "--to", _arg(dest), "--amount", "120.00"]
 
     quoted = run(env, "transfer", "quote", *args, "--fee-bearer", "receiver_pays")
     assert quoted.exit_code == 0, quoted.output

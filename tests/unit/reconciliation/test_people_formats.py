@@ -15,7 +15,7 @@ from foundation.money import (
     major_to_minor,
     use_unit_exponents,
 )
-from foundation.readable import moment, moment_and_age, time_ago, words
+from foundation.readable import moment, time_ago, words
 
 NOW = datetime(2026, 11, 23, 20, 13, 50, 123456, tzinfo=UTC)
 
@@ -80,7 +80,6 @@ def test_times_read_to_the_second_in_utc() -> None:
     lagos = NOW.astimezone(UTC).replace(tzinfo=None)  # the store's naive UTC, if ever met
     assert moment(lagos) == "2026-11-23 20:13:50 UTC"
     assert moment(None) == "never"
-    assert moment_and_age(NOW - timedelta(minutes=3), NOW) == "2026-11-23 20:10:50 UTC (3 min ago)"
 
 
 @pytest.mark.parametrize(
