@@ -100,7 +100,7 @@ def test_choosing_the_later_body_settles_the_conflict_and_the_mismatch(
     }
 
     # Replaying the other body only puts it back in quarantine, now saying what settles it.
-    _ok(run, "deliveries", "replay", str(second))
+    _ok(run, "deliveries", "replay", str(second), "--by", "bo")
     _ok(run, "reconcile")
     with session_factory() as s:
         # (the CLI has no broker here: process the pending row as a worker would)
@@ -132,7 +132,10 @@ def test_choosing_the_later_body_settles_the_conflict_and_the_mismatch(
         [note] = s.scalars(select(Notification)).all()
         assert (note.delivery_pk, note.amount_minor) == (second, 61_250)
         audit = s.scalars(select(AuditEvent)).all()
-        assert [(e.actor, e.action) for e in audit] == [("ana", "chose the true body")]
+        assert [(e.actor, e.action, e.door) for e in audit] == [
+            ("bo", "replayed delivery", "cli"),
+            ("ana", "chose the true body", "cli"),
+        ]
 
     # The conflict is resolved by the choice; the mismatch clears at the next pass.
     assert _active(session_factory) == {"amount_mismatch": "open"}
