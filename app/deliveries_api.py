@@ -3,9 +3,10 @@
 List with filters and cursor paging, show one delivery with its exact bytes, replay one (reset
 it to pending and enqueue it, the same as `recon deliveries replay ROW_ID`), replay every
 quarantined delivery at once once recon has learned their shape (the same as
-`recon deliveries replay --quarantined`; both call `inbox_access.replay_deliveries`), and mark
-which body of a delivery id re-sent with another body is the true one (the same as
-`recon deliveries choose ROW_ID`; both call `operator.actions.choose_body`).
+`recon deliveries replay --quarantined`), and mark which body of a delivery id re-sent with
+another body is the true one (the same as `recon deliveries choose ROW_ID`). The three changes
+go through the operator service (`app.operator_door`), as the CLI's do, each audited as from
+`api`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from litestar.params import FromPath, JSONBody, QueryParameter
 
 from app import state_keys
 from app.auth import admin_guard
+from app.operator_door import perform
 from reconciliation.notifications import inbox, inbox_access
 from reconciliation.notifications.inbox_views import (
     BulkReplayOut,
@@ -40,6 +42,13 @@ class BodyChoice(msgspec.Struct):
 
     by: str
     reason: str
+
+
+class Replayer(msgspec.Struct):
+    """Who replays, for the audit trail; a replay sent with no body is recorded under
+    `app.operator_door.ADMIN_TOKEN_ACTOR`."""
+
+    by: str
 
 
 #: Page size when the caller does not ask for one.
@@ -89,20 +98,13 @@ class DeliveriesController(Controller):
             return detail(row)
 
     @post("/{row_id:int}/replay", sync_to_thread=True, status_code=200)
-    def replay_delivery(self, state: State, row_id: FromPath[int]) -> DeliverySummary:
+    def replay_delivery(
+        self, state: State, row_id: FromPath[int], data: JSONBody[Replayer | None] = None
+    ) -> DeliverySummary:
         """Reset one delivery to pending and enqueue it for processing again."""
-        enqueue: Callable[[Sequence[int]], None] = state[state_keys.ENQUEUE]
-        _require_row_id(row_id)
-        with transaction(state[state_keys.SESSION_FACTORY]) as session:
-            try:
-                row = inbox_access.reset_for_replay(session, row_id)
-            except LookupError as exc:
-                raise NotFoundException(detail=str(exc)) from None
-            except inbox_access.RejectedBodyError as exc:
-                raise ValidationException(detail=str(exc)) from None
-            summary = summarise(row)
-        enqueue([row_id])
-        return summary
+        row = perform(state, data.by if data else None, actions.replay, row_id)
+        _enqueue(state, [row_id])
+        return summarise(row)
 
     @post("/{row_id:int}/choose", sync_to_thread=True, status_code=200)
     def choose_true_body(
@@ -112,16 +114,8 @@ class DeliveriesController(Controller):
         choose`): it becomes the id's notification, every other body is kept as evidence
         (`rejected`), and the `delivery_body_conflict` alert is resolved. Recorded in the
         audit trail under `by`."""
-        _require_row_id(row_id)
-        try:
-            with transaction(state[state_keys.SESSION_FACTORY]) as session:
-                if inbox_access.get_delivery(session, row_id) is None:
-                    raise NotFoundException(detail=f"no delivery with row id {row_id}")
-                chosen = actions.choose_body(
-                    session, data.by, row_id, data.reason, state[state_keys.PAYLOAD_READER]
-                )
-        except actions.ActionRefusedError as exc:
-            raise ValidationException(detail=str(exc)) from None
+        reader = state[state_keys.PAYLOAD_READER]
+        chosen = perform(state, data.by, actions.choose_body, row_id, data.reason, reader)
         return {
             "deliveryId": chosen.delivery_id,
             "chosenRow": chosen.chosen_row,
@@ -147,17 +141,19 @@ class DeliveriesController(Controller):
         limit: Annotated[
             int, QueryParameter(ge=1, le=inbox_access.MAX_REPLAY)
         ] = inbox_access.MAX_REPLAY,
+        data: JSONBody[Replayer | None] = None,
     ) -> BulkReplayOut:
         """Reset every delivery in a state to pending (oldest first, up to `limit`) and enqueue
         them; `remaining` says how many are left for another call."""
-        enqueue: Callable[[Sequence[int]], None] = state[state_keys.ENQUEUE]
-        try:
-            with transaction(state[state_keys.SESSION_FACTORY]) as session:
-                replay = inbox_access.replay_deliveries(session, state=inbox_state, limit=limit)
-        except ValueError as exc:
-            raise ValidationException(detail=str(exc)) from None
-        enqueue(replay.row_ids)
-        return replay_summary(replay)
+        done = perform(state, data.by if data else None, actions.replay_many, inbox_state, limit)
+        _enqueue(state, done.row_ids)
+        return replay_summary(done)
+
+
+def _enqueue(state: State, row_ids: Sequence[int]) -> None:
+    """Hand rows the change put back to pending to the workers, after its commit."""
+    enqueue: Callable[[Sequence[int]], None] = state[state_keys.ENQUEUE]
+    enqueue(row_ids)
 
 
 def _require_row_id(row_id: int) -> None:

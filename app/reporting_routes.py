@@ -2,7 +2,8 @@
 
 `app.main.create_app` mounts `ROUTE_HANDLERS` behind `app.auth.admin_guard`. Every handler
 parses its input, calls one service, and turns the service's own errors into 400/404 with the
-service's message, so the API and the CLI say the same thing about the same mistake.
+service's message, so the API and the CLI say the same thing about the same mistake. Changes
+to an alert go through the operator service (`app.operator_door`), audited as from `api`.
 """
 
 from __future__ import annotations
@@ -12,21 +13,16 @@ from typing import Annotated, Any, Final
 import msgspec
 from litestar import Response, get, post
 from litestar.datastructures import State
-from litestar.exceptions import NotFoundException, ValidationException
+from litestar.exceptions import ValidationException
 from litestar.params import JSONBody, QueryParameter
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import state_keys
+from app.operator_door import perform
 from app.path_ids import RowId
 from app.response_headers import policy_with_inline_style
-from reconciliation.alerts.lifecycle import (
-    AlertError,
-    AlertNotFoundError,
-    acknowledge_alert,
-    alert_as_dict,
-    list_alerts,
-    resolve_alert,
-)
+from reconciliation.alerts.lifecycle import AlertError, alert_as_dict, list_alerts
+from reconciliation.operator import actions
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.reports import FORMATS, ReportError, build_report, parse_window, render
 from reconciliation.reports.html_format import STYLE
@@ -45,7 +41,8 @@ MAX_ALERTS: Final = 500
 
 
 class AlertAction(msgspec.Struct):
-    """Who acknowledges or resolves, and optionally why."""
+    """Who acknowledges or resolves, and why (both kept in the audit trail; a missing note is
+    refused by the operator service with the same words in every door)."""
 
     by: str
     note: str | None = None
@@ -121,27 +118,16 @@ def alerts(
         raise ValidationException(detail=str(exc)) from None
 
 
-def _act(state: State, alert_id: int, action: AlertAction, *, resolve: bool) -> dict[str, Any]:
-    change = resolve_alert if resolve else acknowledge_alert
-    try:
-        with transaction(_factory(state)) as session:
-            return alert_as_dict(change(session, alert_id, by=action.by, note=action.note))
-    except AlertNotFoundError as exc:
-        raise NotFoundException(detail=str(exc)) from None
-    except AlertError as exc:
-        raise ValidationException(detail=str(exc)) from None
-
-
 @post("/alerts/{alert_id:int}/ack", sync_to_thread=True, status_code=200, tags=["alerts"])
 def acknowledge(state: State, alert_id: RowId, data: JSONBody[AlertAction]) -> dict[str, Any]:
-    """A person has seen the alert and owns it."""
-    return _act(state, alert_id, data, resolve=False)
+    """A person has seen the alert and owns it (recorded in the audit trail under `by`)."""
+    return alert_as_dict(perform(state, data.by, actions.acknowledge, alert_id, data.note))
 
 
 @post("/alerts/{alert_id:int}/resolve", sync_to_thread=True, status_code=200, tags=["alerts"])
 def resolve(state: State, alert_id: RowId, data: JSONBody[AlertAction]) -> dict[str, Any]:
     """A person closes the alert (it reopens if its condition clears and comes back)."""
-    return _act(state, alert_id, data, resolve=True)
+    return alert_as_dict(perform(state, data.by, actions.resolve, alert_id, data.note))
 
 
 #: Mounted by app.main.create_app behind the admin guard.

@@ -129,6 +129,7 @@ def unmatch_by_hand(url: str) -> None:
     from sqlalchemy import func, select
 
     from reconciliation.operator import actions as operator_actions
+    from reconciliation.operator.audit_trail import CLI, Actor
     from reconciliation.store.db import make_engine, make_session_factory
     from reconciliation.store.models import Match
 
@@ -139,7 +140,9 @@ def unmatch_by_hand(url: str) -> None:
     step = max(1, top // UNMATCHED_BY_HAND)
     for match_id in range(step, top + 1, step)[:UNMATCHED_BY_HAND]:
         with factory.begin() as session:
-            operator_actions.unmatch(session, "bench", match_id, "bench: a person must decide")
+            operator_actions.unmatch(
+                session, Actor("bench", CLI), match_id, "bench: a person must decide"
+            )
     engine.dispose()
 
 

@@ -12,11 +12,12 @@ from litestar.response import Template
 from sqlalchemy.orm import Session
 
 import app.console.forms as form_fields
-from app.console.rendering import Outcome, act, page, read
+from app.console.rendering import Change, Outcome, act, page, read
 from app.console.session import console_guard
 from app.path_ids import RowId
 from reconciliation.alerts.lifecycle import SEVERITIES, STATES, AlertNotFoundError
 from reconciliation.operator import actions as operator_actions
+from reconciliation.operator.actions import OperatorService
 from reconciliation.operator.alert_evidence import (
     AGES,
     AlertFilter,
@@ -45,17 +46,17 @@ def _evidence(session: Session, alert_id: int) -> Evidence:
         raise NotFoundException(detail=str(exc)) from None
 
 
-def _acknowledge(alert_id: int) -> Any:
-    def change(session: Session, who: str, form: FormMultiDict) -> Outcome:
-        operator_actions.acknowledge(session, who, alert_id, form_fields.text(form, "comment"))
+def _acknowledge(alert_id: int) -> Change:
+    def change(acting: OperatorService, form: FormMultiDict) -> Outcome:
+        acting.perform(operator_actions.acknowledge, alert_id, form_fields.text(form, "comment"))
         return Outcome(f"/console/alerts/{alert_id}", "acknowledged")
 
     return change
 
 
-def _resolve(alert_id: int) -> Any:
-    def change(session: Session, who: str, form: FormMultiDict) -> Outcome:
-        operator_actions.resolve(session, who, alert_id, form_fields.text(form, "comment"))
+def _resolve(alert_id: int) -> Change:
+    def change(acting: OperatorService, form: FormMultiDict) -> Outcome:
+        acting.perform(operator_actions.resolve, alert_id, form_fields.text(form, "comment"))
         return Outcome(f"/console/alerts/{alert_id}", "resolved")
 
     return change

@@ -19,10 +19,8 @@ import app.console.session as console_session
 from app import metrics
 from app.auth import ADMIN_TOKEN_STATE_KEY, limiter_of, token_matches
 from app.auth_limits import client_of
-from app.console.rendering import operator, store
+from app.console.rendering import operator, service
 from reconciliation.operator import actions as operator_actions
-from reconciliation.operator import console_sessions
-from reconciliation.store.db import transaction
 
 AnyRequest = Request[Any, Any, Any]
 
@@ -102,12 +100,10 @@ class SignInController(Controller):
         rules = console_session.rules_of(request)
         signed, cookie = console_session.issue(key, name, rules.absolute_seconds)
 
-        def open_session() -> None:
-            with transaction(store(request)) as session:
-                console_sessions.open_session(session, name, signed.nonce, rules)
-                operator_actions.signed_in(session, name)
-
-        await anyio.to_thread.run_sync(open_session)
+        acting = service(request, name)
+        await anyio.to_thread.run_sync(
+            acting.perform, operator_actions.sign_in, signed.nonce, rules
+        )
         target = str(form.get("next") or "")
         response = Redirect(
             path=target if target.startswith("/console") else "/console", status_code=303
@@ -129,14 +125,8 @@ class SignOutController(Controller):
     async def sign_out(self, request: AnyRequest) -> Redirect:
         """End the session in the store (a copy of the cookie dies with it), forget the cookie,
         record who left."""
-        who = operator(request)
-
-        def end_session() -> None:
-            with transaction(store(request)) as session:
-                console_sessions.end_session(session, who.nonce)
-                operator_actions.signed_out(session, who.name)
-
-        await anyio.to_thread.run_sync(end_session)
+        secret = operator(request).nonce
+        await anyio.to_thread.run_sync(service(request).perform, operator_actions.sign_out, secret)
         response = Redirect(path="/console/sign-in", status_code=303)
         response.delete_cookie(console_session.SESSION_COOKIE, path=console_session.COOKIE_PATH)
         return response

@@ -14,7 +14,7 @@ from litestar.response import Template
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.console.rendering import Outcome, act, page, read
+from app.console.rendering import Change, Outcome, act, page, read
 from app.console.session import console_guard
 from app.path_ids import RowId
 from reconciliation.notifications import inbox, inbox_access
@@ -25,6 +25,7 @@ from reconciliation.notifications.inbox_views import (
     summarise,
 )
 from reconciliation.operator import actions as operator_actions
+from reconciliation.operator.actions import OperatorService
 from reconciliation.store.models import Delivery, Notification
 
 AnyRequest = Request[Any, Any, Any]
@@ -77,18 +78,22 @@ def _show(session: Session, row_id: int) -> DeliveryView:
     return DeliveryView(detail(row), note, siblings)
 
 
-def _replay(row_id: int) -> Any:
-    def change(session: Session, who: str, _: FormMultiDict) -> Outcome:
-        operator_actions.replay(session, who, row_id)
+def _replay(row_id: int) -> Change:
+    def change(acting: OperatorService, _: FormMultiDict) -> Outcome:
+        acting.perform(operator_actions.replay, row_id)
         return Outcome(f"/console/deliveries/{row_id}", "replayed", (row_id,))
 
     return change
 
 
-def _replay_all(session: Session, who: str, _: FormMultiDict) -> Outcome:
-    ids = operator_actions.replay_quarantined(session, who)
-    done = "replayed-some" if len(ids) == operator_actions.REPLAY_ALL_MAX else "replayed-all"
-    return Outcome("/console/deliveries", done if ids else "none-quarantined", tuple(ids))
+def _replay_all(acting: OperatorService, _: FormMultiDict) -> Outcome:
+    done = acting.perform(
+        operator_actions.replay_many, inbox.QUARANTINED, operator_actions.REPLAY_ALL_MAX
+    )
+    told = "replayed-some" if done.remaining else "replayed-all"
+    return Outcome(
+        "/console/deliveries", told if done.row_ids else "none-quarantined", tuple(done.row_ids)
+    )
 
 
 class DeliveryPages(Controller):

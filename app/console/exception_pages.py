@@ -19,7 +19,7 @@ from app.console.session import console_guard
 from app.path_ids import RowId
 from reconciliation.matching.candidates import CandidateError, Explanation, explain
 from reconciliation.operator import actions as operator_actions
-from reconciliation.operator.actions import ActionRefusedError
+from reconciliation.operator.actions import ActionRefusedError, OperatorService
 from reconciliation.operator.exception_queue import (
     AGE_BUCKETS,
     COUNT_CAP,
@@ -58,15 +58,14 @@ def _explain(session: Session, kind: str, item_id: int, window: int) -> Explanat
         raise NotFoundException(detail=str(exc)) from None
 
 
-def _match(session: Session, who: str, form: FormMultiDict) -> Outcome:
+def _match(acting: OperatorService, form: FormMultiDict) -> Outcome:
     """The anchor item and the counterparts ticked, matched together with the reason."""
     picked: dict[str, list[int]] = {k: form_fields.row_ids(form, k) for k in STREAMS}
     for kind in ("transfer", "notification"):
         if len(picked[kind]) > 1:
             raise ActionRefusedError(f"tick at most one {kind}: a match row names one of each")
-    operator_actions.match(
-        session,
-        who,
+    acting.perform(
+        operator_actions.match,
         form_fields.text(form, "reason"),
         posting_ids=picked["posting"],
         transfer_id=picked["transfer"][0] if picked["transfer"] else None,
@@ -75,22 +74,22 @@ def _match(session: Session, who: str, form: FormMultiDict) -> Outcome:
     return Outcome(back_field(form), "matched")
 
 
-def _accept(session: Session, who: str, form: FormMultiDict) -> Outcome:
+def _accept(acting: OperatorService, form: FormMultiDict) -> Outcome:
     """The page's own item, closed with no counterpart and the reason it needs none."""
     kind = str(form.get("kind") or "")
     item_id = form_fields.row_id(form, "item")
     if kind not in STREAMS or item_id is None:
         raise ActionRefusedError("the form names no item: reload the item's page")
-    operator_actions.accept_without_counterpart(
-        session, who, kind, item_id, form_fields.text(form, "reason")
+    acting.perform(
+        operator_actions.accept_without_counterpart, kind, item_id, form_fields.text(form, "reason")
     )
     return Outcome(back_field(form), "accepted")
 
 
-def _unmatch(session: Session, who: str, form: FormMultiDict) -> Outcome:
+def _unmatch(acting: OperatorService, form: FormMultiDict) -> Outcome:
     match_id = form_fields.row_id(form, "match")
     assert match_id is not None
-    operator_actions.unmatch(session, who, match_id, form_fields.text(form, "reason"))
+    acting.perform(operator_actions.unmatch, match_id, form_fields.text(form, "reason"))
     return Outcome(back_field(form), "unmatched")
 
 

@@ -29,6 +29,7 @@ from reconciliation.ledger_audit.compare import DIFFERS, MISSING, UNKNOWN
 from reconciliation.ledger_audit.summary import AuditSummary, last_audit
 from reconciliation.operator import actions as operator_actions
 from reconciliation.operator import audit_trail as audit
+from reconciliation.operator.audit_trail import CONSOLE, Actor
 from reconciliation.operator.overview import Overview, read_overview
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.postings.holding_history import (
@@ -158,7 +159,7 @@ def _on_page(
 
 def _download(
     session: Session,
-    who: str,
+    who: Actor,
     fmt: str,
     window: tuple[str | None, str | None, str | None],
     rules: ReconcilePolicy,
@@ -264,7 +265,7 @@ class ReadPages(Controller):
         text = read(
             request,
             _download,
-            operator(request).name,
+            Actor(operator(request).name, CONSOLE),
             report_format,
             (since or None, until or None, holding or None),
             policy(request),

@@ -2,8 +2,9 @@
 
 Handlers stay one to three lines: `page(...)` renders a template with the context every page
 needs (who is signed in, the CSRF token, the time, a message from the last action), `read`
-runs a query function in a read transaction, and `act` runs a change from a form in a write
-transaction in a worker thread, then redirects (POST, redirect, GET) with what happened.
+runs a query function in a read transaction, and `act` runs a change from a form through the
+operator service (reconciliation.operator.actions: its own transaction, its audit row from the
+door `console`) in a worker thread, then redirects (POST, redirect, GET) with what happened.
 
 What happened travels in the redirect as a key (`?done=resolved`), and the page shows the
 sentence DONE_MESSAGES holds for it: text in a URL is anyone's to write, and a sentence of
@@ -29,7 +30,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from app import state_keys
 from app.console.session import OPERATOR_STATE_KEY, Operator, csrf_token, key_of
 from app.reporting_routes import POLICY_STATE_KEY
-from reconciliation.operator.actions import ActionRefusedError
+from reconciliation.operator.actions import ActionRefusedError, OperatorService
+from reconciliation.operator.audit_trail import CONSOLE
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.store.db import transaction
 from reconciliation.store.types import utcnow
@@ -76,6 +78,14 @@ def policy(request: AnyRequest) -> ReconcilePolicy:
 def operator(request: AnyRequest) -> Operator:
     found: Operator = request.state[OPERATOR_STATE_KEY]
     return found
+
+
+def service(request: AnyRequest, name: str | None = None) -> OperatorService:
+    """The operator service acting as the signed-in operator (or `name`, at sign-in) through the
+    door `console`."""
+    return OperatorService(
+        store(request), operator(request).name if name is None else name, CONSOLE
+    )
 
 
 def read(request: AnyRequest, query: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -139,8 +149,8 @@ class Outcome:
     enqueue: tuple[int, ...] = ()
 
 
-#: A change made from a form: (session, operator name, form) -> its Outcome.
-Change = Callable[[Session, str, FormMultiDict], Outcome]
+#: A change made from a form: (the signed-in operator's service, form) -> its Outcome.
+Change = Callable[[OperatorService, FormMultiDict], Outcome]
 
 
 def back_field(form: FormMultiDict, name: str = "back") -> str:
@@ -150,21 +160,17 @@ def back_field(form: FormMultiDict, name: str = "back") -> str:
 
 
 async def act(request: AnyRequest, change: Change, on_refused: str | None = None) -> Response[Any]:
-    """Apply a change in its own transaction; a refusal is a 400 page with its reason and a
-    link back to `on_refused` (default: the form's `here` field, the page the form is on).
+    """Apply a change (through the operator service, in its own transaction) in a worker thread;
+    a refusal is a 400 page with its reason and a link back to `on_refused` (default: the form's
+    `here` field, the page the form is on).
 
     Inbox rows the change reset are enqueued only after its commit (as the JSON API does).
     """
     form = await request.form()
     on_refused = on_refused or back_field(form, "here")
-    who = operator(request).name
-
-    def run() -> Outcome:
-        with transaction(store(request)) as session:
-            return change(session, who, form)
-
+    acting = service(request)
     try:
-        outcome = await anyio.to_thread.run_sync(run)
+        outcome = await anyio.to_thread.run_sync(change, acting, form)
     except ActionRefusedError as exc:
         return refusal_page(400, str(exc), on_refused)
     if outcome.enqueue:

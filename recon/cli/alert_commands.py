@@ -10,8 +10,9 @@ from typing import Any, Final
 import click
 
 from foundation.readable import time_ago, words
+from recon.cli.operator_door import BY, act
 from recon.cli.reconcile_commands import open_store
-from recon.cli.startup import fail, settings_or_exit
+from recon.cli.startup import settings_or_exit
 from recon.cli.terminal import output_width, say, shown_time, shown_time_and_age
 
 
@@ -156,36 +157,28 @@ def list_command(
     say("\n".join(lines))
 
 
-def _change(alert_id: int, by: str, note: str | None, *, resolve: bool) -> None:
-    from reconciliation.alerts.lifecycle import AlertError, acknowledge_alert, resolve_alert
-
-    settings = settings_or_exit(store_only=True)
-    with open_store(settings) as factory, factory() as session:
-        try:
-            change = resolve_alert if resolve else acknowledge_alert
-            alert = change(session, alert_id, by=by, note=note)
-            session.commit()
-        except AlertError as exc:
-            fail(str(exc))
-        say(f"alert {alert.id} is {alert.state}")
-
-
 @alerts.command()
 @click.argument("alert_id", type=int)
-@click.option("--by", required=True, help="Who owns it now; recorded.")
-@click.option("--note", help="What you are doing about it.")
-def ack(alert_id: int, by: str, note: str | None) -> None:
+@BY
+@click.option("--note", required=True, help="What you are doing about it; recorded.")
+def ack(alert_id: int, by: str | None, note: str) -> None:
     """Acknowledge ALERT_ID: you have seen it and own it."""
-    _change(alert_id, by, note, resolve=False)
+    from reconciliation.operator import actions
+
+    alert = act(settings_or_exit(store_only=True), by, actions.acknowledge, alert_id, note)
+    say(f"alert {alert.id} is {alert.state}")
 
 
 @alerts.command()
 @click.argument("alert_id", type=int)
-@click.option("--by", required=True, help="Who resolves it; recorded.")
-@click.option("--note", help="How it was resolved.")
-def resolve(alert_id: int, by: str, note: str | None) -> None:
+@BY
+@click.option("--note", required=True, help="How it was resolved; recorded.")
+def resolve(alert_id: int, by: str | None, note: str) -> None:
     """Resolve ALERT_ID (it reopens if its condition clears and later comes back)."""
-    _change(alert_id, by, note, resolve=True)
+    from reconciliation.operator import actions
+
+    alert = act(settings_or_exit(store_only=True), by, actions.resolve, alert_id, note)
+    say(f"alert {alert.id} is {alert.state}")
 
 
 COMMANDS = [alerts]

@@ -8,10 +8,9 @@ admin token need not be rotated. The audit trail records who ended them.
 
 from __future__ import annotations
 
-import getpass
-
 import click
 
+from recon.cli.operator_door import BY, act
 from recon.cli.startup import existing_store, settings_or_exit
 
 
@@ -42,20 +41,12 @@ def list_sessions() -> None:
 
 
 @sessions.command("end-all")
-@click.option(
-    "--by",
-    default=None,
-    help="Who ends them, for the audit trail (default: the user running the command).",
-)
+@BY
 def end_all_sessions(by: str | None) -> None:
     """End every console session now: everyone signs in again."""
-    from reconciliation.operator.console_sessions import end_all
-    from reconciliation.store.db import transaction
+    from reconciliation.operator import actions
 
-    settings = settings_or_exit()
-    actor = (by or getpass.getuser() or "cli")[:128]
-    with existing_store(settings) as factory, transaction(factory) as session:
-        ended = end_all(session, actor)
+    ended = act(settings_or_exit(), by, actions.end_all_sessions)
     click.echo(f"ended {ended} console session(s); everyone signs in again")
 
 

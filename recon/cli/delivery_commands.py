@@ -1,5 +1,7 @@
 """`recon deliveries list|show|replay|choose`: see the webhook inbox, re-process a delivery,
-and mark which body of a delivery id sent with two bodies is the true one."""
+and mark which body of a delivery id sent with two bodies is the true one.
+
+Replay and choose are operator actions (`recon.cli.operator_door`): each leaves an audit row."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
+from recon.cli.operator_door import BY, act
 from recon.cli.startup import fail, settings_or_exit
 from recon.cli.terminal import say, shown_time
 
@@ -156,8 +159,16 @@ def show(row_id: int, as_json: bool) -> None:
     type=click.IntRange(1, 5000),
     help="Most rows one bulk replay takes; run again while some remain.",
 )
+@BY
 @click.option("--json", "as_json", is_flag=True, help="One JSON document (bulk replays).")
-def replay(row_id: int | None, quarantined: bool, pending: bool, limit: int, as_json: bool) -> None:
+def replay(
+    row_id: int | None,
+    quarantined: bool,
+    pending: bool,
+    limit: int,
+    by: str | None,
+    as_json: bool,
+) -> None:
     """Reset one delivery (ROW_ID), or every quarantined or pending one, to pending and enqueue.
 
     A bulk replay is how deliveries quarantined because no payload shape read them are read
@@ -165,7 +176,8 @@ def replay(row_id: int | None, quarantined: bool, pending: bool, limit: int, as_
     the workers first, so they read with the new settings).
     """
     from recon.cli.web_commands import delivery_enqueue
-    from reconciliation.notifications import inbox, inbox_access
+    from reconciliation.notifications import inbox
+    from reconciliation.operator import actions
 
     chosen = [flag for flag, on in (("--quarantined", quarantined), ("--pending", pending)) if on]
     if (row_id is None) == (not chosen) or len(chosen) > 1:
@@ -173,24 +185,22 @@ def replay(row_id: int | None, quarantined: bool, pending: bool, limit: int, as_
     settings = settings_or_exit()
     if row_id is None:
         state = inbox.QUARANTINED if quarantined else inbox.PENDING
-        _replay_bulk(settings, state, limit, as_json)
+        _replay_many(settings, by, state, limit, as_json)
         return
-    with _session(settings) as session:
-        row = _checked(lambda: inbox_access.reset_for_replay(session, row_id))
-        delivery_id = row.delivery_id
-    what = f"delivery {delivery_id} (row {row_id}) is pending again"
+    row = act(settings, by, actions.replay, row_id)
+    what = f"delivery {row.delivery_id} (row {row_id}) is pending again"
     say(f"{what}{_enqueued(delivery_enqueue(settings), [row_id])}")
 
 
 @deliveries.command()
 @click.argument("row_id", type=click.IntRange(1, ROW_ID_LIMIT))
-@click.option("--by", required=True, help="Who decides; kept in the audit trail.")
+@BY
 @click.option(
     "--reason",
     required=True,
     help="Why this body is the true one (what the provider said); kept in the audit trail.",
 )
-def choose(row_id: int, by: str, reason: str) -> None:
+def choose(row_id: int, by: str | None, reason: str) -> None:
     """Mark ROW_ID as the true body of a delivery id that arrived with different bodies.
 
     The settling step of a `delivery_body_conflict` alert (its evidence names the rows; `recon
@@ -199,28 +209,24 @@ def choose(row_id: int, by: str, reason: str) -> None:
     alert is resolved in your name. A match the true body disagrees with is taken apart for a
     person to redo.
     """
-    from reconciliation.operator.actions import ActionRefusedError, choose_body
+    from reconciliation.operator import actions
     from upstream.webhooks.payloads import reader_for
 
     settings = settings_or_exit()
-    with _session(settings) as session:
-        try:
-            chosen = choose_body(session, by, row_id, reason, reader_for(settings.webhooks))
-        except ActionRefusedError as exc:
-            fail(str(exc))
-    say(chosen.describe())
+    reader = reader_for(settings.webhooks)
+    say(act(settings, by, actions.choose_body, row_id, reason, reader).describe())
 
 
-def _replay_bulk(settings: Settings, state: str, limit: int, as_json: bool) -> None:
-    """Both this command and `POST /deliveries/replay` go through `inbox_access.replay_deliveries`."""
+def _replay_many(settings: Settings, by: str | None, state: str, limit: int, as_json: bool) -> None:
+    """This command, `POST /deliveries/replay` and the console's "replay all" all go through
+    `operator.actions.replay_many`."""
     import msgspec
 
     from recon.cli.web_commands import delivery_enqueue
-    from reconciliation.notifications import inbox_access
     from reconciliation.notifications.inbox_views import replay_summary
+    from reconciliation.operator import actions
 
-    with _session(settings) as session:
-        done = _checked(lambda: inbox_access.replay_deliveries(session, state=state, limit=limit))
+    done = act(settings, by, actions.replay_many, state, limit)
     sent = _enqueued(delivery_enqueue(settings), done.row_ids) if done.row_ids else ""
     if as_json:
         say(msgspec.json.encode(replay_summary(done)).decode())

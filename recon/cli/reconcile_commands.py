@@ -1,8 +1,9 @@
 """`recon reconcile`, `recon match`, `recon accept`, `recon unmatch`: run a pass, decide an
 exception by hand.
 
-The decisions go through the operator service (`reconciliation.operator.actions`), as the
-console's do, so each leaves the same audit row whichever door it came through.
+The decisions go through the operator service (`reconciliation.operator.actions`, by way of
+`recon.cli.operator_door`), as the console's and the API's do, so each leaves the same audit
+row whichever door it came through.
 
 A pass in a terminal shows Rich progress bars on stderr (matching batches, drift rules); piped
 or in a job it prints only its summary. `--dry-run` runs the same pass and rolls it back: it
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from recon.cli.operator_door import BY, act
 from recon.cli.startup import existing_store, fail, settings_or_exit
 from recon.cli.terminal import say
 
@@ -135,7 +137,6 @@ def reconcile(dry_run: bool, as_json: bool) -> None:
     _print_result(result, as_json)
 
 
-BY = click.option("--by", required=True, help="Who decides (name or e-mail); recorded.")
 REASON = click.option("--reason", required=True, help="Why; recorded with the match.")
 
 
@@ -151,28 +152,23 @@ def match(
     postings: tuple[int, ...],
     transfer: int | None,
     notification: int | None,
-    by: str,
+    by: str | None,
     reason: str,
 ) -> None:
     """Match an item with its counterparts by hand (ids are in the alert's evidence and in
     `recon report`); one item alone is `recon accept`."""
     from reconciliation.operator import actions
 
-    settings = settings_or_exit(store_only=True)
-    with open_store(settings) as factory, factory() as session:
-        try:
-            rows = actions.match(
-                session,
-                by,
-                reason,
-                posting_ids=list(postings),
-                transfer_id=transfer,
-                notification_id=notification,
-            )
-            session.commit()
-        except actions.ActionRefusedError as exc:
-            fail(str(exc))
-        say("matched: " + ", ".join(f"match {r.id}" for r in rows))
+    rows = act(
+        settings_or_exit(store_only=True),
+        by,
+        actions.match,
+        reason,
+        posting_ids=postings,
+        transfer_id=transfer,
+        notification_id=notification,
+    )
+    say("matched: " + ", ".join(f"match {r.id}" for r in rows))
 
 
 @click.command()
@@ -182,7 +178,11 @@ def match(
 @BY
 @click.option("--reason", required=True, help="Why it needs no counterpart; recorded.")
 def accept(
-    posting: int | None, transfer: int | None, notification: int | None, by: str, reason: str
+    posting: int | None,
+    transfer: int | None,
+    notification: int | None,
+    by: str | None,
+    reason: str,
 ) -> None:
     """Accept one item without a counterpart: a decision, counted apart from matches."""
     from reconciliation.operator import actions
@@ -195,35 +195,24 @@ def accept(
     if len(named) != 1:
         fail("name exactly one item: --posting, --transfer or --notification")
     ((kind, item_id),) = named
-    settings = settings_or_exit()
-    with open_store(settings) as factory, factory() as session:
-        try:
-            row = actions.accept_without_counterpart(session, by, kind, item_id, reason)
-            session.commit()
-        except actions.ActionRefusedError as exc:
-            fail(str(exc))
-        say(f"accepted without a counterpart: {kind} {item_id} (match {row.id})")
+    settings = settings_or_exit(store_only=True)
+    row = act(settings, by, actions.accept_without_counterpart, kind, item_id, reason)
+    say(f"accepted without a counterpart: {kind} {item_id} (match {row.id})")
 
 
 @click.command()
 @click.argument("match_id", type=int)
 @BY
 @REASON
-def unmatch(match_id: int, by: str, reason: str) -> None:
+def unmatch(match_id: int, by: str | None, reason: str) -> None:
     """Take match MATCH_ID apart; its items become exceptions, each with an open alert, for a
     person to decide."""
     from reconciliation.operator import actions
 
-    settings = settings_or_exit(store_only=True)
-    with open_store(settings) as factory, factory() as session:
-        try:
-            _, alerts = actions.unmatch(session, by, match_id, reason)
-            session.commit()
-        except actions.ActionRefusedError as exc:
-            fail(str(exc))
-        say(f"unmatched: match {match_id}")
-        for change in (*alerts.opened, *alerts.reopened):
-            say(f"alert {change.alert_id} open: {change.subject}")
+    _, alerts = act(settings_or_exit(store_only=True), by, actions.unmatch, match_id, reason)
+    say(f"unmatched: match {match_id}")
+    for change in (*alerts.opened, *alerts.reopened):
+        say(f"alert {change.alert_id} open: {change.subject}")
 
 
 COMMANDS = [reconcile, match, accept, unmatch]

@@ -1,23 +1,36 @@
-"""What a person may change, each change with its audit row in the same transaction.
+"""Every change a person makes, whichever door it comes through, each with its one audit row.
 
-The operator console and the CLI call these: acknowledge or resolve an alert, match by hand,
-accept one item without a counterpart, or unmatch (through `reconciliation.matching.manual`;
-`recon match`, `recon accept` and `recon unmatch` call the same functions), put deliveries back
-in the inbox for replay, and record sign-in and sign-out.
-Each function works in the caller's session; the caller commits, so the change and its audit
-row land together or not at all. Errors of the services below are re-raised as one
-`ActionRefusedError` carrying their message, which already says what to do instead.
+The one way in for the CLI (`recon alerts`, `recon match|accept|unmatch`, `recon deliveries
+replay|choose`, `recon console sessions end-all`), the JSON API (`/alerts/{id}/ack|resolve`,
+`/deliveries/...`) and the console: acknowledge or resolve an alert; match by hand, accept one
+item without a counterpart, or unmatch (through `reconciliation.matching.manual`); put one
+delivery, or every quarantined or pending one, back in the inbox; choose the true body of a
+delivery id sent with two bodies; sign in to the console, sign out, end every session; download
+a report.
+
+Each action is a function `(session, actor, ...)` that makes the change and writes exactly one
+audit row naming the actor and their door (reconciliation.operator.audit_trail). A door runs
+it with `OperatorService.perform`, which opens the transaction and commits it, so the change and
+its row land together or not at all, and the door only turns `ActionRefusedError` into its own
+answer (a CLI error line, a 400 or 404, a console refusal page). Errors of the services below
+are re-raised as `ActionRefusedError` carrying their message, which already says what to do
+instead; `UnknownSubjectError`, its kind, when the id names nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Callable, Sequence
+from typing import Concatenate, Final, ParamSpec, TypeVar
 
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from reconciliation.alerts.changes import AlertOutcome, Assessment, apply_assessments
-from reconciliation.alerts.lifecycle import AlertError, acknowledge_alert, resolve_alert
+from reconciliation.alerts.lifecycle import (
+    AlertError,
+    AlertNotFoundError,
+    acknowledge_alert,
+    resolve_alert,
+)
 from reconciliation.drift import taken_apart
 from reconciliation.matching.manual import (
     ManualMatchError,
@@ -26,27 +39,36 @@ from reconciliation.matching.manual import (
     manual_match,
     manual_unmatch,
 )
-from reconciliation.notifications import inbox, inbox_access
+from reconciliation.notifications import inbox_access
+from reconciliation.notifications.inbox_access import BulkReplay
 from reconciliation.operator import audit_trail as audit
+from reconciliation.operator import console_sessions
+from reconciliation.operator.audit_trail import Actor, AuditError
 from reconciliation.operator.body_conflicts import BodyChoiceError, TrueBodyChosen, choose_true_body
+from reconciliation.operator.console_sessions import SessionRules
+from reconciliation.store.db import transaction
 from reconciliation.store.models import Alert, Delivery, Match
 from reconciliation.store.types import utcnow
 from upstream.webhooks.payloads import PayloadReader
 
-#: Most quarantined deliveries one "replay all" resets: the rest wait for the next press, so a
-#: flood of bad deliveries cannot turn one click into an unbounded transaction.
+P = ParamSpec("P")
+T = TypeVar("T")
+
+#: Most quarantined deliveries one press of the console's "replay all" resets: the rest wait for
+#: the next press, so a flood of bad deliveries cannot turn one click into a long transaction.
 REPLAY_ALL_MAX: Final = 500
 
 #: Audit action names, as the trail shows them.
 SIGNED_IN: Final = "signed in"
 SIGNED_OUT: Final = "signed out"
+ENDED_ALL_SESSIONS: Final = "ended every console session"
 ACKNOWLEDGED: Final = "acknowledged alert"
 RESOLVED: Final = "resolved alert"
 MATCHED: Final = "matched by hand"
 ACCEPTED_ALONE: Final = "accepted without a counterpart"
 UNMATCHED: Final = "unmatched"
 REPLAYED: Final = "replayed delivery"
-REPLAYED_ALL: Final = "replayed quarantined deliveries"
+REPLAYED_MANY: Final = "replayed {state} deliveries"
 CHOSE_BODY: Final = "chose the true body"
 REPORT_DOWNLOADED: Final = "downloaded report"
 
@@ -55,41 +77,100 @@ class ActionRefusedError(Exception):
     """The change cannot be made as asked; the message says why and what to do."""
 
 
-def _need_reason(reason: str, what: str) -> str:
-    text = reason.strip()
+class UnknownSubjectError(ActionRefusedError):
+    """The id names no alert or delivery (a 404 to the API)."""
+
+
+class OperatorService:
+    """One actor's way to every action: `perform(action, *args)` runs `action(session, actor,
+    *args)` in its own transaction and returns what it returned (loaded values stay readable
+    after the commit)."""
+
+    def __init__(self, store: sessionmaker[Session], name: str, door: str) -> None:
+        try:
+            self.actor = Actor(name, door)
+        except AuditError as exc:
+            raise ActionRefusedError(str(exc)) from None
+        self._store = store
+
+    def perform(
+        self,
+        action: Callable[Concatenate[Session, Actor, P], T],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        with transaction(self._store) as session:
+            return action(session, self.actor, *args, **kwargs)
+
+
+def _need_reason(reason: str | None, what: str) -> str:
+    text = (reason or "").strip()
     if not text:
-        raise ActionRefusedError(f"say why you {what}: the comment is kept in the audit trail")
+        raise ActionRefusedError(f"say why you {what}: the reason is kept in the audit trail")
     return text
 
 
-def signed_in(session: Session, actor: str) -> None:
+def _row_id(row_id: int) -> int:
+    """A number no row can have is refused here, before the database driver overflows on it."""
+    try:
+        return inbox_access.checked_row_id(row_id)
+    except ValueError as exc:
+        raise ActionRefusedError(str(exc)) from None
+
+
+def _delivery(session: Session, row_id: int) -> Delivery:
+    found = session.get(Delivery, _row_id(row_id))
+    if found is None:
+        raise UnknownSubjectError(f"no delivery with row id {row_id}: see `recon deliveries list`")
+    return found
+
+
+def sign_in(session: Session, actor: Actor, secret: str, rules: SessionRules) -> None:
+    """Open a console session (its cookie carries `secret`)."""
+    console_sessions.open_session(session, actor.name, secret, rules)
     audit.record(session, actor=actor, action=SIGNED_IN, subject="console")
 
 
-def signed_out(session: Session, actor: str) -> None:
+def sign_out(session: Session, actor: Actor, secret: str) -> None:
+    """End the console session whose cookie carries `secret`."""
+    console_sessions.end_session(session, secret)
     audit.record(session, actor=actor, action=SIGNED_OUT, subject="console")
 
 
-def report_downloaded(session: Session, actor: str, description: str) -> None:
+def end_all_sessions(session: Session, actor: Actor) -> int:
+    """End every console session at once (a cookie may have been copied); how many ended."""
+    ended = console_sessions.end_all(session)
+    audit.record(
+        session, actor=actor, action=ENDED_ALL_SESSIONS, subject="console", reason=f"{ended} ended"
+    )
+    return ended
+
+
+def report_downloaded(session: Session, actor: Actor, description: str) -> None:
+    """A report left recon as a file: who took which window."""
     audit.record(session, actor=actor, action=REPORT_DOWNLOADED, subject=description)
 
 
-def acknowledge(session: Session, actor: str, alert_id: int, comment: str) -> Alert:
-    """Own an alert; the comment becomes its note."""
-    why = _need_reason(comment, "acknowledge it")
+def acknowledge(session: Session, actor: Actor, alert_id: int, note: str | None) -> Alert:
+    """Own an alert; the reason becomes its note."""
+    why = _need_reason(note, "acknowledge it")
     try:
-        alert = acknowledge_alert(session, alert_id, by=actor, note=why)
+        alert = acknowledge_alert(session, alert_id, by=actor.name, note=why)
+    except AlertNotFoundError as exc:
+        raise UnknownSubjectError(str(exc)) from None
     except AlertError as exc:
         raise ActionRefusedError(str(exc)) from None
     audit.record(session, actor=actor, action=ACKNOWLEDGED, subject=f"alert {alert_id}", reason=why)
     return alert
 
 
-def resolve(session: Session, actor: str, alert_id: int, comment: str) -> Alert:
+def resolve(session: Session, actor: Actor, alert_id: int, note: str | None) -> Alert:
     """Close an alert with the reason it is closed."""
-    why = _need_reason(comment, "resolve it")
+    why = _need_reason(note, "resolve it")
     try:
-        alert = resolve_alert(session, alert_id, by=actor, note=why)
+        alert = resolve_alert(session, alert_id, by=actor.name, note=why)
+    except AlertNotFoundError as exc:
+        raise UnknownSubjectError(str(exc)) from None
     except AlertError as exc:
         raise ActionRefusedError(str(exc)) from None
     audit.record(session, actor=actor, action=RESOLVED, subject=f"alert {alert_id}", reason=why)
@@ -98,21 +179,21 @@ def resolve(session: Session, actor: str, alert_id: int, comment: str) -> Alert:
 
 def match(
     session: Session,
-    actor: str,
+    actor: Actor,
     reason: str,
     *,
     posting_ids: Sequence[int] = (),
     transfer_id: int | None = None,
     notification_id: int | None = None,
 ) -> list[Match]:
-    """The same manual match as `recon match`, with its audit row."""
+    """Match an item with at least one counterpart by hand."""
     try:
         rows = manual_match(
             session,
             posting_ids=posting_ids,
             transfer_id=transfer_id,
             notification_id=notification_id,
-            by=actor,
+            by=actor.name,
             reason=reason,
         )
     except ManualMatchError as exc:
@@ -123,12 +204,12 @@ def match(
 
 
 def accept_without_counterpart(
-    session: Session, actor: str, kind: str, item_id: int, reason: str
+    session: Session, actor: Actor, kind: str, item_id: int, reason: str
 ) -> Match:
-    """Close one item with no counterpart, with the reason it needs none, and its audit row."""
+    """Close one item with no counterpart, with the reason it needs none."""
     why = _need_reason(reason, "accept it without a counterpart")
     try:
-        row = accept_alone(session, kind, item_id, by=actor, reason=why)
+        row = accept_alone(session, kind, item_id, by=actor.name, reason=why)
     except ManualMatchError as exc:
         raise ActionRefusedError(str(exc)) from None
     audit.record(
@@ -141,12 +222,14 @@ def accept_without_counterpart(
     return row
 
 
-def unmatch(session: Session, actor: str, match_id: int, reason: str) -> tuple[Match, AlertOutcome]:
-    """Take a match apart, with its audit row; each item left with no counterpart gets its
-    `unmatched_by_hand` alert at once (opened, or reopened), in the same transaction, so the
-    decision never leaves an unexplained item silent until the next pass."""
+def unmatch(
+    session: Session, actor: Actor, match_id: int, reason: str
+) -> tuple[Match, AlertOutcome]:
+    """Take a match apart; each item left with no counterpart gets its `unmatched_by_hand`
+    alert at once (opened, or reopened), in the same transaction, so the decision never leaves
+    an unexplained item silent until the next pass."""
     try:
-        row = manual_unmatch(session, match_id, by=actor, reason=reason)
+        row = manual_unmatch(session, match_id, by=actor.name, reason=reason)
     except ManualMatchError as exc:
         raise ActionRefusedError(str(exc)) from None
     audit.record(session, actor=actor, action=UNMATCHED, subject=f"match {match_id}", reason=reason)
@@ -161,23 +244,47 @@ def unmatch(session: Session, actor: str, match_id: int, reason: str) -> tuple[M
     return row, alerts
 
 
-def replay(session: Session, actor: str, row_id: int) -> Delivery:
-    """Reset one delivery to pending (the caller enqueues it after the commit)."""
+def replay(session: Session, actor: Actor, row_id: int) -> Delivery:
+    """Reset one delivery to pending (the door enqueues it after the commit)."""
+    _delivery(session, row_id)
     try:
         row = inbox_access.reset_for_replay(session, row_id)
-    except (LookupError, ValueError) as exc:
+    except inbox_access.RejectedBodyError as exc:
         raise ActionRefusedError(str(exc)) from None
     audit.record(session, actor=actor, action=REPLAYED, subject=f"delivery {row_id}")
     return row
 
 
-def choose_body(
-    session: Session, actor: str, row_id: int, reason: str, reader: PayloadReader
-) -> TrueBodyChosen:
-    """Mark which body of a delivery id is true (`body_conflicts.choose_true_body`), audited."""
-    why = _need_reason(reason, "chose this body")
+def replay_many(
+    session: Session, actor: Actor, state: str, limit: int = inbox_access.MAX_REPLAY
+) -> BulkReplay:
+    """Reset the oldest deliveries in `state` (quarantined or pending) to pending, at most
+    `limit`, through the inbox's own bulk reset (`inbox_access.replay_deliveries`); the door
+    enqueues the row ids after the commit. The audit row names every row put back, so the
+    trail says exactly which ones (and that none were, when none waited)."""
     try:
-        chosen = choose_true_body(session, row_id, by=actor, reason=why, reader=reader)
+        done = inbox_access.replay_deliveries(session, state=state, limit=limit)
+    except ValueError as exc:
+        raise ActionRefusedError(str(exc)) from None
+    rows = ", ".join(str(i) for i in done.row_ids) or "none"
+    audit.record(
+        session,
+        actor=actor,
+        action=REPLAYED_MANY.format(state=state),
+        subject=f"{len(done.row_ids)} {state} deliveries",
+        reason=f"rows {rows}" + (f"; {done.remaining} still wait" if done.remaining else ""),
+    )
+    return done
+
+
+def choose_body(
+    session: Session, actor: Actor, row_id: int, reason: str, reader: PayloadReader
+) -> TrueBodyChosen:
+    """Mark which body of a delivery id is true (`body_conflicts.choose_true_body`)."""
+    why = _need_reason(reason, "chose this body")
+    _delivery(session, row_id)
+    try:
+        chosen = choose_true_body(session, row_id, by=actor.name, reason=why, reader=reader)
     except BodyChoiceError as exc:
         raise ActionRefusedError(str(exc)) from None
     audit.record(
@@ -188,23 +295,3 @@ def choose_body(
         reason=f"{why}; kept as evidence: row " + ", ".join(str(r) for r in chosen.rejected_rows),
     )
     return chosen
-
-
-def replay_quarantined(session: Session, actor: str) -> list[int]:
-    """Reset the oldest quarantined deliveries (at most REPLAY_ALL_MAX); their row ids.
-
-    Through the inbox's own bulk reset (`inbox_access.replay_deliveries`), with one audit row naming
-    every delivery put back, so the trail says exactly which ones.
-    """
-    done = inbox_access.replay_deliveries(session, state=inbox.QUARANTINED, limit=REPLAY_ALL_MAX)
-    if done.row_ids:
-        audit.record(
-            session,
-            actor=actor,
-            action=REPLAYED_ALL,
-            subject=f"{len(done.row_ids)} quarantined deliveries",
-            reason="rows "
-            + ", ".join(str(i) for i in done.row_ids)
-            + (f"; {done.remaining} still wait" if done.remaining else ""),
-        )
-    return list(done.row_ids)

@@ -1,8 +1,9 @@
 """The audit trail of people's actions: append a row, read the newest rows a page at a time.
 
-Every change a person makes through the operator console (and sign-in and sign-out) leaves one
-`audit_events` row written in the same transaction as the change itself, so the trail can never
-claim an action that did not happen, nor miss one that did.
+Every change a person makes, through any door (the CLI, the JSON API, the console; sign-in and
+sign-out too), leaves one `audit_events` row written in the same transaction as the change
+itself (reconciliation.operator.actions), so the trail can never claim an action that did not
+happen, nor miss one that did. The row names the `Actor`: who, and through which door.
 """
 
 from __future__ import annotations
@@ -24,28 +25,53 @@ SUBJECT_MAX: Final = 255
 #: Most rows one page of the trail shows: a page is read on every console visit to it.
 PAGE_MAX: Final = 200
 
+#: The doors a person acts through, as audit rows name them.
+CLI: Final = "cli"
+API: Final = "api"
+CONSOLE: Final = "console"
+DOORS: Final = (CLI, API, CONSOLE)
+
 
 class AuditError(Exception):
     """An audit row cannot be written as asked; the message says what was wrong."""
 
 
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """Who acts and through which door: what every operator action is done by.
+
+    How each door knows the name: the console from the session (the name given at sign-in with
+    the admin token), the API from the request's `by` (the bearer token itself names nobody),
+    the CLI from `--by`, else the user running the command.
+    """
+
+    name: str
+    door: str
+
+    def __post_init__(self) -> None:
+        who = self.name.strip()
+        if not who:
+            raise AuditError("say who acts (a name or e-mail): the audit trail records it")
+        if len(who) > ACTOR_MAX:
+            raise AuditError(f"the name is {len(who)} characters; at most {ACTOR_MAX} are kept")
+        if self.door not in DOORS:
+            raise AuditError(f"door {self.door!r} is not one of {', '.join(DOORS)}")
+        object.__setattr__(self, "name", who)
+
+
 def record(
     session: Session,
     *,
-    actor: str,
+    actor: Actor,
     action: str,
     subject: str,
     reason: str | None = None,
     now: datetime | None = None,
 ) -> AuditEvent:
     """Append one row in the caller's transaction (committed with the change it describes)."""
-    who = actor.strip()
-    if not who:
-        raise AuditError("an audit row needs the name of who acted")
-    if len(who) > ACTOR_MAX:
-        raise AuditError(f"actor name is {len(who)} characters; at most {ACTOR_MAX} are kept")
     row = AuditEvent(
-        actor=who,
+        actor=actor.name,
+        door=actor.door,
         action=action,
         subject=subject[:SUBJECT_MAX],
         reason=(reason or "").strip() or None,

@@ -16,7 +16,6 @@ from typing import Final
 from sqlalchemy import delete, or_, select
 from sqlalchemy.orm import Session
 
-from reconciliation.operator import audit_trail as audit
 from reconciliation.store.models import ConsoleSession
 from reconciliation.store.types import utcnow
 
@@ -24,9 +23,6 @@ from reconciliation.store.types import utcnow
 #: when that is shorter): a page view is a read, and writing a row on each would turn browsing
 #: into a write load. The idle timeout is therefore exact to within this many seconds.
 TOUCH_EVERY_SECONDS: Final = 60
-
-#: Audit action of ending every session at once.
-ENDED_ALL: Final = "ended every console session"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,12 +84,11 @@ def end_session(session: Session, secret: str) -> bool:
     return bool(getattr(result, "rowcount", 0))
 
 
-def end_all(session: Session, actor: str) -> int:
-    """End every session at once, recorded in the audit trail; how many were live or not."""
+def end_all(session: Session) -> int:
+    """End every session at once; how many there were, live or not (the audit row is the
+    caller's: reconciliation.operator.actions.end_all_sessions)."""
     result = session.execute(delete(ConsoleSession))
-    ended = int(getattr(result, "rowcount", 0) or 0)
-    audit.record(session, actor=actor, action=ENDED_ALL, subject="console", reason=f"{ended} ended")
-    return ended
+    return int(getattr(result, "rowcount", 0) or 0)
 
 
 def count_live(session: Session, rules: SessionRules, *, now: datetime | None = None) -> int:
@@ -117,7 +112,6 @@ def _delete_over(session: Session, rules: SessionRules, now: datetime) -> None:
 
 
 __all__ = [
-    "ENDED_ALL",
     "SessionRules",
     "count_live",
     "end_all",

@@ -60,10 +60,12 @@ class ConsoleSession(Base):
 
 
 class AuditEvent(Base):
-    """One thing a person did through the operator console (or the CLI): who, what, why, when.
+    """One thing a person did: who, what, why, when, and through which door (`cli`, `api`,
+    `console`: reconciliation.operator.audit_trail.DOORS).
 
     Append-only: rows are never updated or deleted, so the table is the record an auditor reads.
     `subject` names what was acted on in words a person can search ("alert 12", "delivery 40").
+    `door` is empty on rows written before migration 0006, when it was not recorded.
     """
 
     __tablename__ = "audit_events"
@@ -75,6 +77,7 @@ class AuditEvent(Base):
     subject: Mapped[str] = mapped_column(String(255))
     reason: Mapped[str | None] = mapped_column(Text)
     occurred_at: Mapped[datetime] = mapped_column(default=utcnow)
+    door: Mapped[str | None] = mapped_column(String(16))
 
 
 class AuditRun(Base):

@@ -8,10 +8,7 @@ second cannot settle it; `recon deliveries choose` (or `POST /deliveries/{row}/c
 
 from __future__ import annotations
 
-import json
-import uuid
 from collections.abc import Iterator
-from datetime import timedelta
 
 import pytest
 from click.testing import CliRunner
@@ -25,49 +22,11 @@ from foundation.settings import load_settings
 from recon.cli.main import cli
 from reconciliation.store.models import Alert, AuditEvent, Delivery, Notification
 from reconciliation.store.types import utcnow
+from tests.integration.reconciliation.body_conflict_world import DELIVERY_ID, conflicting_bodies
 from tests.integration.reconciliation.builders import Store
-from tests.integration.reconciliation.through_inbox import deliver_through_inbox
 
 TOKEN = "body-conflict-admin-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-DELIVERY_ID = "evt-re-sent-0001"
-
-
-def _body(holding_ref: uuid.UUID, receipt: uuid.UUID, amount: str) -> bytes:
-    stamp = (utcnow() - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-    return json.dumps(
-        {
-            "id": DELIVERY_ID,
-            "event": "PAYMENT_RECEIVED",
-            "createdAt": stamp,
-            "data": {
-                "holdingRef": str(holding_ref),
-                "receiptRef": str(receipt),
-                "amount": amount,
-                "currency": "NGN",
-                "status": "SUCCESSFUL",
-            },
-        }
-    ).encode()
-
-
-def _conflict(sessions: sessionmaker[Session]) -> tuple[int, int]:
-    """A posting of 612.50 NGN, told first as 612.51 then, under the same id, as 612.50."""
-    store = Store(sessions)
-    holding = store.holding()
-    receipt = uuid.uuid4()
-    an_hour_ago = utcnow() - timedelta(hours=1)
-    store.posting(holding, 61_250, receipt=receipt, posted=an_hour_ago)
-    deliver_through_inbox(
-        sessions, [(DELIVERY_ID, _body(holding.holding_ref, receipt, "612.51"))], an_hour_ago
-    )
-    deliver_through_inbox(
-        sessions, [(DELIVERY_ID, _body(holding.holding_ref, receipt, "612.50"))], an_hour_ago
-    )
-    with sessions() as s:
-        first, second = s.scalars(select(Delivery).order_by(Delivery.id)).all()
-        assert (first.state, second.state) == ("processed", "quarantined")
-        return first.id, second.id
 
 
 @pytest.fixture
@@ -92,7 +51,7 @@ def _active(sessions: sessionmaker[Session]) -> dict[str, str]:
 def test_choosing_the_later_body_settles_the_conflict_and_the_mismatch(
     run: CliRunner, session_factory: sessionmaker[Session]
 ) -> None:
-    first, second = _conflict(session_factory)
+    first, second = conflicting_bodies(session_factory)
     _ok(run, "reconcile")
     assert _active(session_factory) == {
         "delivery_body_conflict": "open",
@@ -100,7 +59,7 @@ def test_choosing_the_later_body_settles_the_conflict_and_the_mismatch(
     }
 
     # Replaying the other body only puts it back in quarantine, now saying what settles it.
-    _ok(run, "deliveries", "replay", str(second))
+    _ok(run, "deliveries", "replay", str(second), "--by", "bo")
     _ok(run, "reconcile")
     with session_factory() as s:
         # (the CLI has no broker here: process the pending row as a worker would)
@@ -132,7 +91,10 @@ def test_choosing_the_later_body_settles_the_conflict_and_the_mismatch(
         [note] = s.scalars(select(Notification)).all()
         assert (note.delivery_pk, note.amount_minor) == (second, 61_250)
         audit = s.scalars(select(AuditEvent)).all()
-        assert [(e.actor, e.action) for e in audit] == [("ana", "chose the true body")]
+        assert [(e.actor, e.action, e.door) for e in audit] == [
+            ("bo", "replayed delivery", "cli"),
+            ("ana", "chose the true body", "cli"),
+        ]
 
     # The conflict is resolved by the choice; the mismatch clears at the next pass.
     assert _active(session_factory) == {"amount_mismatch": "open"}
@@ -154,7 +116,7 @@ def test_choosing_the_later_body_settles_the_conflict_and_the_mismatch(
 def test_a_pass_over_the_whole_inbox_does_not_raise_a_settled_conflict_again(
     run: CliRunner, session_factory: sessionmaker[Session]
 ) -> None:
-    first, _ = _conflict(session_factory)
+    first, _ = conflicting_bodies(session_factory)
     _ok(run, "deliveries", "choose", str(first), "--by", "bo", "--reason", "the first was right")
     # The first pass of a store reads every delivery, the settled conflict's rows included.
     _ok(run, "reconcile")
@@ -177,7 +139,7 @@ def client(base_env: dict[str, str], db_url: str) -> Iterator[TestClient[Litesta
 def test_the_api_marks_the_true_body(
     client: TestClient[Litestar], session_factory: sessionmaker[Session]
 ) -> None:
-    first, second = _conflict(session_factory)
+    first, second = conflicting_bodies(session_factory)
     path = f"/deliveries/{first}/choose"
     assert client.post(path, json={"by": "ana", "reason": "x"}).status_code == 401
     unsaid = client.post(path, json={"by": "ana", "reason": " "}, headers=AUTH)

@@ -108,13 +108,16 @@ def test_alerts_list_ack_resolve(run: CliRunner, session_factory: sessionmaker[S
     assert [a["kind"] for a in listed] == ["posting_without_notification"]
     alert_id = str(listed[0]["id"])
     assert "posting_without_notification" in invoke(run, "alerts", "list")
-    assert "acknowledged" in invoke(run, "alerts", "ack", alert_id, "--by", "bo")
+    assert "acknowledged" in invoke(run, "alerts", "ack", alert_id, "--by", "bo", "--note", "mine")
     assert "resolved" in invoke(run, "alerts", "resolve", alert_id, "--by", "bo", "--note", "ok")
     with session_factory() as s:
         alert = s.scalars(select(Alert)).one()
         assert (alert.acknowledged_by, alert.resolved_by, alert.note) == ("bo", "bo", "ok")
-    missing = run.invoke(cli, ["alerts", "ack", "999", "--by", "bo"])
+    missing = run.invoke(cli, ["alerts", "ack", "999", "--by", "bo", "--note", "mine"])
     assert missing.exit_code == 2 and "no alert has id 999" in missing.output
+    # A change says why, in every door: a blank note is refused and changes nothing.
+    blank = run.invoke(cli, ["alerts", "ack", alert_id, "--by", "bo", "--note", " "])
+    assert blank.exit_code == 2 and "say why you acknowledge it" in blank.output
 
 
 def test_report_to_a_file_in_every_format(

@@ -52,13 +52,13 @@ def test_routine_actions_print_only_their_answer(
     assert listed.returncode == 0 and listed.stderr == ""
     alert_id = listed.stdout.splitlines()[1].split("\t")[0]
     for action in ("ack", "resolve"):
-        done = _recon(env, "alerts", action, alert_id, "--by", "ana")
+        done = _recon(env, "alerts", action, alert_id, "--by", "ana", "--note", "seen")
         assert done.returncode == 0, done.stderr
         assert done.stderr == "", done.stderr
         assert done.stdout.strip().startswith(f"alert {alert_id} is ")
 
     # With --verbose the same change is in the log, at info, on stderr only.
-    reopened = _recon(env, "--verbose", "alerts", "ack", alert_id, "--by", "ana")
+    reopened = _recon(env, "--verbose", "alerts", "ack", alert_id, "--by", "ana", "--note", "x")
     assert reopened.returncode == 2  # resolved alerts cannot be acknowledged
     assert "already resolved" in reopened.stderr
 

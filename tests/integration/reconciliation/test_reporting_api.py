@@ -110,11 +110,14 @@ def test_alerts_list_ack_resolve(
     assert acked.status_code == 200
     assert (acked.json()["state"], acked.json()["acknowledgedBy"]) == ("acknowledged", "ana")
 
-    done = client.post(f"/alerts/{alert_id}/resolve", json={"by": "ana"}, headers=AUTH)
+    why = {"by": "ana", "note": "fixed"}
+    unsaid = client.post(f"/alerts/{alert_id}/resolve", json={"by": "ana"}, headers=AUTH)
+    assert unsaid.status_code == 400 and "say why you resolve it" in unsaid.text
+    done = client.post(f"/alerts/{alert_id}/resolve", json=why, headers=AUTH)
     assert done.json()["state"] == "resolved"
-    again = client.post(f"/alerts/{alert_id}/ack", json={"by": "ana"}, headers=AUTH)
+    again = client.post(f"/alerts/{alert_id}/ack", json=why, headers=AUTH)
     assert again.status_code == 400 and "already resolved" in again.text
-    missing = client.post("/alerts/999/resolve", json={"by": "ana"}, headers=AUTH)
+    missing = client.post("/alerts/999/resolve", json=why, headers=AUTH)
     assert missing.status_code == 404
     nobody = client.post(f"/alerts/{alert_id}/resolve", json={"note": "x"}, headers=AUTH)
     assert nobody.status_code == 400

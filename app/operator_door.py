@@ -1,0 +1,54 @@
+"""The JSON API's door to the operator service: who acts, and one way to run any action.
+
+Every API change a person asks for (`/alerts/{id}/ack|resolve`, `/deliveries/{row}/replay`,
+`/deliveries/replay`, `/deliveries/{row}/choose`) runs through `perform`: one audit row naming
+the person and the door `api`, committed with the change; a refusal is a 400 with the service's
+message, an id that names nothing a 404.
+
+Who: the admin token proves the right to act but names nobody (one token is shared, see
+app.auth), so the name is the request's `by`, as the console's is the name given at sign-in
+with the same token. A request that can name no one (a replay, which has no body) is recorded
+as ADMIN_TOKEN_ACTOR.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Concatenate, Final, ParamSpec, TypeVar
+
+from litestar.datastructures import State
+from litestar.exceptions import NotFoundException, ValidationException
+from sqlalchemy.orm import Session
+
+from app import state_keys
+from reconciliation.operator.actions import (
+    ActionRefusedError,
+    OperatorService,
+    UnknownSubjectError,
+)
+from reconciliation.operator.audit_trail import API, Actor
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+#: The actor of an API change whose request names no one: all the bearer token says.
+ADMIN_TOKEN_ACTOR: Final = "admin token"
+
+
+def perform(
+    state: State,
+    by: str | None,
+    action: Callable[Concatenate[Session, Actor, P], T],
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
+    """Run `action` as `by` through the door `api`, in its own transaction."""
+    try:
+        service = OperatorService(
+            state[state_keys.SESSION_FACTORY], ADMIN_TOKEN_ACTOR if by is None else by, API
+        )
+        return service.perform(action, *args, **kwargs)
+    except UnknownSubjectError as exc:
+        raise NotFoundException(detail=str(exc)) from None
+    except ActionRefusedError as exc:
+        raise ValidationException(detail=str(exc)) from None
