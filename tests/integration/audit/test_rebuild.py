@@ -23,6 +23,7 @@ from reconciliation.store.models import (
     Alert,
     BalanceSnapshot,
     Delivery,
+    Locator,
     Match,
     Notification,
     Transfer,
@@ -367,3 +368,25 @@ def test_a_body_conflict_alert_reads_the_same_live_and_rebuilt(
         scratch_store.drop(kept)
     assert rebuilt == live
     assert "evt-credit" in live
+
+
+def test_a_holdings_alert_names_it_by_account_the_same_live_and_rebuilt(
+    engine: Engine, session_factory: sessionmaker[Session]
+) -> None:
+    """The subject is built from the stored locator, which the rebuild copies: same words."""
+    build_world(session_factory)  # a credit to a holding with an account was never notified
+    silent = Alert.kind == "posting_without_notification"
+    with session_factory() as s:
+        live = s.scalars(select(Alert.subject).where(silent)).one()
+        numbers = set(s.scalars(select(Locator.account_number)))
+
+    rebuild(engine, POLICY, READER, mode=Mode.KEEP)
+
+    kept = scratch_store.scratch_for(engine)
+    try:
+        with make_session_factory(kept.engine)() as s:
+            rebuilt = s.scalars(select(Alert.subject).where(silent)).one()
+    finally:
+        scratch_store.drop(kept)
+    assert rebuilt == live
+    assert any(f"on holding {number} " in live for number in numbers), live
