@@ -111,11 +111,7 @@ def _holding(
     except HoldingError as exc:
         raise NotFoundException(detail=str(exc)) from None
     now = utcnow()
-    window = ReportWindow(
-        until=now,
-        since=now - timedelta(days=ON_PAGE_DAYS),
-        holding_ref=str(view.holding.holding_ref),
-    )
+    window = ReportWindow(until=now, since=now - timedelta(days=ON_PAGE_DAYS))
     return view, fee_figures(session, window, holding_id)
 
 
@@ -149,7 +145,7 @@ def _on_page(
         window = parse_window(since, until, holding, utcnow())
     except ReportError as exc:
         raise ValidationException(detail=str(exc)) from None
-    if window.holding_ref is None:
+    if window.holding is None:
         return ReportView(None, "it covers every holding")
     if window.since is None or window.until - window.since > timedelta(days=ON_PAGE_DAYS):
         return ReportView(None, f"its window is longer than {ON_PAGE_DAYS} days")

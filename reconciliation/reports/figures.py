@@ -9,10 +9,9 @@ select again, filtered to what is not matched.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any, Final
 
-from sqlalchemy import Table, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from reconciliation.reports.filters import UNKNOWN_HOLDING
@@ -23,16 +22,11 @@ from reconciliation.reports.model import (
     STREAMS,
     WAITING,
     Ageing,
-    HoldingName,
     HoldingTotals,
     OpenItem,
     ReportWindow,
 )
-from reconciliation.store.models import Holding, Locator
 from reconciliation.store.types import amount_sum
-
-holdings: Table = Holding.__table__  # type: ignore[assignment]
-locators: Table = Locator.__table__  # type: ignore[assignment]
 
 #: Open items listed one by one, oldest first; the figures count all of them, and every format
 #: says how many of how many it lists.
@@ -108,10 +102,10 @@ def open_items(
     window: ReportWindow,
     holding_id: int | None,
     grace_seconds: int,
-    limit: int = OPEN_ITEMS_LISTED,
+    limit: int | None = OPEN_ITEMS_LISTED,
     finality_seconds: int = FINALITY_SECONDS,
 ) -> list[OpenItem]:
-    """The unmatched items (waiting and exceptions), oldest first, at most `limit`."""
+    """The unmatched items (waiting and exceptions), oldest first, at most `limit` (None: all)."""
     found: list[OpenItem] = []
     for stream in STREAMS:
         items = classified(stream, window, holding_id, grace_seconds, finality_seconds).subquery()
@@ -137,32 +131,4 @@ def open_items(
                 )
             )
     found.sort(key=lambda item: (item.since, item.stream, item.item_id))
-    return found[:limit]
-
-
-def holding_names(session: Session, refs: set[str]) -> dict[str, HoldingName]:
-    """Account number and name per holding, from its first locator (if it has one)."""
-    wanted = []
-    for ref in refs:
-        try:
-            wanted.append(uuid.UUID(ref))
-        except ValueError:
-            continue  # the unknown holding has no name to find
-    if not wanted:
-        return {}
-    h, loc = holdings, locators
-    first = (
-        select(loc.c.holding_id, func.min(loc.c.id).label("id"))
-        .group_by(loc.c.holding_id)
-        .subquery()
-    )
-    query = (
-        select(h.c.holding_ref, loc.c.account_number, loc.c.account_name)
-        .join(first, first.c.holding_id == h.c.id)
-        .join(loc, loc.c.id == first.c.id)
-        .where(h.c.holding_ref.in_(wanted))
-    )
-    return {
-        str(ref): HoldingName(account_number=number, account_name=name)
-        for ref, number, name in session.execute(query)
-    }
+    return found if limit is None else found[:limit]
