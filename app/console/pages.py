@@ -148,7 +148,7 @@ def _report(
     until: str | None,
     holding: str | None,
     rules: ReconcilePolicy,
-    listed: int | None = OPEN_ITEMS_LISTED,
+    listed: int = OPEN_ITEMS_LISTED,
 ) -> Report:
     try:
         return build_report(

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Final
 
 from reconciliation.reports.csv_format import render_csv
-from reconciliation.reports.figures import OPEN_ITEMS_LISTED
+from reconciliation.reports.figures import CSV_ITEMS_LISTED, OPEN_ITEMS_LISTED
 from reconciliation.reports.html_format import render_html
 from reconciliation.reports.model import Report, ReportWindow
 from reconciliation.reports.query import ReportError, build_report
@@ -31,12 +31,12 @@ FORMATS: Final[dict[str, tuple[Callable[[Report], str], str]]] = {
 }
 
 
-def items_listed(fmt: str, section: str | None = None) -> int | None:
-    """How many unmatched items a report in `fmt` lists one by one: every one in the CSV of
-    items (a spreadsheet is where a person works through them), the oldest OPEN_ITEMS_LISTED
-    elsewhere (every format counts them all)."""
+def items_listed(fmt: str, section: str | None = None) -> int:
+    """How many unmatched items a report in `fmt` lists one by one, oldest first: up to
+    CSV_ITEMS_LISTED in the CSV of items (a spreadsheet is where a person works through them),
+    OPEN_ITEMS_LISTED elsewhere. Every format counts them all."""
     if fmt == "csv" and (section or DEFAULT_CSV_SECTION) == "items":
-        return None
+        return CSV_ITEMS_LISTED
     return OPEN_ITEMS_LISTED
 
 

@@ -32,6 +32,11 @@ from reconciliation.store.types import amount_sum
 #: says how many of how many it lists.
 OPEN_ITEMS_LISTED: Final = 100
 
+#: Open items the CSV of items lists: a work list for a spreadsheet, so far more than a page,
+#: but bounded (a store in an incident can hold millions, and the file is built in memory);
+#: a tenth of what a spreadsheet opens. Its `window` section says how many were listed.
+CSV_ITEMS_LISTED: Final = 100_000
+
 #: Stands in for a currency an item does not state.
 NO_CURRENCY: Final = "?"
 
@@ -102,10 +107,10 @@ def open_items(
     window: ReportWindow,
     holding_id: int | None,
     grace_seconds: int,
-    limit: int | None = OPEN_ITEMS_LISTED,
+    limit: int = OPEN_ITEMS_LISTED,
     finality_seconds: int = FINALITY_SECONDS,
 ) -> list[OpenItem]:
-    """The unmatched items (waiting and exceptions), oldest first, at most `limit` (None: all)."""
+    """The unmatched items (waiting and exceptions), oldest first, at most `limit`."""
     found: list[OpenItem] = []
     for stream in STREAMS:
         items = classified(stream, window, holding_id, grace_seconds, finality_seconds).subquery()
@@ -131,4 +136,4 @@ def open_items(
                 )
             )
     found.sort(key=lambda item: (item.since, item.stream, item.item_id))
-    return found if limit is None else found[:limit]
+    return found[:limit]

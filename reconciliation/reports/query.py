@@ -46,7 +46,7 @@ def build_report(
     grace_seconds: int = 900,
     finality_seconds: int = FINALITY_SECONDS,
     now: datetime | None = None,
-    items_listed: int | None = OPEN_ITEMS_LISTED,
+    items_listed: int = OPEN_ITEMS_LISTED,
 ) -> Report:
     """Read the whole report for `window` in one session.
 
@@ -57,8 +57,8 @@ def build_report(
     passes' finality deadline (RECON_FINALITY_DEADLINE_SECONDS): a transfer still in flight
     past it is late, an exception, exactly when `finality_overdue` says so.
 
-    `items_listed` caps the unmatched items listed one by one (oldest first; None lists them
-    all, as the CSV of items does); the figures always count every one.
+    `items_listed` caps the unmatched items listed one by one (oldest first; the CSV of items
+    asks for far more, `reconciliation.reports.items_listed`); the figures count every one.
     """
     if window.since is not None and window.since >= window.until:
         raise ReportError(

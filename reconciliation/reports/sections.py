@@ -426,6 +426,8 @@ def window(report: Report) -> Section:
         ("generated_at", report.generated_at.isoformat()),
         ("grace_seconds", str(report.grace_seconds)),
         ("finality_seconds", str(report.finality_seconds)),
+        ("items_unmatched", str(report.figures()["unmatched"])),
+        ("items_listed", str(len(report.open_items))),
         ("holding_account_number", scope.account_number or ""),
         ("holding_name", scope.account_name or ""),
         ("holding_ref", scope.ref),

@@ -183,6 +183,7 @@ def test_every_csv_section_is_a_table_of_its_own() -> None:
     assert {r["term"] for r in _csv(built, "legend")} >= {"waiting", "exceptions"}
     window = {r["name"]: r["value"] for r in _csv(built, "window")}
     assert window["until"] == NOW.isoformat() and window["holding_ref"] == ""
+    assert (window["items_unmatched"], window["items_listed"]) == ("4", "1")
     [holding] = _csv(built, "holdings")
     assert (holding["holding_ref"], holding["unit"]) == (HOLDING, "NGN")
 
