@@ -25,11 +25,10 @@ from typing import Final
 from foundation.money import major_decimal
 from reconciliation.postings.holding_identity import HoldingIdentity
 from reconciliation.reports.model import Report
-from reconciliation.reports.sections import (
+from reconciliation.reports.sections import BUILDERS, DEFAULT_CSV_SECTION
+from reconciliation.reports.tables import (
     AMOUNTS,
-    BUILDERS,
     COUNTED,
-    DEFAULT_CSV_SECTION,
     HOLDING,
     MONEY,
     Cell,

@@ -20,7 +20,8 @@ from reconciliation.postings.holding_identity import HoldingIdentity
 from reconciliation.reports.charts import lines_over_time, stacked_bars
 from reconciliation.reports.legend import grace_words, legend
 from reconciliation.reports.model import AGEING_BUCKETS, STREAMS, Report
-from reconciliation.reports.sections import SUMMARY, Cell, Column, Section, build_sections
+from reconciliation.reports.sections import SUMMARY, build_sections
+from reconciliation.reports.tables import Cell, Column, Section
 from reconciliation.reports.text import audit_sentence, for_people, window_line
 
 STYLE = """

@@ -1,9 +1,10 @@
 """The report's sections as one data shape, built once: text, HTML and CSV each render it.
 
-A `Section` is a titled table: typed columns and rows of typed cells (a count, an amount with
-its unit, a moment, a holding, a machine name). What a section holds, its title, its columns
-and the sentence it reads as when empty are decided here and nowhere else; a renderer only
-decides how a cell of each kind looks in its format:
+A `Section` (`reconciliation.reports.tables`) is a titled table: typed columns and rows of
+typed cells (a count, an amount with its unit, a moment, a holding, a machine name). What a
+section holds, its title, its columns and the sentence it reads as when empty are decided here
+(and, for the window, audit and legend, in `reconciliation.reports.context_sections`) and
+nowhere else; a renderer only decides how a cell of each kind looks in its format:
 
 - text and HTML, for people: amounts through `format_money`, moments through `moment`, holdings
   by `HoldingIdentity.label` (HTML puts the holdingRef in a title attribute), names as words;
@@ -11,30 +12,33 @@ decides how a cell of each kind looks in its format:
   with the exact minor units beside them, moments in ISO 8601, holdings as three columns
   (account number, name, holdingRef), names as they are.
 
-Columns marked `people=False` are CSV-only (the holdingRef of an item, the meaning of a
-figure); sections marked `people=False` are CSV-only too (the window, the last audit and the
-legend, which text and HTML write as sentences instead).
+Columns marked `people=False` are CSV-only (an amount's unit in its own column, credits and
+debits apart, the meaning of a figure), `machines=False` ones text and HTML only; sections
+marked `people=False` are CSV-only too (the window, the last audit and the legend, which text
+and HTML write as sentences instead).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Final
 
-from reconciliation.postings.holding_identity import HoldingIdentity
+from reconciliation.reports.context_sections import audit, legend_section, window
 from reconciliation.reports.legend import legend
 from reconciliation.reports.model import AGEING_BUCKETS, STREAMS, TRANSFER_OUTCOMES, Report
-
-#: Column kinds: how a renderer draws the cells of a column (see the module docstring).
-TEXT: Final = "text"
-COUNT: Final = "count"
-MONEY: Final = "money"
-COUNTED: Final = "counted"
-AMOUNTS: Final = "amounts"
-MOMENT: Final = "moment"
-HOLDING: Final = "holding"
-NAME: Final = "name"
+from reconciliation.reports.tables import (
+    AMOUNTS,
+    COUNTED,
+    MOMENT,
+    NAME,
+    Cell,
+    Column,
+    Counted,
+    Money,
+    Section,
+    count_column,
+    holding_column,
+    money_column,
+)
 
 #: Figure name (as in `Report.figures`) -> how it reads in the figures table.
 FIGURE_LABELS: Final = {
@@ -66,78 +70,6 @@ FIGURE_TERMS: Final = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Money:
-    """An amount in minor units of one unit; `signed` shows '+' before a positive one."""
-
-    minor: int
-    currency: str
-    signed: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Counted:
-    """How many, and how much they add up to: '2 / 1,500.00 NGN'."""
-
-    count: int
-    amount: Money
-
-
-#: What a cell may hold; its column's kind says which.
-Cell = str | int | datetime | Money | Counted | HoldingIdentity | tuple[Money, ...] | None
-
-
-@dataclass(frozen=True, slots=True)
-class Column:
-    """`key` names it in CSV (snake_case), `title` for people; `numeric` aligns right,
-    `prose` may wrap (long words from the store); `people=False` keeps it out of text and
-    HTML, `machines=False` out of CSV."""
-
-    key: str
-    title: str
-    kind: str = TEXT
-    numeric: bool = False
-    prose: bool = False
-    people: bool = True
-    machines: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class Section:
-    """One titled table of the report; `empty` is the sentence it reads as without rows."""
-
-    key: str
-    title: str
-    columns: tuple[Column, ...]
-    rows: tuple[tuple[Cell, ...], ...]
-    empty: str
-    #: Drawn as a table in text and HTML (False: CSV only; people read it as sentences).
-    people: bool = True
-
-    def for_people(self) -> tuple[tuple[Column, ...], list[tuple[Cell, ...]]]:
-        """The columns people see and each row's cells for them."""
-        return self._keep([i for i, c in enumerate(self.columns) if c.people])
-
-    def for_machines(self) -> tuple[tuple[Column, ...], list[tuple[Cell, ...]]]:
-        """The columns CSV writes and each row's cells for it."""
-        return self._keep([i for i, c in enumerate(self.columns) if c.machines])
-
-    def _keep(self, keep: list[int]) -> tuple[tuple[Column, ...], list[tuple[Cell, ...]]]:
-        return tuple(self.columns[i] for i in keep), [tuple(r[i] for i in keep) for r in self.rows]
-
-
-def _holding(key: str = "holding", title: str = "holding") -> Column:
-    return Column(key, title, HOLDING)
-
-
-def _count(key: str, title: str | None = None) -> Column:
-    return Column(key, title or key.replace("_", " "), COUNT, numeric=True)
-
-
-def _money(key: str, title: str, *, people: bool = True) -> Column:
-    return Column(key, title, MONEY, numeric=True, people=people)
-
-
 #: The figures' section: text and HTML follow it with the legend.
 SUMMARY: Final = "summary"
 
@@ -151,7 +83,7 @@ def summary(report: Report) -> Section:
         columns=(
             Column("figure", "figure", NAME, people=False),
             Column("label", "figure", machines=False),
-            _count("value", "count"),
+            count_column("value", "count"),
             Column("meaning", "what it counts", prose=True, people=False),
         ),
         rows=tuple(
@@ -189,7 +121,7 @@ def ageing(report: Report) -> Section:
         title=f"Exceptions by age ({total:,})" if total else "Exceptions by age",
         columns=(
             Column("days", "days"),
-            *(_count(f"{s}s") for s in STREAMS),
+            *(count_column(f"{s}s") for s in STREAMS),
             Column("amount", "amount", AMOUNTS, numeric=True),
         ),
         rows=rows,
@@ -208,9 +140,9 @@ def open_items(report: Report) -> Section:
         columns=(
             Column("kind", "kind", NAME),
             Column("id", "id", numeric=True),
-            _holding(),
+            holding_column(),
             Column("reference", "reference", prose=True),
-            _money("amount", "amount"),
+            money_column("amount", "amount"),
             Column("currency", "unit", people=False),
             Column("time", "since", MOMENT),
             Column("state", "state", NAME),
@@ -245,12 +177,12 @@ def drift(report: Report) -> Section:
         key="drift",
         title="Balance against postings, per holding (latest check)",
         columns=(
-            _holding(),
+            holding_column(),
             Column("currency", "unit", people=False),
             Column("checked", "checked", MOMENT),
-            _money("balance", "balance"),
-            _money("postings_sum", "postings sum"),
-            _money("drift", "drift"),
+            money_column("balance", "balance"),
+            money_column("postings_sum", "postings sum"),
+            money_column("drift", "drift"),
             Column("note", "note"),
         ),
         rows=tuple(
@@ -274,17 +206,17 @@ def totals(report: Report) -> Section:
         key="totals",
         title="Items by holding and unit",
         columns=(
-            _holding(),
+            holding_column(),
             Column("currency", "unit"),
-            _count("items"),
-            _count("matched"),
-            _count("accepted"),
-            _count("waiting"),
-            _count("exceptions"),
-            _count("postings", "posted"),
-            _money("credits", "credits", people=False),
-            _money("debits", "debits", people=False),
-            _money("net_posted", "net posted"),
+            count_column("items"),
+            count_column("matched"),
+            count_column("accepted"),
+            count_column("waiting"),
+            count_column("exceptions"),
+            count_column("postings", "posted"),
+            money_column("credits", "credits", people=False),
+            money_column("debits", "debits", people=False),
+            money_column("net_posted", "net posted"),
         ),
         rows=tuple(
             (
@@ -311,7 +243,7 @@ def transfers(report: Report) -> Section:
         key="transfers",
         title="Notified and transferred, by outcome",
         columns=(
-            _holding(),
+            holding_column(),
             Column("currency", "unit"),
             Column("notified", "notified", COUNTED, numeric=True),
             *(Column(o, o.replace("_", " "), COUNTED, numeric=True) for o in TRANSFER_OUTCOMES),
@@ -337,13 +269,13 @@ def fees(report: Report) -> Section:
         key="fees",
         title="Fees of settled transfers, by kind and bearer",
         columns=(
-            _holding(),
+            holding_column(),
             Column("currency", "unit"),
             Column("kind", "kind"),
             Column("bearer", "bearer"),
-            _count("transfers"),
-            _money("fees", "fees"),
-            _count("unknown"),
+            count_column("transfers"),
+            money_column("fees", "fees"),
+            count_column("unknown"),
         ),
         rows=tuple(
             (
@@ -368,8 +300,8 @@ def alerts(report: Report) -> Section:
         columns=(
             Column("kind", "kind"),
             Column("severity", "severity"),
-            _count("opened"),
-            _count("resolved"),
+            count_column("opened"),
+            count_column("resolved"),
         ),
         rows=tuple((a.kind, a.severity, a.opened, a.resolved) for a in report.alerts),
         empty="Alerts in the window: none opened or resolved.",
@@ -404,7 +336,7 @@ def holdings(report: Report) -> Section:
         key="holdings",
         title="Holdings in this report",
         columns=(
-            _holding(),
+            holding_column(),
             Column("unit", "unit"),
             # CSV has the holdingRef already, as the holding's third column.
             Column("reference", "holdingRef", machines=False),
@@ -414,72 +346,6 @@ def holdings(report: Report) -> Section:
             for h in sorted(report.holdings.values(), key=lambda h: (h.label, h.ref))
         ),
         empty="Holdings: none in this report.",
-    )
-
-
-def window(report: Report) -> Section:
-    """What the report covers and how it judged (CSV; text and HTML say it in a sentence)."""
-    scope = report.scope or HoldingIdentity(ref="")
-    rows: list[tuple[Cell, ...]] = [
-        ("since", report.window.since.isoformat() if report.window.since else ""),
-        ("until", report.window.until.isoformat()),
-        ("generated_at", report.generated_at.isoformat()),
-        ("grace_seconds", str(report.grace_seconds)),
-        ("finality_seconds", str(report.finality_seconds)),
-        ("items_unmatched", str(report.figures()["unmatched"])),
-        ("items_listed", str(len(report.open_items))),
-        ("holding_account_number", scope.account_number or ""),
-        ("holding_name", scope.account_name or ""),
-        ("holding_ref", scope.ref),
-    ]
-    return Section(
-        key="window",
-        title="Window",
-        columns=(Column("name", "name"), Column("value", "value")),
-        rows=tuple(rows),
-        empty="",
-        people=False,
-    )
-
-
-def audit(report: Report) -> Section:
-    """The last ledger audit: its sentence, then (once one finished) its figures."""
-    rows: list[tuple[Cell, ...]] = [("line", report.audit_line())]
-    found = report.last_audit
-    if found is not None:
-        facts: list[tuple[str, object]] = [
-            ("run", found.run_id),
-            ("finished_at", found.finished_at.isoformat()),
-            ("status", found.status),
-            ("holdings", found.holdings),
-            ("postings", found.postings),
-            ("first_day", found.first_day.isoformat() if found.first_day else ""),
-            ("last_day", found.last_day.isoformat() if found.last_day else ""),
-            ("divergences", found.divergences),
-            ("missing", found.missing),
-            ("unknown", found.unknown),
-            ("differing", found.differing),
-            ("partial", int(found.partial)),
-        ]
-        rows += [(metric, str(value)) for metric, value in facts]
-    return Section(
-        key="audit",
-        title="Last ledger audit",
-        columns=(Column("metric", "metric"), Column("value", "value")),
-        rows=tuple(rows),
-        empty="",
-        people=False,
-    )
-
-
-def legend_section(report: Report) -> Section:
-    return Section(
-        key="legend",
-        title="What the figures count",
-        columns=(Column("term", "term"), Column("definition", "definition", prose=True)),
-        rows=tuple(legend(report.grace_seconds)),
-        empty="",
-        people=False,
     )
 
 

@@ -32,19 +32,18 @@ from foundation.readable import moment, words
 from reconciliation.postings.holding_identity import HoldingIdentity
 from reconciliation.reports.legend import grace_words, legend
 from reconciliation.reports.model import Report
-from reconciliation.reports.sections import (
+from reconciliation.reports.sections import SUMMARY, build_sections
+from reconciliation.reports.tables import (
     AMOUNTS,
     COUNT,
     COUNTED,
     MOMENT,
     MONEY,
     NAME,
-    SUMMARY,
     Cell,
     Counted,
     Money,
     Section,
-    build_sections,
 )
 
 #: Width used when none is given: wider than any row the report draws, so nothing is cut.
