@@ -164,13 +164,9 @@ def holding_identity(session: Session, ref: str | uuid.UUID) -> HoldingIdentity:
     return holding_identities(session, [ref])[str(ref)]
 
 
-def list_identities(
-    session: Session, *, after: int | None = None, limit: int = SEARCH_LIMIT
-) -> list[HoldingIdentity]:
-    """Holdings by row id, after `after`: the pick list of a form that names a holding."""
+def list_identities(session: Session, *, limit: int = SEARCH_LIMIT) -> list[HoldingIdentity]:
+    """The first holdings by row id: the pick list of a form that names a holding."""
     query = _named_holdings().order_by(Holding.id).limit(limit)
-    if after is not None:
-        query = query.where(Holding.id > after)
     return [_identity(row) for row in session.execute(query)]
 
 
