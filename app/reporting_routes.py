@@ -24,7 +24,15 @@ from app.response_headers import policy_with_inline_style
 from reconciliation.alerts.lifecycle import AlertError, alert_as_dict, list_alerts
 from reconciliation.operator import actions
 from reconciliation.policy import ReconcilePolicy
-from reconciliation.reports import FORMATS, ReportError, build_report, parse_window, render
+from reconciliation.reports import (
+    FORMATS,
+    ReportError,
+    build_report,
+    check_format,
+    items_listed,
+    parse_window,
+    render,
+)
 from reconciliation.reports.html_format import STYLE
 from reconciliation.store.db import transaction
 from reconciliation.store.types import utcnow
@@ -58,18 +66,21 @@ def reconciliation_report(
     state: State,
     since: Annotated[str | None, QueryParameter(description="ISO 8601 time or date")] = None,
     until: Annotated[str | None, QueryParameter(description="ISO 8601 time or date")] = None,
-    holding: Annotated[str | None, QueryParameter(description="holdingRef (UUID)")] = None,
+    holding: Annotated[
+        str | None,
+        QueryParameter(description="account number, part of an account name, or holdingRef"),
+    ] = None,
     report_format: Annotated[
         str, QueryParameter(name="format", description="text, json, csv or html")
     ] = "json",
+    section: Annotated[
+        str | None, QueryParameter(description="CSV only: one section (default items)")
+    ] = None,
 ) -> Response[str]:
     """The reconciliation report: totals, open exceptions by age, alerts, balance drift."""
-    if report_format not in FORMATS:
-        raise ValidationException(
-            detail=f"format {report_format!r} is not one of {', '.join(FORMATS)}"
-        )
     policy: ReconcilePolicy = state.get(POLICY_STATE_KEY) or ReconcilePolicy()
     try:
+        check_format(report_format, section)
         window = parse_window(since, until, holding, utcnow())
         with transaction(_factory(state)) as session:
             report = build_report(
@@ -77,12 +88,13 @@ def reconciliation_report(
                 window,
                 grace_seconds=policy.notification_grace_seconds,
                 finality_seconds=policy.finality_deadline_seconds,
+                items_listed=items_listed(report_format, section),
             )
     except ReportError as exc:
         raise ValidationException(detail=str(exc)) from None
     _, media_type = FORMATS[report_format]
     return Response(
-        content=render(report, report_format),
+        content=render(report, report_format, section=section),
         media_type=media_type,
         headers=report_headers(report_format),
     )

@@ -133,6 +133,19 @@ def format_minor(amount: int, currency: str) -> str:
     return f"{sign}{whole:,}" + (f".{fraction:0{exp}d}" if exp else "")
 
 
+def major_decimal(amount: int, currency: str | None) -> str | None:
+    """Minor units as a plain major-unit decimal for machines that want one (a spreadsheet's
+    CSV): 150050 NGN -> '1500.50', -1 USD -> '-0.01', 1500 JPY -> '1500'. No separators, so
+    `decimal.Decimal` reads it exactly; None when the unit's exponent is unknown (the caller
+    keeps the minor units instead of guessing a decimal point)."""
+    exp = currency_exponent(currency)
+    if exp is None:
+        return None
+    whole, fraction = divmod(abs(amount), 10**exp)
+    sign = "-" if amount < 0 else ""
+    return f"{sign}{whole}" + (f".{fraction:0{exp}d}" if exp else "")
+
+
 #: How an amount reads when its currency's exponent is unknown: the exact integer, labelled, so
 #: nobody mistakes 77700 minor units for 77,700 major ones.
 UNKNOWN_EXPONENT_FORM: Final = "{amount} minor units of {currency}"

@@ -27,6 +27,7 @@ from reconciliation.operator.alert_evidence import (
     alert_page,
     evidence_of,
 )
+from reconciliation.postings.holding_identity import HoldingIdentity, holding_identities
 from reconciliation.store.types import utcnow
 
 AnyRequest = Request[Any, Any, Any]
@@ -39,11 +40,14 @@ def _list(session: Session, chosen: AlertFilter, cursor: str | None) -> AlertPag
         raise ValidationException(detail=str(exc)) from None
 
 
-def _evidence(session: Session, alert_id: int) -> Evidence:
+def _evidence(session: Session, alert_id: int) -> tuple[Evidence, dict[str, HoldingIdentity]]:
+    """The alert with its items, and how people name the items' holdings."""
     try:
-        return evidence_of(session, alert_id)
+        found = evidence_of(session, alert_id)
     except AlertNotFoundError as exc:
         raise NotFoundException(detail=str(exc)) from None
+    refs = [i.holding_ref for items in found.items.values() for i in items if i.holding_ref]
+    return found, holding_identities(session, refs)
 
 
 def _acknowledge(alert_id: int) -> Change:
@@ -92,7 +96,8 @@ class AlertPages(Controller):
     @get("/{alert_id:int}", sync_to_thread=True)
     def alert(self, request: AnyRequest, alert_id: RowId) -> Template:
         """One alert: what, since when, and the items its evidence names, side by side."""
-        return page(request, "alert.html", view=read(request, _evidence, alert_id))
+        view, holdings = read(request, _evidence, alert_id)
+        return page(request, "alert.html", view=view, holdings=holdings)
 
     @post("/{alert_id:int}/acknowledge")
     async def acknowledge(self, request: AnyRequest, alert_id: RowId) -> Response[Any]:

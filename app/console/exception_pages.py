@@ -29,6 +29,7 @@ from reconciliation.operator.exception_queue import (
     queue_page,
 )
 from reconciliation.policy import ReconcilePolicy
+from reconciliation.postings.holding_identity import HoldingIdentity, holding_identities
 from reconciliation.store.types import utcnow
 
 AnyRequest = Request[Any, Any, Any]
@@ -36,9 +37,10 @@ AnyRequest = Request[Any, Any, Any]
 
 def _queue(
     session: Session, rules: ReconcilePolicy, stream: str, bucket: str | None, cursor: str | None
-) -> QueuePage:
+) -> tuple[QueuePage, dict[str, HoldingIdentity]]:
+    """One page of the queue, and how people name the holdings it lists."""
     try:
-        return queue_page(
+        found = queue_page(
             session,
             now=utcnow(),
             grace_seconds=rules.notification_grace_seconds,
@@ -49,13 +51,19 @@ def _queue(
         )
     except QueueError as exc:
         raise ValidationException(detail=str(exc)) from None
+    return found, holding_identities(session, [i.holding_ref for i in found.items if i.holding_ref])
 
 
-def _explain(session: Session, kind: str, item_id: int, window: int) -> Explanation:
+def _explain(
+    session: Session, kind: str, item_id: int, window: int
+) -> tuple[Explanation, dict[str, HoldingIdentity]]:
+    """The item and its counterparts, and how people name the item's holding."""
     try:
-        return explain(session, kind, item_id, window_seconds=window)
+        found = explain(session, kind, item_id, window_seconds=window)
     except CandidateError as exc:
         raise NotFoundException(detail=str(exc)) from None
+    refs = [found.item.holding_ref] if found.item.holding_ref else []
+    return found, holding_identities(session, refs)
 
 
 def _match(acting: OperatorService, form: FormMultiDict) -> Outcome:
@@ -106,11 +114,12 @@ class ExceptionPages(Controller):
         cursor: FromQuery[str | None] = None,
     ) -> Template:
         """Counts by age bucket and stream; the oldest items of one stream, a page at a time."""
-        found = read(request, _queue, policy(request), stream, age or None, cursor)
+        found, holdings = read(request, _queue, policy(request), stream, age or None, cursor)
         return page(
             request,
             "exceptions.html",
             found=found,
+            holdings=holdings,
             stream=stream,
             age=age,
             streams=STREAMS,
@@ -121,8 +130,10 @@ class ExceptionPages(Controller):
     @get("/{kind:str}/{item_id:int}", sync_to_thread=True)
     def item(self, request: AnyRequest, kind: FromPath[str], item_id: RowId) -> Template:
         """One item, its counterparts and why each is apart, and the match form."""
-        view = read(request, _explain, kind, item_id, policy(request).match_window_seconds)
-        return page(request, "exception.html", view=view)
+        view, holdings = read(
+            request, _explain, kind, item_id, policy(request).match_window_seconds
+        )
+        return page(request, "exception.html", view=view, holdings=holdings)
 
     @post("/match")
     async def match(self, request: AnyRequest) -> Response[Any]:

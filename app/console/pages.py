@@ -4,8 +4,11 @@ recorded in the audit trail).
 The reports page shows the reconciliation report itself (`build_report`, the one definition of
 every figure) but only for a view that answers at once: one holding over at most
 `ON_PAGE_DAYS`. Over every holding, or a longer window, the report counts every item in it
-(seconds to a minute over a million items), so the page offers it as a download instead and
-says so; the download is the same report, uncapped.
+(seconds to a minute over a million items), so the page offers it as a download instead, and
+lists the holdings to pick one from: by account number and name, each a link to its report.
+The holding field takes what people know (an account number, part of a name, a holdingRef),
+read by the one resolver every door uses (`reconciliation.postings.holding_identity`); text
+naming several holdings lists them to pick from instead of failing.
 """
 
 from __future__ import annotations
@@ -39,8 +42,25 @@ from reconciliation.postings.holding_history import (
     holding_view,
     list_holdings,
 )
-from reconciliation.reports import FORMATS, Report, ReportError, build_report, parse_window, render
+from reconciliation.postings.holding_identity import (
+    HoldingIdentity,
+    find_holdings,
+    holding_identities,
+    list_identities,
+)
+from reconciliation.reports import (
+    FORMATS,
+    SECTION_NAMES,
+    Report,
+    ReportError,
+    build_report,
+    check_format,
+    items_listed,
+    parse_window,
+    render,
+)
 from reconciliation.reports.fees import fee_figures
+from reconciliation.reports.figures import OPEN_ITEMS_LISTED
 from reconciliation.reports.model import FeeTotal, ReportWindow
 from reconciliation.store.types import utcnow
 
@@ -54,6 +74,9 @@ EXTENSIONS: Final = {"text": "txt", "json": "json", "csv": "csv", "html": "html"
 ON_PAGE_DAYS: Final = 8
 #: The window the page starts with: the last day.
 DEFAULT_DAYS: Final = 1
+#: Holdings the reports page lists to pick from: a page, as the holdings list shows; more are
+#: found by typing part of an account number or name.
+PICK_LISTED: Final = 50
 #: The ledger audit's alert kinds, each with the word the overview's audit tile shows for it
 #: (the `AuditSummary` field counting it): the tile links to the alerts page filtered to each.
 AUDIT_ALERT_WORDS: Final = ((MISSING, "missing"), (UNKNOWN, "unknown"), (DIFFERS, "differing"))
@@ -61,10 +84,14 @@ AUDIT_ALERT_WORDS: Final = ((MISSING, "missing"), (UNKNOWN, "unknown"), (DIFFERS
 
 @dataclass(frozen=True, slots=True)
 class ReportView:
-    """The report for the page, or (report None) why the page offers only downloads."""
+    """The report for the page, or (report None) why the page offers only downloads, with the
+    holdings to pick one from (those the text named, or every one when it named none)."""
 
     report: Report | None
     reason: str | None
+    choices: list[HoldingIdentity]
+    #: More holdings than `choices` lists: the person narrows them by typing.
+    more: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +100,8 @@ class OverviewView:
 
     figures: Overview
     audit: AuditSummary | None
+    #: holdingRef -> how people name it, for the lagging cursors listed.
+    holdings: dict[str, HoldingIdentity]
 
     @property
     def audit_links(self) -> list[tuple[str, str]]:
@@ -92,14 +121,12 @@ def _overview(session: Session, rules: ReconcilePolicy) -> OverviewView:
         grace_seconds=rules.notification_grace_seconds,
         finality_seconds=rules.finality_deadline_seconds,
     )
-    return OverviewView(figures, last_audit(session))
+    names = holding_identities(session, [c.holding_ref for c in figures.lagging])
+    return OverviewView(figures, last_audit(session), names)
 
 
-def _holdings(session: Session, after: int | None, ref: str | None) -> HoldingList:
-    try:
-        return list_holdings(session, after=after, ref=ref)
-    except HoldingError as exc:
-        raise ValidationException(detail=str(exc)) from None
+def _holdings(session: Session, after: int | None, search: str | None) -> HoldingList:
+    return list_holdings(session, after=after, search=search)
 
 
 def _holding(
@@ -112,11 +139,7 @@ def _holding(
     except HoldingError as exc:
         raise NotFoundException(detail=str(exc)) from None
     now = utcnow()
-    window = ReportWindow(
-        until=now,
-        since=now - timedelta(days=ON_PAGE_DAYS),
-        holding_ref=str(view.holding.holding_ref),
-    )
+    window = ReportWindow(until=now, since=now - timedelta(days=ON_PAGE_DAYS))
     return view, fee_figures(session, window, holding_id)
 
 
@@ -126,6 +149,7 @@ def _report(
     until: str | None,
     holding: str | None,
     rules: ReconcilePolicy,
+    listed: int = OPEN_ITEMS_LISTED,
 ) -> Report:
     try:
         return build_report(
@@ -133,6 +157,7 @@ def _report(
             parse_window(since, until, holding, utcnow()),
             grace_seconds=rules.notification_grace_seconds,
             finality_seconds=rules.finality_deadline_seconds,
+            items_listed=listed,
         )
     except ReportError as exc:
         raise ValidationException(detail=str(exc)) from None
@@ -145,31 +170,53 @@ def _on_page(
     holding: str | None,
     rules: ReconcilePolicy,
 ) -> ReportView:
-    """The report when the window is one holding and at most ON_PAGE_DAYS; else why not."""
+    """The report when the window is one holding and at most ON_PAGE_DAYS; else why not, and
+    the holdings to pick from."""
     try:
         window = parse_window(since, until, holding, utcnow())
     except ReportError as exc:
         raise ValidationException(detail=str(exc)) from None
-    if window.holding_ref is None:
-        return ReportView(None, "it covers every holding")
+    if window.holding is None:
+        every = list_identities(session, limit=PICK_LISTED + 1)
+        reason = "it covers every holding: pick one below, or download it"
+        return ReportView(None, reason, every[:PICK_LISTED], len(every) > PICK_LISTED)
+    found = find_holdings(session, window.holding, limit=PICK_LISTED + 1)
+    if len(found) != 1:
+        shown = window.holding[:80]
+        if found:
+            reason = f"{shown!r} names {'more than ' if len(found) > PICK_LISTED else ''}"
+            reason += f"{min(len(found), PICK_LISTED)} holdings: pick one below"
+        else:
+            reason = (
+                f"no holding matches {shown!r}: give an account number, part of an account "
+                "name, or a holdingRef, or pick one below"
+            )
+            found = list_identities(session, limit=PICK_LISTED + 1)
+        return ReportView(None, reason, found[:PICK_LISTED], len(found) > PICK_LISTED)
     if window.since is None or window.until - window.since > timedelta(days=ON_PAGE_DAYS):
-        return ReportView(None, f"its window is longer than {ON_PAGE_DAYS} days")
-    return ReportView(_report(session, since, until, holding, rules), None)
+        return ReportView(None, f"its window is longer than {ON_PAGE_DAYS} days", [])
+    return ReportView(_report(session, since, until, found[0].ref, rules), None, [])
 
 
 def _download(
     session: Session,
     who: Actor,
     fmt: str,
+    section: str | None,
     window: tuple[str | None, str | None, str | None],
     rules: ReconcilePolicy,
 ) -> str:
-    if fmt not in FORMATS:
-        raise ValidationException(detail=f"format {fmt!r} is not one of {', '.join(FORMATS)}")
+    try:
+        check_format(fmt, section)
+    except ReportError as exc:
+        raise ValidationException(detail=str(exc)) from None
     since, until, holding = window
-    text = render(_report(session, since, until, holding, rules), fmt)
-    described = f"report {fmt} since {since or 'the start'} until {until or 'now'}" + (
-        f" holding {holding}" if holding else ""
+    built = _report(session, since, until, holding, rules, items_listed(fmt, section))
+    text = render(built, fmt, section=section)
+    described = (
+        f"report {fmt}{f' {section}' if section else ''} since {since or 'the start'} "
+        f"until {until or 'now'}"
+        + (f" holding {built.scope.label} ({built.scope.ref})" if built.scope else "")
     )
     operator_actions.report_downloaded(session, who, described)
     return text
@@ -187,6 +234,7 @@ class ReadPages(Controller):
             request,
             "overview.html",
             o=view.figures,
+            holdings=view.holdings,
             audit=view.audit,
             audit_links=view.audit_links,
         )
@@ -196,11 +244,15 @@ class ReadPages(Controller):
         self,
         request: AnyRequest,
         after: FromQuery[int | None] = None,
-        ref: FromQuery[str | None] = None,
+        search: FromQuery[str | None] = None,
     ) -> Template:
-        """Every holding a page at a time, with its cursor's state."""
+        """Every holding a page at a time (or those a search names), with its cursor's state."""
+        wanted = (search or "").strip() or None
         return page(
-            request, "holdings.html", found=read(request, _holdings, after, ref or None), ref=ref
+            request,
+            "holdings.html",
+            found=read(request, _holdings, after, wanted),
+            search=wanted,
         )
 
     @get("/holdings/{holding_id:int}", sync_to_thread=True)
@@ -248,8 +300,11 @@ class ReadPages(Controller):
             chosen=chosen,
             text=render(view.report, "text") if view.report else None,
             reason=view.reason,
+            choices=view.choices,
+            more=view.more,
             on_page_days=ON_PAGE_DAYS,
             formats=FORMATS,
+            csv_sections=SECTION_NAMES,
         )
 
     @get("/reports/download", sync_to_thread=True)
@@ -257,20 +312,24 @@ class ReadPages(Controller):
         self,
         request: AnyRequest,
         report_format: Annotated[str, QueryParameter(name="format")] = "text",
+        section: FromQuery[str | None] = None,
         since: FromQuery[str | None] = None,
         until: FromQuery[str | None] = None,
         holding: FromQuery[str | None] = None,
     ) -> Response[str]:
-        """The report as a file, recorded in the audit trail."""
+        """The report as a file (a CSV: one section of it), recorded in the audit trail."""
         text = read(
             request,
             _download,
             Actor(operator(request).name, CONSOLE),
             report_format,
+            section or None,
             (since or None, until or None, holding or None),
             policy(request),
         )
-        name = f"recon-report-{utcnow():%Y%m%d-%H%M%S}.{EXTENSIONS.get(report_format, 'txt')}"
+        part = f"-{section}" if section else ""
+        extension = EXTENSIONS.get(report_format, "txt")
+        name = f"recon-report-{utcnow():%Y%m%d-%H%M%S}{part}.{extension}"
         return Response(
             content=text,
             media_type=FORMATS[report_format][1],

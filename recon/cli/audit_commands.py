@@ -47,23 +47,30 @@ def _print_digest(title: str, digest: dict[str, Any]) -> None:
 
 
 @click.command()
-@click.option("--holding", "holding", help="Audit only this holding (its holdingRef).")
+@click.option(
+    "--holding",
+    "holding",
+    help="Audit only this holding: its account number, part of its account name, or holdingRef.",
+)
 @click.option("--since", help="Only postings posted from this date or time on.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def audit(holding: str | None, since: str | None, as_json: bool) -> None:
     """Re-read every holding's postings from the gateway and compare them with the store."""
     from reconciliation.ledger_audit.run import AuditScopeError, audit_ledger, fetch_from
+    from reconciliation.postings.holding_identity import HoldingLookupError, resolve_holding
     from reconciliation.rebuild.digest import state_digest
     from workers.runtime import build_runtime
 
     settings = settings_or_exit()
-    try:
-        holding_ref = UUID(holding) if holding else None
-    except ValueError:
-        fail(f"--holding {holding!r} is not a holdingRef (a UUID)")
     window = parse_since(since)
-    with existing_store(settings):
-        pass  # the store exists and has its schema: the audit may run
+    holding_ref = None
+    with existing_store(settings) as sessions:  # the store exists with its schema: it may run
+        if holding is not None:
+            try:
+                with sessions() as session:
+                    holding_ref = UUID(resolve_holding(session, holding).ref)
+            except HoldingLookupError as exc:
+                fail(f"--holding: {exc}")
     runtime = build_runtime(settings)
     try:
         result = audit_ledger(
@@ -100,7 +107,7 @@ def _print_audit(summary: dict[str, Any]) -> None:
     for h in summary["holdingsDiffering"]:
         g, s = h["gateway"], h["store"]
         click.echo(
-            f"  holding {h['holdingRef']}: gateway {g['count']} net {g['net']}, "
+            f"  holding {h['holding']} ({h['holdingRef']}): gateway {g['count']} net {g['net']}, "
             f"store {s['count']} net {s['net']}" + (f"; {h['error']}" if h["error"] else "")
         )
         for day in h["days"][:10]:

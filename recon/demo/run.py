@@ -367,7 +367,7 @@ def run_demo(
             # The grace the demo's passes ran with, so the report and the alerts agree.
             report = build_report(
                 session,
-                ReportWindow(since=started_at, until=utcnow(), holding_ref=None),
+                ReportWindow(since=started_at, until=utcnow()),
                 grace_seconds=int(DEMO_TIMINGS["RECON_NOTIFICATION_GRACE_SECONDS"]),
                 finality_seconds=int(DEMO_TIMINGS["RECON_FINALITY_DEADLINE_SECONDS"]),
             )

@@ -27,6 +27,7 @@ from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.balance_sums import Basis, consistent_read, grace_postings, read_bases
 from reconciliation.drift.base import DriftContext
+from reconciliation.postings.holding_identity import holding_identities
 from reconciliation.store import watermarks
 from reconciliation.store.models import BalanceCheck
 
@@ -63,6 +64,7 @@ class BalanceMismatch:
         undecided = frozenset(fingerprint(KIND, b.holding_ref) for b in bases if not b.caught_up)
         found = []
         checked: list[tuple[Basis, int, bool]] = []
+        names = holding_identities(ctx.session, [b.holding_ref for b in differing])
         for basis in bases:
             if not basis.caught_up:
                 continue
@@ -73,19 +75,20 @@ class BalanceMismatch:
             if consistent:
                 continue
             drift = basis.settled - posted
+            holding = names[basis.holding_ref]
             found.append(
                 Finding(
                     kind=KIND,
                     severity=SEVERITY,
                     subject=(
-                        f"holding {basis.holding_ref}: balance "
+                        f"{holding.phrase}: balance "
                         f"{format_money(basis.settled, basis.currency)} but its postings sum to "
                         f"{format_money(posted, basis.currency)} "
                         f"(drift {format_money(drift, basis.currency, signed=True)})"
                     ),
                     fingerprint=fingerprint(KIND, basis.holding_ref),
                     evidence={
-                        "holdingRef": basis.holding_ref,
+                        **holding.as_evidence(),
                         "currency": basis.currency,
                         "snapshotId": basis.snapshot_id,
                         "observedAt": basis.observed_at.isoformat(),

@@ -16,6 +16,7 @@ from foundation.readable import moment
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.base import DriftContext
+from reconciliation.postings.holding_identity import holding_identities
 from reconciliation.store.models import ActivityCursor, Holding
 
 KIND: Final = "poller_stuck"
@@ -31,21 +32,24 @@ class PollerStuck:
             .join(Holding, Holding.id == ActivityCursor.holding_id)
             .where(ActivityCursor.consecutive_errors >= ctx.policy.poller_stuck_errors)
         )
+        stuck = list(ctx.session.execute(query))
+        names = holding_identities(ctx.session, [ref for _, ref in stuck])
         found = []
-        for cursor, holding_ref in ctx.session.execute(query):
+        for cursor, holding_ref in stuck:
+            holding = names[str(holding_ref)]
             since = cursor.last_advanced_at.isoformat() if cursor.last_advanced_at else None
             found.append(
                 Finding(
                     kind=KIND,
                     severity=SEVERITY,
                     subject=(
-                        f"activity poller of holding {holding_ref} has failed "
+                        f"activity poller of {holding.phrase} has failed "
                         f"{cursor.consecutive_errors} times in a row; its cursor last moved "
                         f"{moment(cursor.last_advanced_at)}"
                     ),
                     fingerprint=fingerprint(KIND, holding_ref),
                     evidence={
-                        "holdingRef": str(holding_ref),
+                        **holding.as_evidence(),
                         "consecutiveErrors": cursor.consecutive_errors,
                         "lastAdvancedAt": since,
                         "lastError": redact_text(cursor.last_error or ""),

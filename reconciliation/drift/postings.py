@@ -21,6 +21,7 @@ from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.base import DriftContext
 from reconciliation.drift.evidence import describe_postings
 from reconciliation.matching.backlog import in_backlog
+from reconciliation.postings.holding_identity import holding_identities
 from reconciliation.store.models import Locator, Posting
 
 KIND: Final = "posting_without_notification"
@@ -51,18 +52,21 @@ class PostingWithoutNotification:
 
 
 def findings(session: Session, ids: list[int]) -> list[Finding]:
+    described = describe_postings(session, ids).values()
+    names = holding_identities(session, [ev["holdingRef"] for ev in described])
     found = []
-    for ev in describe_postings(session, ids).values():
+    for ev in described:
+        holding = names[ev["holdingRef"]]
         found.append(
             Finding(
                 kind=KIND,
                 severity=SEVERITY,
                 subject=(
-                    f"{ev['side']} of {format_money(int(ev['amountMinor']), ev['currency'])} on holding "
-                    f"{ev['holdingRef']} (receipt {ev['receiptRef']}) was never notified"
+                    f"{ev['side']} of {format_money(int(ev['amountMinor']), ev['currency'])} on "
+                    f"{holding.phrase} (receipt {ev['receiptRef']}) was never notified"
                 ),
                 fingerprint=fingerprint(KIND, ev["journalRef"], ev["lineRef"]),
-                evidence={"posting": ev},
+                evidence={"posting": ev, "holding": holding.as_evidence()},
             )
         )
     return found

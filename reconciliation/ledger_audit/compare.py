@@ -22,6 +22,7 @@ from uuid import UUID
 
 from reconciliation.alerts.lifecycle import fingerprint
 from reconciliation.ledger_audit.ledger import FIELDS, Horizon, Key, Line
+from reconciliation.postings.holding_identity import HoldingIdentity
 
 MISSING: Final = "audit_posting_missing"
 UNKNOWN: Final = "audit_posting_unknown"
@@ -73,6 +74,12 @@ class Divergence:
     line_ref: UUID
     posted_at: datetime
     fields: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    #: How people name the holding (the audit looks it up once per holding); None: by its ref.
+    holding: HoldingIdentity | None = None
+
+    @property
+    def named(self) -> HoldingIdentity:
+        return self.holding or HoldingIdentity(ref=str(self.holding_ref))
 
     @property
     def fingerprint(self) -> str:
@@ -85,13 +92,11 @@ class Divergence:
             UNKNOWN: "the store holds a posting the gateway does not show",
             DIFFERS: f"stored posting differs from the gateway's in {', '.join(self.fields)}",
         }[self.kind]
-        return (
-            f"holding {self.holding_ref}: {what} (journal {self.journal_ref}, line {self.line_ref})"
-        )
+        return f"{self.named.phrase}: {what} (journal {self.journal_ref}, line {self.line_ref})"
 
     def evidence(self) -> dict[str, Any]:
         found: dict[str, Any] = {
-            "holdingRef": str(self.holding_ref),
+            **self.named.as_evidence(),
             "journalRef": str(self.journal_ref),
             "lineRef": str(self.line_ref),
             "postedAt": self.posted_at.isoformat(),
@@ -119,6 +124,12 @@ class HoldingAudit:
     read: int = 0
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     error: str | None = None
+    #: How people name the holding (set by the audit run; None: by its ref).
+    holding: HoldingIdentity | None = None
+
+    @property
+    def named(self) -> HoldingIdentity:
+        return self.holding or HoldingIdentity(ref=str(self.holding_ref))
 
     def day(self, when: datetime) -> tuple[Tally, Tally]:
         return self.days.setdefault(when.date(), (Tally(), Tally()))

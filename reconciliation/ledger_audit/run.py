@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any, Final
 from uuid import UUID
@@ -42,6 +42,7 @@ from reconciliation.ledger_audit.compare import (
 )
 from reconciliation.ledger_audit.ledger import Fetch, gateway_lines, read_horizon, stored_lines
 from reconciliation.postings.activity_statements import READ_TERMS
+from reconciliation.postings.holding_identity import holding_identity
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Alert, AuditRun, Holding
 from reconciliation.store.types import utcnow
@@ -152,7 +153,8 @@ class AuditResult:
             "alertsResolved": self.alerts_resolved,
             "holdingsDiffering": [
                 {
-                    "holdingRef": str(h.holding_ref),
+                    **h.named.as_evidence(),
+                    "holding": h.named.label,
                     "gateway": h.gateway.as_dict(),
                     "store": h.store.as_dict(),
                     "beyondHorizon": h.beyond_horizon,
@@ -263,12 +265,17 @@ def _audit_one(
     with factory() as session:
         horizon = read_horizon(session, holding_id)
         stored = dict(stored_lines(session, holding_id, since))
+        named = holding_identity(session, address.holding_ref)
     try:
-        return compare_holding(
+        audit, found = compare_holding(
             address.holding_ref, stored, gateway_lines(fetch_for(address), terms, since), horizon
         )
+        audit.holding = named
+        return audit, [replace(d, holding=named) for d in found]
     except ProviderError as exc:
-        audit = HoldingAudit(address.holding_ref, error=f"{type(exc).__name__}: {exc}")
+        audit = HoldingAudit(
+            address.holding_ref, error=f"{type(exc).__name__}: {exc}", holding=named
+        )
         log.warning(
             "audit.holding_unreadable", holding_ref=str(address.holding_ref), error=audit.error
         )

@@ -20,6 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from reconciliation.alerts.lifecycle import RESOLVED, fingerprint, raise_alert, resolve_alert
+from reconciliation.postings.holding_identity import holding_identities
 from reconciliation.store.models import Alert, BalanceSnapshot, Holding
 from reconciliation.store.write_statements import refusal
 from upstream.wire.balances import BalanceSnapshot as WireSnapshot
@@ -113,14 +114,16 @@ SNAPSHOT_RESOLVER: Final = "snapshot_balances"
 
 def note_snapshot_failures(session: Session, failed: dict[uuid.UUID, str], now: datetime) -> None:
     """Open (or refresh) one alert per holding whose snapshot failed, naming the reason."""
+    names = holding_identities(session, failed)
     for holding_ref, reason in failed.items():
+        holding = names[str(holding_ref)]
         raise_alert(
             session,
             kind=SNAPSHOT_FAILED,
             severity=SNAPSHOT_FAILED_SEVERITY,
-            subject=f"balance snapshot of holding {holding_ref} failed: {reason}",
+            subject=f"balance snapshot of {holding.phrase} failed: {reason}",
             fingerprint=fingerprint(SNAPSHOT_FAILED, holding_ref),
-            evidence={"holdingRef": str(holding_ref), "reason": reason},
+            evidence={**holding.as_evidence(), "reason": reason},
             now=now,
         )
 

@@ -8,7 +8,6 @@ directly; the holdings list is keyset-paged on id.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
@@ -16,6 +15,12 @@ from typing import Final
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
+from reconciliation.postings.holding_identity import (
+    HoldingIdentity,
+    find_holdings,
+    holding_identities,
+    holding_identity,
+)
 from reconciliation.store.models import (
     ActivityCursor,
     BalanceCheck,
@@ -44,6 +49,7 @@ class HoldingRow:
     holding: Holding
     newest_posting_at: datetime | None
     cursor: ActivityCursor | None
+    named: HoldingIdentity
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +63,7 @@ class HoldingView:
     """One holding: the chart's series, the drift history, a page of postings."""
 
     holding: Holding
+    named: HoldingIdentity
     cursor: ActivityCursor | None
     latest_snapshot: BalanceSnapshot | None
     checks: list[BalanceCheck]
@@ -68,9 +75,10 @@ class HoldingView:
 
 
 def list_holdings(
-    session: Session, *, after: int | None = None, ref: str | None = None, limit: int = 50
+    session: Session, *, after: int | None = None, search: str | None = None, limit: int = 50
 ) -> HoldingList:
-    """Holdings by id (or the one whose holdingRef starts with `ref`), with cursor state."""
+    """Holdings by id, with cursor state: every one, or those `search` names (an account
+    number, part of an account name, or a holdingRef: `holding_identity.find_holdings`)."""
     size = max(1, min(limit, PAGE_MAX))
     newest = (
         select(func.max(Posting.posted_at))
@@ -85,12 +93,12 @@ def list_holdings(
     )
     if after is not None:
         query = query.where(Holding.id > after)
-    if ref:
-        try:
-            query = query.where(Holding.holding_ref == uuid.UUID(ref.strip()))
-        except ValueError:
-            raise HoldingError(f"{ref!r} is not a holdingRef (a UUID)") from None
-    rows = [HoldingRow(h, at, c) for h, at, c in session.execute(query)]
+    if search:
+        found = find_holdings(session, search)
+        query = query.where(Holding.id.in_([h.holding_id for h in found]))
+    listed = list(session.execute(query))
+    names = holding_identities(session, [h.holding_ref for h, _, _ in listed])
+    rows = [HoldingRow(h, at, c, names[str(h.holding_ref)]) for h, at, c in listed]
     more = len(rows) > size
     rows = rows[:size]
     return HoldingList(rows, rows[-1].holding.id if more and rows else None)
@@ -162,6 +170,7 @@ def holding_view(
     }
     return HoldingView(
         holding=holding,
+        named=holding_identity(session, holding.holding_ref),
         cursor=session.get(ActivityCursor, holding_id),
         latest_snapshot=snapshot,
         checks=checks,

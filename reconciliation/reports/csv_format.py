@@ -1,126 +1,102 @@
-"""CSV: one long table (section, holding, currency, metric, value), so any spreadsheet or
-`csv` reader takes the whole report without knowing its sections in advance.
+"""CSV for a spreadsheet: one section of the report per file, one row per thing it lists.
 
-Amounts stay exact integer minor units (metrics ending `_minor`); the `currency` column says
-which currency, and a `currencies` section gives each one's exponent. The legend is a section
-too, so a figure never travels without what it counts.
+A spreadsheet opens one table, so a CSV is one section of `reconciliation.reports.sections`
+(the model text and HTML draw too), chosen by name: `items` (the default: one row per
+unmatched item), `summary` (one row per figure, with what it counts), `drift`, `fees`,
+`totals`, `transfers`, `ageing`, `alerts`, `open_alerts`, `holdings`, `window`, `audit`,
+`legend`. The first row names the columns (snake_case); docs/reports.md lists each section's.
+
+Cells are written for machines: an amount as a plain decimal in major units with the unit's
+exponent ("1500.50", "-0.01", "30000000.000000000000000000"; no separators, so
+`decimal.Decimal` reads it exactly) and, beside it in `<column>_minor`, the exact minor units
+(the only amount given for a unit whose exponent recon does not know: the decimal is left
+empty rather than guessed); times in ISO 8601; a holding as three columns,
+`<column>_account_number`, `<column>_name`, `<column>_ref`; states and kinds as their machine
+names. Text that a spreadsheet would run as a formula is written with a leading apostrophe.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+from datetime import datetime
+from typing import Final
 
-from foundation.money import currency_exponent
-from reconciliation.reports.legend import legend
-from reconciliation.reports.model import TRANSFER_OUTCOMES, Report
+from foundation.money import major_decimal
+from reconciliation.postings.holding_identity import HoldingIdentity
+from reconciliation.reports.model import Report
+from reconciliation.reports.sections import BUILDERS, DEFAULT_CSV_SECTION
+from reconciliation.reports.tables import (
+    AMOUNTS,
+    COUNTED,
+    HOLDING,
+    MONEY,
+    Cell,
+    Column,
+    Counted,
+    Money,
+)
 
-HEADER = ("section", "holding_ref", "currency", "metric", "value")
-
-
-def _audit_rows(report: Report) -> list[tuple[str, object]]:
-    """The last ledger audit: its sentence, then (once one finished) its figures."""
-    rows: list[tuple[str, object]] = [("line", report.audit_line())]
-    found = report.last_audit
-    if found is not None:
-        rows += [
-            ("run", found.run_id),
-            ("finished_at", found.finished_at.isoformat()),
-            ("status", found.status),
-            ("holdings", found.holdings),
-            ("postings", found.postings),
-            ("first_day", found.first_day.isoformat() if found.first_day else ""),
-            ("last_day", found.last_day.isoformat() if found.last_day else ""),
-            ("divergences", found.divergences),
-            ("missing", found.missing),
-            ("unknown", found.unknown),
-            ("differing", found.differing),
-            ("partial", int(found.partial)),
-        ]
-    return rows
+#: How a cell starts when a spreadsheet would run it as a formula (OWASP's list for CSV
+#: injection): such text is written with a leading apostrophe. Amounts are written by recon
+#: itself (a '-' there is a sign) and are left alone.
+FORMULA_STARTS: Final = ("=", "+", "-", "@", "\t", "\r")
 
 
-def render_csv(report: Report) -> str:
+def _headers(column: Column) -> list[str]:
+    key = column.key
+    if column.kind == HOLDING:
+        return [f"{key}_account_number", f"{key}_name", f"{key}_ref"]
+    if column.kind == MONEY:
+        return [key, f"{key}_minor"]
+    if column.kind == COUNTED:
+        return [f"{key}_count", f"{key}_amount", f"{key}_amount_minor"]
+    return [key]
+
+
+def _money(amount: Money) -> list[str]:
+    return [major_decimal(amount.minor, amount.currency) or "", str(amount.minor)]
+
+
+def _cells(column: Column, cell: Cell) -> list[str]:
+    """A cell as its CSV columns (as many as `_headers` names for the column)."""
+    if column.kind == HOLDING:
+        held = cell if isinstance(cell, HoldingIdentity) else HoldingIdentity(ref=str(cell or ""))
+        return [_inert(held.account_number or ""), _inert(held.account_name or ""), held.ref]
+    if column.kind == MONEY and isinstance(cell, Money):
+        return _money(cell)
+    if column.kind == COUNTED and isinstance(cell, Counted):
+        return [str(cell.count), *_money(cell.amount)]
+    if column.kind == AMOUNTS and isinstance(cell, tuple):
+        return ["; ".join(_amount_words(m) for m in cell)]
+    if isinstance(cell, datetime):
+        return [cell.isoformat()]
+    return [_inert("" if cell is None else str(cell))]
+
+
+def _amount_words(amount: Money) -> str:
+    """'1500.00 NGN' (several units share one cell of exceptions by age)."""
+    major = major_decimal(amount.minor, amount.currency)
+    if major is None:
+        return f"{amount.minor} minor units of {amount.currency}"
+    return f"{major} {amount.currency}"
+
+
+def _inert(text: str) -> str:
+    """Text a spreadsheet shows rather than runs: a cell starting like a formula (an account
+    name '=HYPERLINK(...)' chosen by whoever opened the account) gets a leading apostrophe,
+    which spreadsheets read as "this is text"."""
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def render_csv(report: Report, section: str | None = None) -> str:
+    """One section of the report as CSV (`items` when none is named)."""
+    columns, rows = BUILDERS[section or DEFAULT_CSV_SECTION](report).for_machines()
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(HEADER)
-    window = report.window
-    writer.writerow(("window", "", "", "since", window.since.isoformat() if window.since else ""))
-    writer.writerow(("window", "", "", "until", window.until.isoformat()))
-    writer.writerow(("window", "", "", "grace_seconds", report.grace_seconds))
-    for term, definition in legend(report.grace_seconds):
-        writer.writerow(("legend", "", "", term, definition))
-    for name, value in report.figures().items():
-        writer.writerow(("summary", "", "", name, value))
-    for metric, fact in _audit_rows(report):
-        writer.writerow(("last_audit", "", "", metric, fact))
-    currencies = sorted({t.currency for t in report.totals} | {d.currency for d in report.drift})
-    for currency in currencies:
-        exp = currency_exponent(currency)
-        writer.writerow(("currencies", "", currency, "exponent", "" if exp is None else exp))
-    for ref, holding in sorted(report.names.items()):
-        writer.writerow(("holdings", ref, "", "account_number", holding.account_number or ""))
-        writer.writerow(("holdings", ref, "", "account_name", holding.account_name or ""))
-    for t in report.totals:
-        metrics: list[tuple[str, int]] = [
-            ("posted_count", t.posted_count),
-            ("credits_minor", t.credits_minor),
-            ("debits_minor", t.debits_minor),
-            ("posted_minor", t.posted_minor),
-            ("notified_count", t.notified_count),
-            ("notified_minor", t.notified_minor),
-        ]
-        for outcome in TRANSFER_OUTCOMES:
-            metrics.append((f"transfers_{outcome}_count", t.transfers[outcome].count))
-            metrics.append((f"transfers_{outcome}_minor", t.transfers[outcome].amount_minor))
-        metrics += [
-            ("items", t.items),
-            ("matched_count", t.matched_count),
-            ("accepted_count", t.accepted_count),
-            ("unmatched_count", t.unmatched_count),
-            ("waiting_count", t.waiting_count),
-            ("exception_count", t.exception_count),
-        ]
-        for metric, value in metrics:
-            writer.writerow(("totals", t.holding_ref, t.currency, metric, value))
-    for f in report.fees:
-        for metric, value in (
-            ("count", f.count),
-            ("amount_minor", f.amount_minor),
-            ("unknown_count", f.unknown_count),
-        ):
-            writer.writerow(
-                ("fees", f.holding_ref, f.currency, f"{f.kind}:{f.bearer}:{metric}", value)
-            )
-    for e in report.open_items:
+    writer.writerow([header for column in columns for header in _headers(column)])
+    for row in rows:
         writer.writerow(
-            (
-                "open_items",
-                e.holding_ref,
-                e.currency,
-                f"{e.state}:{e.stream}:{e.item_id}:{e.reference}:{e.since.isoformat()}",
-                e.amount_minor,
-            )
+            [value for c, cell in zip(columns, row, strict=True) for value in _cells(c, cell)]
         )
-    for bucket, by_stream in report.ageing.counts.items():
-        for stream, count in sorted(by_stream.items()):
-            writer.writerow(("open_exceptions", "", "", f"{bucket} days:{stream}", count))
-    for bucket, by_currency in report.ageing.amounts.items():
-        for currency, amount in sorted(by_currency.items()):
-            writer.writerow(
-                ("open_exceptions", "", currency, f"{bucket} days:amount_minor", amount)
-            )
-    for a in report.alerts:
-        writer.writerow(("alerts", "", "", f"{a.kind}:{a.severity}:opened", a.opened))
-        writer.writerow(("alerts", "", "", f"{a.kind}:{a.severity}:resolved", a.resolved))
-    for o in report.open_alerts:
-        writer.writerow(("open_alerts", "", "", f"{o.alert_id}:{o.kind}:{o.severity}", o.state))
-    for d in report.drift:
-        for metric, value in (
-            ("settled_minor", d.settled_minor),
-            ("posted_minor", d.posted_minor),
-            ("drift_minor", d.drift_minor),
-            ("explained_by_lag", int(d.explained_by_lag)),
-        ):
-            writer.writerow(("balance_drift", d.holding_ref, d.currency, metric, value))
     return out.getvalue()

@@ -9,10 +9,9 @@ select again, filtered to what is not matched.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any, Final
 
-from sqlalchemy import Table, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from reconciliation.reports.filters import UNKNOWN_HOLDING
@@ -23,20 +22,20 @@ from reconciliation.reports.model import (
     STREAMS,
     WAITING,
     Ageing,
-    HoldingName,
     HoldingTotals,
     OpenItem,
     ReportWindow,
 )
-from reconciliation.store.models import Holding, Locator
 from reconciliation.store.types import amount_sum
-
-holdings: Table = Holding.__table__  # type: ignore[assignment]
-locators: Table = Locator.__table__  # type: ignore[assignment]
 
 #: Open items listed one by one, oldest first; the figures count all of them, and every format
 #: says how many of how many it lists.
 OPEN_ITEMS_LISTED: Final = 100
+
+#: Open items the CSV of items lists: a work list for a spreadsheet, so far more than a page,
+#: but bounded (a store in an incident can hold millions, and the file is built in memory);
+#: a tenth of what a spreadsheet opens. Its `window` section says how many were listed.
+CSV_ITEMS_LISTED: Final = 100_000
 
 #: Stands in for a currency an item does not state.
 NO_CURRENCY: Final = "?"
@@ -138,31 +137,3 @@ def open_items(
             )
     found.sort(key=lambda item: (item.since, item.stream, item.item_id))
     return found[:limit]
-
-
-def holding_names(session: Session, refs: set[str]) -> dict[str, HoldingName]:
-    """Account number and name per holding, from its first locator (if it has one)."""
-    wanted = []
-    for ref in refs:
-        try:
-            wanted.append(uuid.UUID(ref))
-        except ValueError:
-            continue  # the unknown holding has no name to find
-    if not wanted:
-        return {}
-    h, loc = holdings, locators
-    first = (
-        select(loc.c.holding_id, func.min(loc.c.id).label("id"))
-        .group_by(loc.c.holding_id)
-        .subquery()
-    )
-    query = (
-        select(h.c.holding_ref, loc.c.account_number, loc.c.account_name)
-        .join(first, first.c.holding_id == h.c.id)
-        .join(loc, loc.c.id == first.c.id)
-        .where(h.c.holding_ref.in_(wanted))
-    )
-    return {
-        str(ref): HoldingName(account_number=number, account_name=name)
-        for ref, number, name in session.execute(query)
-    }

@@ -35,8 +35,9 @@ creation (the spec's `ReservationDenied` stage) and failed otherwise.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import ColumnElement, Select, Table, case, exists, func, select
 
@@ -127,6 +128,109 @@ def _state(stream: str, item_id: Any, marked: Any, heard: Any, cutoff: datetime)
     )
 
 
+#: The columns of every stream's items, in order: item_id, reference, holding_ref, currency,
+#: amount, at (the item's own time), detail (a posting's side, a notification's event type, a
+#: transfer's outcome), marked (its match_status), state.
+ITEM_COLUMNS: Final = (
+    "item_id",
+    "reference",
+    "holding_ref",
+    "currency",
+    "amount",
+    "at",
+    "detail",
+    "marked",
+    "state",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Stream:
+    """What one stream brings to the one items select: its columns (in `ITEM_COLUMNS` order),
+    the tables they come from, the column holding its holding's row id, its own conditions."""
+
+    columns: tuple[Any, ...]
+    source: Any
+    holding_id: Any
+    only: tuple[ColumnElement[bool], ...] = ()
+
+    @property
+    def at(self) -> Any:
+        return self.columns[ITEM_COLUMNS.index("at")]
+
+
+def _posting(cutoff: datetime) -> _Stream:
+    p, h = postings, holdings
+    heard = later_of(p.c.posted_at, p.c.ingested_at)
+    return _Stream(
+        columns=(
+            p.c.id,
+            p.c.receipt_ref,
+            h.c.holding_ref,
+            p.c.currency,
+            p.c.amount_minor,
+            p.c.posted_at,
+            p.c.side,
+            p.c.match_status,
+            _state("posting", p.c.id, p.c.match_status, heard, cutoff),
+        ),
+        source=p.join(h, h.c.id == p.c.holding_id),
+        holding_id=p.c.holding_id,
+    )
+
+
+def _notification(cutoff: datetime) -> _Stream:
+    n, h = notifications, holdings
+    heard = later_of(n.c.occurred_at, n.c.created_at)
+    return _Stream(
+        columns=(
+            n.c.id,
+            n.c.event_id,
+            n.c.holding_ref,
+            n.c.currency,
+            n.c.amount_minor,
+            n.c.occurred_at,
+            n.c.event_type,
+            n.c.match_status,
+            _state("notification", n.c.id, n.c.match_status, heard, cutoff),
+        ),
+        source=n.outerjoin(h, h.c.holding_ref == n.c.holding_ref),
+        holding_id=h.c.id,
+        only=(n.c.event_type.in_(MONEY_EVENTS),),
+    )
+
+
+def _transfer(cutoff: datetime, until: datetime, finality_seconds: int) -> _Stream:
+    t, h = transfers, holdings
+    asked = func.coalesce(t.c.requested_at, t.c.created_at)
+    finished = later_of(asked, func.coalesce(t.c.terminal_at, t.c.updated_at))
+    state = case(
+        (accepted_row("transfer", t.c.id), ACCEPTED),
+        (active_row("transfer", t.c.id), MATCHED),
+        (_refused(), MATCHED),
+        (t.c.match_status == MARKED_EXCEPTION, EXCEPTION),
+        (late(until, finality_seconds, t), EXCEPTION),
+        (t.c.is_terminal.is_not(True), WAITING),
+        (finished <= cutoff, EXCEPTION),
+        else_=WAITING,
+    )
+    return _Stream(
+        columns=(
+            t.c.id,
+            t.c.transfer_ref,
+            t.c.source_holding_ref,
+            t.c.currency,
+            t.c.amount_minor,
+            asked,
+            transfer_outcome(),
+            t.c.match_status,
+            state,
+        ),
+        source=t.outerjoin(h, h.c.holding_ref == t.c.source_holding_ref),
+        holding_id=h.c.id,
+    )
+
+
 def classified(
     stream: str,
     window: ReportWindow,
@@ -134,93 +238,23 @@ def classified(
     grace_seconds: int,
     finality_seconds: int = FINALITY_SECONDS,
 ) -> Select[Any]:
-    """Every item of `stream` in the window, with the columns every figure is built from.
-
-    Columns: item_id, reference, holding_ref, currency, amount, at (the item's own time),
-    detail (a posting's side, a notification's event type, a transfer's outcome), marked (its
-    match_status), state.
-    """
+    """Every item of `stream` in the window, with the columns every figure is built from
+    (`ITEM_COLUMNS`): one select, whichever stream supplies its columns."""
     cutoff = window.until - timedelta(seconds=grace_seconds)
     if stream == "posting":
-        p, h = postings, holdings
-        return (
-            select(
-                p.c.id.label("item_id"),
-                p.c.receipt_ref.label("reference"),
-                h.c.holding_ref.label("holding_ref"),
-                p.c.currency.label("currency"),
-                p.c.amount_minor.label("amount"),
-                p.c.posted_at.label("at"),
-                p.c.side.label("detail"),
-                p.c.match_status.label("marked"),
-                _state(
-                    "posting",
-                    p.c.id,
-                    p.c.match_status,
-                    later_of(p.c.posted_at, p.c.ingested_at),
-                    cutoff,
-                ).label("state"),
-            )
-            .join(h, h.c.id == p.c.holding_id)
-            .where(in_window(p.c.posted_at, window), for_holding(p.c.holding_id, holding_id))
-        )
-    if stream == "notification":
-        n, h = notifications, holdings
-        return (
-            select(
-                n.c.id.label("item_id"),
-                n.c.event_id.label("reference"),
-                n.c.holding_ref.label("holding_ref"),
-                n.c.currency.label("currency"),
-                n.c.amount_minor.label("amount"),
-                n.c.occurred_at.label("at"),
-                n.c.event_type.label("detail"),
-                n.c.match_status.label("marked"),
-                _state(
-                    "notification",
-                    n.c.id,
-                    n.c.match_status,
-                    later_of(n.c.occurred_at, n.c.created_at),
-                    cutoff,
-                ).label("state"),
-            )
-            .select_from(n.outerjoin(h, h.c.holding_ref == n.c.holding_ref))
-            .where(
-                n.c.event_type.in_(MONEY_EVENTS),
-                in_window(n.c.occurred_at, window),
-                for_holding(h.c.id, holding_id),
-            )
-        )
-    if stream == "transfer":
-        t, h = transfers, holdings
-        asked = func.coalesce(t.c.requested_at, t.c.created_at)
-        finished = later_of(asked, func.coalesce(t.c.terminal_at, t.c.updated_at))
-        state = case(
-            (accepted_row("transfer", t.c.id), ACCEPTED),
-            (active_row("transfer", t.c.id), MATCHED),
-            (_refused(), MATCHED),
-            (t.c.match_status == MARKED_EXCEPTION, EXCEPTION),
-            (late(window.until, finality_seconds, t), EXCEPTION),
-            (t.c.is_terminal.is_not(True), WAITING),
-            (finished <= cutoff, EXCEPTION),
-            else_=WAITING,
-        )
-        return (
-            select(
-                t.c.id.label("item_id"),
-                t.c.transfer_ref.label("reference"),
-                t.c.source_holding_ref.label("holding_ref"),
-                t.c.currency.label("currency"),
-                t.c.amount_minor.label("amount"),
-                asked.label("at"),
-                transfer_outcome().label("detail"),
-                t.c.match_status.label("marked"),
-                state.label("state"),
-            )
-            .select_from(t.outerjoin(h, h.c.holding_ref == t.c.source_holding_ref))
-            .where(in_window(asked, window), for_holding(h.c.id, holding_id))
-        )
-    raise ValueError(f"stream {stream!r} is not one of posting, notification, transfer")
+        found = _posting(cutoff)
+    elif stream == "notification":
+        found = _notification(cutoff)
+    elif stream == "transfer":
+        found = _transfer(cutoff, window.until, finality_seconds)
+    else:
+        raise ValueError(f"stream {stream!r} is not one of posting, notification, transfer")
+    named = zip(ITEM_COLUMNS, found.columns, strict=True)
+    return (
+        select(*(column.label(name) for name, column in named))
+        .select_from(found.source)
+        .where(*found.only, in_window(found.at, window), for_holding(found.holding_id, holding_id))
+    )
 
 
 def why_open(stream: str, state: str, detail: str | None, marked: str | None) -> str:

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Final
 
 from reconciliation.ledger_audit.summary import NEVER, AuditSummary
+from reconciliation.postings.holding_identity import HoldingIdentity
 
 #: Ageing buckets of open exceptions, in days: label -> (first day, last day).
 AGEING_BUCKETS: Final = (("0-1", 0, 1), ("2-7", 2, 7), ("8-30", 8, 30), ("over 30", 31, None))
@@ -39,23 +40,16 @@ TRANSFER_OUTCOMES: Final = (SETTLED, IN_FLIGHT, REFUSED, FAILED)
 
 @dataclass(frozen=True, slots=True)
 class ReportWindow:
-    """What the report covers: [since, until), optionally one holding."""
+    """What the report covers: [since, until), optionally one holding.
+
+    `holding` is the holding as a person named it (an account number, part of an account name,
+    or a holdingRef: `reconciliation.postings.holding_identity.find_holdings`); the report
+    resolves it once, and `Report.scope` is the holding it found.
+    """
 
     until: datetime
     since: datetime | None = None
-    holding_ref: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class HoldingName:
-    """How people know a holding: the bank account its locator gives it, when it has one."""
-
-    account_number: str | None
-    account_name: str | None
-
-    @property
-    def label(self) -> str:
-        return " ".join(part for part in (self.account_number, self.account_name) if part)
+    holding: str | None = None
 
 
 @dataclass(slots=True)
@@ -215,7 +209,10 @@ class Report:
     open_alert_count: int = 0
     drift: list[HoldingDrift] = field(default_factory=list)
     fees: list[FeeTotal] = field(default_factory=list)
-    names: dict[str, HoldingName] = field(default_factory=dict)
+    #: holdingRef -> how people name it, for every holding the report mentions.
+    holdings: dict[str, HoldingIdentity] = field(default_factory=dict)
+    #: The one holding the window names, resolved (None: every holding).
+    scope: HoldingIdentity | None = None
     #: The newest finished ledger audit when the report was built (None: none has finished).
     #: Like "alerts open now", it says where the books stand now, whatever the window.
     last_audit: AuditSummary | None = None
@@ -252,7 +249,6 @@ class Report:
         """The headline numbers (kept under the name the JSON has always used)."""
         return self.figures()
 
-    def holding_label(self, holding_ref: str) -> str:
-        """How a person knows the holding: its account number and name, else its reference."""
-        name = self.names.get(holding_ref)
-        return name.label if name is not None and name.label else holding_ref
+    def holding(self, holding_ref: str) -> HoldingIdentity:
+        """The holding as people name it (its fallback when the report did not look it up)."""
+        return self.holdings.get(holding_ref) or HoldingIdentity(ref=holding_ref)

@@ -17,22 +17,22 @@ only asks each part for its share, in one session:
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 
-from sqlalchemy import Table, select
 from sqlalchemy.orm import Session
 
 from reconciliation.ledger_audit.summary import last_audit
+from reconciliation.postings.holding_identity import (
+    HoldingLookupError,
+    holding_identities,
+    resolve_holding,
+)
 from reconciliation.reports.fees import fee_figures
-from reconciliation.reports.figures import holding_names, item_figures, open_items
+from reconciliation.reports.figures import OPEN_ITEMS_LISTED, item_figures, open_items
 from reconciliation.reports.history import alert_counts, balance_drift
 from reconciliation.reports.items import FINALITY_SECONDS
 from reconciliation.reports.model import Report, ReportWindow
-from reconciliation.store.models import Holding
 from reconciliation.store.types import utcnow
-
-holdings: Table = Holding.__table__  # type: ignore[assignment]
 
 
 class ReportError(ValueError):
@@ -46,6 +46,7 @@ def build_report(
     grace_seconds: int = 900,
     finality_seconds: int = FINALITY_SECONDS,
     now: datetime | None = None,
+    items_listed: int = OPEN_ITEMS_LISTED,
 ) -> Report:
     """Read the whole report for `window` in one session.
 
@@ -55,44 +56,37 @@ def build_report(
     alerts will disagree about when an item became late. `finality_seconds` likewise is the
     passes' finality deadline (RECON_FINALITY_DEADLINE_SECONDS): a transfer still in flight
     past it is late, an exception, exactly when `finality_overdue` says so.
+
+    `items_listed` caps the unmatched items listed one by one (oldest first; the CSV of items
+    asks for far more, `reconciliation.reports.items_listed`); the figures count every one.
     """
     if window.since is not None and window.since >= window.until:
         raise ReportError(
             f"--since ({window.since.isoformat()}) must be before --until ({window.until.isoformat()})"
         )
-    holding_id = _holding_id(session, window.holding_ref)
+    try:
+        scope = resolve_holding(session, window.holding) if window.holding is not None else None
+    except HoldingLookupError as exc:
+        raise ReportError(str(exc)) from None
+    holding_id = scope.holding_id if scope is not None else None
     report = Report(
         window=window,
         generated_at=now or utcnow(),
         grace_seconds=grace_seconds,
         finality_seconds=finality_seconds,
+        scope=scope,
     )
     report.totals, report.ageing = item_figures(
         session, window, holding_id, grace_seconds, finality_seconds
     )
     report.open_items = open_items(
-        session, window, holding_id, grace_seconds, finality_seconds=finality_seconds
+        session, window, holding_id, grace_seconds, items_listed, finality_seconds
     )
     report.alerts, report.open_alerts, report.open_alert_count = alert_counts(session, window)
     report.drift = balance_drift(session, window, holding_id)
     report.fees = fee_figures(session, window, holding_id)
     refs = {t.holding_ref for t in report.totals} | {d.holding_ref for d in report.drift}
-    refs |= {f.holding_ref for f in report.fees}
-    report.names = holding_names(session, refs)
+    refs |= {f.holding_ref for f in report.fees} | {i.holding_ref for i in report.open_items}
+    report.holdings = holding_identities(session, refs)
     report.last_audit = last_audit(session)
     return report
-
-
-def _holding_id(session: Session, holding_ref: str | None) -> int | None:
-    if holding_ref is None:
-        return None
-    try:
-        ref = uuid.UUID(holding_ref)
-    except ValueError:
-        raise ReportError(f"--holding {holding_ref!r} is not a holdingRef (a UUID)") from None
-    found = session.execute(select(holdings.c.id).where(holdings.c.holding_ref == ref)).scalar()
-    if found is None:
-        raise ReportError(
-            f"no holding {holding_ref} is known to recon (see `recon report` without --holding)"
-        )
-    return int(found)

@@ -53,8 +53,10 @@ def parse_moment(text: str, name: str) -> datetime:
 def parse_window(
     since: str | None, until: str | None, holding: str | None, now: datetime
 ) -> ReportWindow:
+    """The window asked for; `holding` is kept as the person typed it (trimmed) and resolved
+    when the report is built (`build_report`)."""
     return ReportWindow(
         since=parse_moment(since, "since") if since else None,
         until=parse_moment(until, "until") if until else now,
-        holding_ref=holding.strip() if holding else None,
+        holding=holding.strip() or None if holding else None,
     )

@@ -41,7 +41,9 @@ def report_as_dict(report: Report) -> dict[str, Any]:
         "window": {
             "since": _when(window.since),
             "until": _when(window.until),
-            "holdingRef": window.holding_ref,
+            "holdingRef": report.scope.ref if report.scope else None,
+            "accountNumber": report.scope.account_number if report.scope else None,
+            "accountName": report.scope.account_name if report.scope else None,
         },
         "graceSeconds": report.grace_seconds,
         "legend": dict(legend(report.grace_seconds)),
@@ -52,9 +54,7 @@ def report_as_dict(report: Report) -> dict[str, Any]:
         },
         "totals": [
             {
-                "holdingRef": t.holding_ref,
-                "accountNumber": _name(report, t.holding_ref, "account_number"),
-                "accountName": _name(report, t.holding_ref, "account_name"),
+                **_holding(report, t.holding_ref),
                 "currency": t.currency,
                 "exponent": currency_exponent(t.currency),
                 "postedCount": t.posted_count,
@@ -81,9 +81,7 @@ def report_as_dict(report: Report) -> dict[str, Any]:
         ],
         "fees": [
             {
-                "holdingRef": f.holding_ref,
-                "accountNumber": _name(report, f.holding_ref, "account_number"),
-                "accountName": _name(report, f.holding_ref, "account_name"),
+                **_holding(report, f.holding_ref),
                 "currency": f.currency,
                 "exponent": currency_exponent(f.currency),
                 "kind": f.kind,
@@ -102,7 +100,7 @@ def report_as_dict(report: Report) -> dict[str, Any]:
                     "stream": e.stream,
                     "id": e.item_id,
                     "reference": e.reference,
-                    "holdingRef": e.holding_ref,
+                    **_holding(report, e.holding_ref),
                     "currency": e.currency,
                     "exponent": currency_exponent(e.currency),
                     "amountMinor": minor(e.amount_minor),
@@ -142,9 +140,7 @@ def report_as_dict(report: Report) -> dict[str, Any]:
         },
         "balanceDrift": [
             {
-                "holdingRef": d.holding_ref,
-                "accountNumber": _name(report, d.holding_ref, "account_number"),
-                "accountName": _name(report, d.holding_ref, "account_name"),
+                **_holding(report, d.holding_ref),
                 "currency": d.currency,
                 "exponent": currency_exponent(d.currency),
                 "observedAt": _when(d.observed_at),
@@ -166,7 +162,11 @@ def report_as_dict(report: Report) -> dict[str, Any]:
     }
 
 
-def _name(report: Report, holding_ref: str, part: str) -> str | None:
-    name = report.names.get(holding_ref)
-    value: str | None = getattr(name, part) if name is not None else None
-    return value
+def _holding(report: Report, holding_ref: str) -> dict[str, str | None]:
+    """A holding as JSON names it: the holdingRef, and the account people know it by."""
+    held = report.holding(holding_ref)
+    return {
+        "holdingRef": holding_ref,
+        "accountNumber": held.account_number,
+        "accountName": held.account_name,
+    }

@@ -8,7 +8,10 @@ Every page is screenshotted (see conftest.py for where).
 
 from __future__ import annotations
 
+import csv
+import io
 import re
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -145,15 +148,28 @@ def test_operator_walks_through_the_four_faults(
         with sessions() as s:
             assert s.get(Delivery, row_id).state == "pending"  # type: ignore[union-attr]
 
-        # A report: every holding as a file (the page says why it is not shown), one holding's
-        # last day on the page, reached from the holding.
+        # A report: every holding as a file (the page says why it is not shown) and a list to
+        # pick one from by its account; one holding's last day on the page, reached from the
+        # list, from the holding's page, or by typing its account number.
         page.goto(f"{base}/console/reports")
         assert page.locator("pre.report").count() == 0
         assert page.get_by_text(
             "Not shown on the page because it covers every holding"
         ).is_visible()
+        _shot(page, screenshots, "10-reports-pick")
+        first = page.locator("table.holdings-to-pick a.holding").first
+        label = first.inner_text()
+        assert re.fullmatch(r"\d{10} .+", label), label  # account number and name, no UUID
+        assert (first.get_attribute("title") or "").startswith("holdingRef ")
+        page.locator("a.pick").first.click()
+        shown = page.locator("pre.report").inner_text()
+        assert shown.startswith("Reconciliation report") and f", holding {label}" in shown
+        page.goto(f"{base}/console/reports")
+        page.fill("input[name=holding]", label.split()[0])
+        page.click("form.filters button:text-is('Show')")
+        assert f", holding {label}" in page.locator("pre.report").inner_text()
         page.goto(f"{base}/console/holdings")
-        page.locator("table a.ref").first.click()
+        page.locator("table a.holding").first.click()
         page.click("a.button:text-is('Report for this holding, last day')")
         assert "/console/reports?holding=" in page.url
         shown = page.locator("pre.report").inner_text()
@@ -161,13 +177,21 @@ def test_operator_walks_through_the_four_faults(
         _shot(page, screenshots, "10-reports")
         with page.expect_download() as download:
             page.click("a.button:text-is('CSV')")
-        saved = Path(download.value.path())
-        assert saved.read_text().strip()
+        items = list(csv.DictReader(io.StringIO(Path(download.value.path()).read_text())))
+        for row in items:  # the CSV a spreadsheet opens: one row per item, major units
+            assert Decimal(row["amount"]) * 10**2 == Decimal(row["amount_minor"])
+            assert row["holding_ref"]
+        page.select_option("select[name=section]", "summary")
+        with page.expect_download() as download:
+            page.click("button:text-is('Download CSV')")
+        summary = Path(download.value.path()).read_text().splitlines()
+        assert summary[0] == "figure,value,meaning"
 
         # Holdings and the chart.
         page.goto(f"{base}/console/holdings")
         _shot(page, screenshots, "11-holdings")
-        page.locator("table a.ref").first.click()
+        page.locator("table a.holding").first.click()
+        assert re.match(r"Holding \d{10} ", page.locator("h1").inner_text())
         chart = page.locator("svg").first
         assert chart.is_visible()
         assert "No balance checks yet" not in page.inner_text("main")

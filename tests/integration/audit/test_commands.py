@@ -65,6 +65,8 @@ def test_contradictory_or_bad_options_are_refused(runner: CliRunner) -> None:
     assert both.exit_code == 2 and "contradict" in both.output
     since = runner.invoke(cli, ["audit", "--since", "2026-11-01T00:00:00"])
     assert since.exit_code == 2 and "no time zone" in since.output
+    nobody = runner.invoke(cli, ["audit", "--holding", "nobody"])
+    assert nobody.exit_code == 2 and "--holding: no holding matches 'nobody'" in nobody.output
 
 
 def test_rebuild_prints_its_result_and_nothing_of_its_scratch_pass(

@@ -52,7 +52,9 @@ class Store:
             session.expunge(row)
         return row
 
-    def holding(self, *, locator: bool = True, currency: str = "NGN") -> Holding:
+    def holding(
+        self, *, locator: bool = True, currency: str = "NGN", name: str = "Test"
+    ) -> Holding:
         holding = self._add(
             Holding(
                 account_ref=uuid.uuid4(),
@@ -71,10 +73,10 @@ class Store:
                     holding_id=holding.id,
                     locator_ref=uuid.uuid4(),
                     form="nigerian_bank_account",
-                    display=f"000:{number}:Test",
+                    display=f"000:{number}:{name}",
                     bank_code="000",
                     account_number=number,
-                    account_name="Test",
+                    account_name=name,
                 )
             )
             self.numbers[holding.id] = number

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -165,8 +168,11 @@ def test_report_gives_fees_per_holding_by_kind_and_bearer_in_every_format(
     assert figures == {("sender_pays", "2500", 0), ("receiver_pays", "1000", 0), ("split", "0", 1)}
     assert {f["holdingRef"] for f in as_json["fees"]} == {str(source.holding_ref)}
 
-    as_csv = invoke(run, "report", "--format", "csv", "--since", "2020-01-01")
-    assert f"fees,{source.holding_ref},NGN,application_fee:sender_pays:amount_minor,2500" in as_csv
+    as_csv = invoke(run, "report", "--format", "csv", "--section", "fees", "--since", "2020-01-01")
+    fee_rows = {r["bearer"]: r for r in csv.DictReader(io.StringIO(as_csv))}
+    assert Decimal(fee_rows["sender_pays"]["fees"]) == Decimal("25.00")
+    assert fee_rows["sender_pays"]["holding_ref"] == str(source.holding_ref)
+    assert fee_rows["split"]["unknown"] == "1"
     as_text = invoke(run, "report", "--since", "2020-01-01")
     assert "Fees of settled transfers, by kind and bearer" in as_text and "25.00 NGN" in as_text
     as_html = invoke(run, "report", "--format", "html", "--since", "2020-01-01")
@@ -197,3 +203,68 @@ def test_a_transfer_past_its_finality_deadline_is_late_in_the_alert_and_the_repo
     assert "late: still in flight past its finality deadline" in invoke(
         run, "report", "--since", "2020-01-01"
     )
+
+
+def test_report_names_holdings_by_account_and_finds_them_by_what_people_type(
+    run: CliRunner, session_factory: sessionmaker[Session]
+) -> None:
+    store = Store(session_factory)
+    ada = store.holding(name="ADA OBI STORES")
+    bola, other = store.holding(name="Bola Trading"), store.holding(name="Bola Foods")
+    unnamed = store.holding(locator=False)
+    store.posting(ada, 123_456, posted=AN_HOUR_AGO)  # never notified: an open item
+    store.posting(bola, 700, posted=AN_HOUR_AGO)
+    store.transfer(unnamed, other, 5_000, requested=AN_HOUR_AGO)
+    invoke(run, "reconcile")
+    number, ref = store.numbers[ada.id], str(ada.holding_ref)
+    label = f"{number} ADA OBI STORES"
+
+    everything = invoke(run, "report", "--since", "2020-01-01")
+    assert label in everything and f"ref {str(unnamed.holding_ref)[:8]}" in everything
+    # The text names each holding by its account, and lists every holdingRef once at the end.
+    holdings_table = everything.split("Holdings in this report", 1)[1]
+    assert label in holdings_table and ref in holdings_table
+    assert everything.count(ref) == 1
+
+    for asked in (number, "obi stores", ref, ref[:8]):
+        one = invoke(run, "report", "--since", "2020-01-01", "--holding", asked)
+        assert f", holding {label}" in one.splitlines()[1], asked
+        # Every section but the alerts (about conditions, not narrowed) is this holding's.
+        assert "Bola" not in one.split("Alerts in the window")[0]
+        assert "Bola" not in one.split("Holdings in this report")[1]
+    ambiguous = run.invoke(cli, ["report", "--holding", "bola"])
+    assert ambiguous.exit_code == 2
+    assert "'bola' matches 2 holdings" in ambiguous.output
+    assert "Bola Trading" in ambiguous.output and "Bola Foods" in ambiguous.output
+    unknown = run.invoke(cli, ["report", "--holding", "nobody"])
+    assert unknown.exit_code == 2 and "no holding matches 'nobody'" in unknown.output
+
+    # The CSV a spreadsheet opens: one row per unmatched item, amounts in major units.
+    items = list(
+        csv.DictReader(
+            io.StringIO(invoke(run, "report", "--format", "csv", "--since", "2020-01-01"))
+        )
+    )
+    by_name = {r["holding_name"]: r for r in items}
+    assert set(by_name) == {"ADA OBI STORES", "Bola Trading", ""}
+    # A holding whose account is not known yet: its holdingRef, no number nor name to show.
+    assert (by_name[""]["kind"], by_name[""]["holding_ref"]) == (
+        "transfer",
+        str(unnamed.holding_ref),
+    )
+    row = by_name["ADA OBI STORES"]
+    assert (row["kind"], row["holding_account_number"], row["holding_ref"]) == (
+        "posting",
+        number,
+        ref,
+    )
+    assert Decimal(row["amount"]) == Decimal("1234.56") and row["currency"] == "NGN"
+    assert (row["state"], row["why_listed"]) == ("exception", "no notification within the grace")
+    assert datetime.fromisoformat(row["time"]) == AN_HOUR_AGO
+    summary = csv.DictReader(
+        io.StringIO(invoke(run, "report", "--format", "csv", "--section", "summary"))
+    )
+    figures = {r["figure"]: r["value"] for r in summary}
+    assert (figures["exceptions"], figures["holdings"]) == ("3", "3")
+    wrong = run.invoke(cli, ["report", "--section", "items"])
+    assert wrong.exit_code == 2 and "for CSV only" in wrong.output

@@ -76,10 +76,11 @@ def agree(report: Report) -> None:
     assert data["summary"] == figures
     assert data["openItems"]["total"] == data["openItems"]["listed"] == figures["unmatched"]
     assert data["openExceptions"]["total"] == figures["exceptions"]
-    rows = list(csv.DictReader(io.StringIO(render(report, "csv"))))
-    summary = {r["metric"]: int(r["value"]) for r in rows if r["section"] == "summary"}
-    assert summary == figures
-    assert sum(1 for r in rows if r["section"] == "open_items") == figures["unmatched"]
+    rows = csv.DictReader(io.StringIO(render(report, "csv", section="summary")))
+    assert {r["figure"]: int(r["value"]) for r in rows} == figures
+    items = list(csv.DictReader(io.StringIO(render(report, "csv"))))
+    assert len(items) == figures["unmatched"]
+    assert Counter(i["state"] for i in items) == Counter(i.state for i in report.open_items)
     for fmt in ("text", "html"):
         rendered = render(report, fmt)
         assert "unmatched (waiting + exceptions)" in rendered

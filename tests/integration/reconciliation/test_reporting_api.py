@@ -83,11 +83,56 @@ def test_report_input_errors_say_what_to_fix(client: TestClient[Litestar]) -> No
         ({"format": "pdf"}, "not one of"),
         ({"since": "yesterday"}, "not a date or time"),
         ({"until": "2026-01-01T10:00:00"}, "no time zone"),
-        ({"holding": "abc"}, "not a holdingRef"),
+        ({"holding": "abc"}, "no holding matches 'abc'"),
+        ({"format": "text", "section": "items"}, "for CSV only"),
+        ({"format": "csv", "section": "everything"}, "not one of summary, items"),
     ):
         response = client.get("/reports/reconciliation", params=params, headers=AUTH)
         assert response.status_code == 400
         assert message in response.text
+
+
+def test_report_finds_a_holding_by_account_number_name_or_reference(
+    client: TestClient[Litestar], factory: sessionmaker[Session]
+) -> None:
+    store = Store(factory)
+    ada = store.holding(name="ADA OBI STORES")
+    store.holding(name="Bola Trading")
+    store.holding(name="Bola Foods")
+    store.posting(ada, 2_500)
+    ref, number = str(ada.holding_ref), store.numbers[ada.id]
+
+    def scope(holding: str) -> dict[str, str]:
+        response = client.get("/reports/reconciliation", params={"holding": holding}, headers=AUTH)
+        assert response.status_code == 200, (holding, response.text)
+        window: dict[str, str] = response.json()["window"]
+        return {k: v for k, v in window.items() if k not in ("since", "until")}
+
+    for asked in (number, "obi stores", ref, ref.upper(), ref[:8], f"ref {ref[:8]}"):
+        assert scope(asked) == {
+            "holdingRef": ref,
+            "accountNumber": number,
+            "accountName": "ADA OBI STORES",
+        }, asked
+    assert scope(f"{number} ADA OBI STORES")["holdingRef"] == ref  # a label pasted from a report
+
+    ambiguous = client.get("/reports/reconciliation", params={"holding": "bola"}, headers=AUTH)
+    assert ambiguous.status_code == 400
+    assert "'bola' matches 2 holdings" in ambiguous.text
+    assert "Bola Trading" in ambiguous.text and "Bola Foods" in ambiguous.text
+
+    items = client.get(
+        "/reports/reconciliation",
+        params={"format": "csv", "holding": number, "since": "2020-01-01"},
+        headers=AUTH,
+    ).text
+    header, row = items.splitlines()
+    assert header.startswith("kind,id,holding_account_number,holding_name,holding_ref,")
+    assert f",{number},ADA OBI STORES,{ref}," in row and ",25.00,2500,NGN," in row
+    summary = client.get(
+        "/reports/reconciliation", params={"format": "csv", "section": "summary"}, headers=AUTH
+    ).text
+    assert summary.splitlines()[0] == "figure,value,meaning"
 
 
 def test_alerts_list_ack_resolve(

@@ -134,7 +134,8 @@ def test_report_windows() -> None:
     with pytest.raises(ReportError, match="not a date or time"):
         parse_moment("last week", "since")
     window = parse_window(None, None, " abc ", NOW)
-    assert (window.since, window.until, window.holding_ref) == (None, NOW, "abc")
+    assert (window.since, window.until, window.holding) == (None, NOW, "abc")
+    assert parse_window(None, None, "   ", NOW).holding is None
 
 
 def test_id_ranges_cover_exactly() -> None:

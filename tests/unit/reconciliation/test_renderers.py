@@ -6,16 +6,20 @@ import csv
 import io
 import json
 import re
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
-from reconciliation.reports import FORMATS, render
+import pytest
+
+from reconciliation.postings.holding_identity import HoldingIdentity
+from reconciliation.reports import FORMATS, ReportError, render
 from reconciliation.reports.charts import lines_over_time, stacked_bars
 from reconciliation.reports.model import (
     Ageing,
     AlertCount,
     DriftPoint,
     HoldingDrift,
-    HoldingName,
     HoldingTotals,
     OpenAlert,
     OpenItem,
@@ -68,7 +72,11 @@ def report() -> Report:
                 why="no posting within the grace",
             )
         ],
-        names={HOLDING: HoldingName(account_number="0123456789", account_name="Ada Obi")},
+        holdings={
+            HOLDING: HoldingIdentity(
+                ref=HOLDING, account_number="0123456789", account_name="Ada Obi", currency="NGN"
+            )
+        },
         alerts=[AlertCount(kind="balance_mismatch", severity="critical", opened=2, resolved=1)],
         open_alert_count=1,
         open_alerts=[
@@ -123,17 +131,85 @@ def test_json_keeps_money_exact() -> None:
     }
 
 
-def test_csv_is_one_long_table() -> None:
-    rows = list(csv.DictReader(io.StringIO(render(report(), "csv"))))
-    credits = [r for r in rows if r["metric"] == "credits_minor"]
-    assert credits[0]["value"] == "9007199254740993"
-    by_metric = {r["metric"]: r["value"] for r in rows if r["section"] in ("totals", "summary")}
-    assert by_metric["transfers_refused_minor"] == "10000000000"
-    assert by_metric["transfers_settled_count"] == "1"
-    assert by_metric["unmatched"] == "4"
-    assert by_metric["accepted_count"] == by_metric["accepted"] == "2"
-    assert {r["metric"] for r in rows if r["section"] == "legend"} >= {"waiting", "exceptions"}
-    assert {"8-30 days:notification", "0-1 days:posting"} <= {r["metric"] for r in rows}
+def _csv(built: Report, section: str | None = None) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(render(built, "csv", section=section))))
+
+
+def test_the_csv_of_items_is_one_row_per_item_a_spreadsheet_reads() -> None:
+    text = render(report(), "csv")
+    header = text.splitlines()[0].split(",")
+    assert header[:10] == [
+        "kind",
+        "id",
+        "holding_account_number",
+        "holding_name",
+        "holding_ref",
+        "reference",
+        "amount",
+        "amount_minor",
+        "currency",
+        "time",
+    ]
+    assert header[10:] == ["state", "why_listed"]
+    [item] = _csv(report())
+    assert (item["kind"], item["state"], item["why_listed"]) == (
+        "notification",
+        "exception",
+        "no posting within the grace",
+    )
+    assert (item["holding_account_number"], item["holding_name"]) == ("0123456789", "Ada Obi")
+    assert item["holding_ref"] == HOLDING
+    assert Decimal(item["amount"]) == Decimal("5.00") and item["currency"] == "NGN"
+    assert datetime.fromisoformat(item["time"]) == NOW - timedelta(days=9)
+
+
+def test_every_csv_section_is_a_table_of_its_own() -> None:
+    built = report()
+    summary = {r["figure"]: int(r["value"]) for r in _csv(built, "summary")}
+    assert summary == built.figures()
+    meaning = {r["figure"]: r["meaning"] for r in _csv(built, "summary")}
+    assert meaning["unmatched"] == "waiting + exceptions"
+    [totals] = _csv(built, "totals")
+    # Major units exactly, past what a float holds; the minor units beside them.
+    assert Decimal(totals["credits"]) == Decimal("90071992547409.93")
+    assert totals["credits_minor"] == "9007199254740993"
+    assert (totals["accepted"], totals["exceptions"]) == ("2", "3")
+    [moved] = _csv(built, "transfers")
+    assert (moved["refused_count"], moved["refused_amount"]) == ("1", "100000000.00")
+    [drift] = _csv(built, "drift")
+    assert (Decimal(drift["drift"]), drift["note"]) == (Decimal("1.00"), "DRIFT")
+    ages = {r["days"]: r for r in _csv(built, "ageing")}
+    assert (ages["8-30"]["notifications"], ages["8-30"]["amount"]) == ("1", "5.00 NGN")
+    assert {r["term"] for r in _csv(built, "legend")} >= {"waiting", "exceptions"}
+    window = {r["name"]: r["value"] for r in _csv(built, "window")}
+    assert window["until"] == NOW.isoformat() and window["holding_ref"] == ""
+    assert (window["items_unmatched"], window["items_listed"]) == ("4", "1")
+    [holding] = _csv(built, "holdings")
+    assert (holding["holding_ref"], holding["unit"]) == (HOLDING, "NGN")
+
+
+def test_a_csv_section_that_does_not_exist_is_refused_with_the_ones_that_do() -> None:
+    with pytest.raises(ReportError, match="not one of summary, items"):
+        render(report(), "csv", section="everything")
+    with pytest.raises(ReportError, match="for CSV only"):
+        render(report(), "text", section="items")
+
+
+def test_csv_text_a_spreadsheet_would_run_is_written_as_text() -> None:
+    built = report()
+    built.holdings[HOLDING] = HoldingIdentity(
+        ref=HOLDING, account_number="0123456789", account_name='=HYPERLINK("http://x")'
+    )
+    [item] = _csv(built)
+    assert item["holding_name"] == '\'=HYPERLINK("http://x")'
+    assert item["amount"] == "5.00"  # recon's own numbers are left alone
+
+
+def test_a_unit_of_unknown_exponent_keeps_its_minor_units_in_csv() -> None:
+    built = report()
+    built.open_items[0] = replace(built.open_items[0], currency="XYZ", amount_minor=77_700)
+    [item] = _csv(built)
+    assert (item["amount"], item["amount_minor"], item["currency"]) == ("", "77700", "XYZ")
 
 
 def test_text_shows_major_units_for_people() -> None:
@@ -152,9 +228,10 @@ def test_an_empty_report_reads_as_one_line_per_section() -> None:
     empty = Report(window=ReportWindow(until=NOW), generated_at=NOW)
     html = render(empty, "html")
     assert "<svg" not in html  # no chart frame around nothing
-    assert "No exceptions" in html and "No balance checked yet" in html
+    assert "Exceptions by age: none" in html and "no balance checked yet" in html
     text = render(empty, "text")
-    assert "Exceptions by age: none." in text and "Unmatched items: none." in text
+    assert "Exceptions by age: none, nothing needs a person." in text
+    assert "Unmatched items: none, every item in the window is matched." in text
 
 
 def test_html_is_self_contained_and_escaped() -> None:
