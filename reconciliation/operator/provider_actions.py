@@ -26,7 +26,7 @@ provider's own errors reach the door unchanged, for the answer the door already 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -35,6 +35,7 @@ from foundation.money import format_money
 from foundation.settings import Settings
 from reconciliation.notifications.registration import (
     RegistrationResult,
+    WithRegistration,
     ensure_registered,
     process_owner,
     rotate_secret,
@@ -203,24 +204,17 @@ def register_webhook(
     """Make sure one ACTIVE webhook delivers to our receiver (registration.ensure_registered);
     the row is written in the transaction that records the webhook found or made, once the
     company API has answered. Finding one already there is recorded too: the person asked."""
-
-    def with_registration(session: Session, result: RegistrationResult) -> None:
-        done = "registered now" if result.created else "already registered: none created"
-        audit.record(
-            session,
-            actor=actor,
-            action=REGISTERED_WEBHOOK,
-            subject=f"webhook {result.webhook_id}",
-            reason=f"{done} ({result.url})",
-        )
-
     return ensure_registered(
         settings,
         store,
         client,
         owner=process_owner(),
         wait_seconds=wait_seconds,
-        with_registration=with_registration,
+        with_registration=_webhook_row(
+            actor,
+            REGISTERED_WEBHOOK,
+            lambda r: "registered now" if r.created else "already registered: none created",
+        ),
     )
 
 
@@ -234,21 +228,32 @@ def rotate_webhook_secret(
     """Register a new webhook with a new secret (registration.rotate_secret); the row is
     written in the transaction that records it and starts the older secrets' overlap."""
     hours = settings.webhooks.rotation_overlap_seconds / 3600
-
-    def with_registration(session: Session, result: RegistrationResult) -> None:
-        audit.record(
-            session,
-            actor=actor,
-            action=ROTATED_WEBHOOK_SECRET,
-            subject=f"webhook {result.webhook_id}",
-            reason=f"the older secrets stay accepted for {hours:g} h ({result.url})",
-        )
-
     return rotate_secret(
         settings,
         store,
         client,
         owner=process_owner(),
         wait_seconds=wait_seconds,
-        with_registration=with_registration,
+        with_registration=_webhook_row(
+            actor,
+            ROTATED_WEBHOOK_SECRET,
+            lambda _: f"the older secrets stay accepted for {hours:g} h",
+        ),
     )
+
+
+def _webhook_row(
+    actor: Actor, action: str, done: Callable[[RegistrationResult], str]
+) -> WithRegistration:
+    """The audit row of a registration, written with the record of the webhook it names."""
+
+    def with_registration(session: Session, result: RegistrationResult) -> None:
+        audit.record(
+            session,
+            actor=actor,
+            action=action,
+            subject=f"webhook {result.webhook_id}",
+            reason=f"{done(result)} ({result.url})",
+        )
+
+    return with_registration

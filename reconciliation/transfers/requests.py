@@ -1,10 +1,12 @@
 """Ask the gateway for a transfer, or start following one: the one service every caller uses.
 
-`recon transfer create`, `POST /transfers` and the demo all call `request_transfer`, so a
-transfer recon asks for is always recorded the same way: the intent before the request goes out
-(reconciliation.transfers.intents), then the gateway's answer, and a transfer row the poller
-follows to terminal. `track_transfer` (`recon transfer track`, `POST /transfers/{ref}/track`)
-follows a transfer created elsewhere.
+`recon transfer create`, `POST /transfers` (both through reconciliation.operator, which adds
+the person's audit row to the intent's transaction) and the demo all call `request_transfer`,
+so a transfer recon asks for is always recorded the same way: the intent before the request
+goes out (reconciliation.transfers.intents), then the gateway's answer, and a transfer row the
+poller follows to terminal. `track_transfer` (`recon transfer track`, `POST
+/transfers/{ref}/track`, through reconciliation.operator too) follows a transfer created
+elsewhere.
 """
 
 from __future__ import annotations
