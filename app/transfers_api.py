@@ -1,8 +1,9 @@
 """`POST /transfers` and `POST /transfers/{ref}/track`: transfers for the company's own systems.
 
 Admin token, like every operator route. Each handler calls the same service as `recon transfer`
-(reconciliation.transfers.requests): the intent is recorded before the request goes out, the
-answer after, and the transfer is polled to terminal by the workers.
+(reconciliation.operator.provider_actions, through app.operator_door): the intent is recorded
+before the request goes out, with its one audit row naming the request's `by` (else the admin
+token), the answer after, and the transfer is polled to terminal by the workers.
 
 A caller should send its own `Idempotency-Key` (a UUID): a retry under it is answered from the
 store once the gateway has answered, and resent under the recorded gateway key while the first
@@ -20,20 +21,19 @@ from litestar import Request, Response, Router, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, HeaderParameter, JSONBody
-from sqlalchemy.orm import Session, sessionmaker
 
 from app import state_keys
 from app.auth import admin_guard
+from app.operator_door import perform_at_provider
 from foundation.money import AmountError, check_digits
 from foundation.settings import Settings
+from reconciliation.operator import provider_actions
 from reconciliation.transfers.outbound import StoreIdempotencyKeys
 from reconciliation.transfers.requests import (
     ClientKeyReusedError,
     PreviouslyRefusedError,
     RequestedTransfer,
     TrackedTransfer,
-    request_transfer,
-    track_transfer,
 )
 from upstream import (
     Conflict,
@@ -86,6 +86,9 @@ class TransferIn(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     #: A quote `value` as the gateway's quote read returned it, passed back whole: a fee
     #: charged other than its fee is then a fee_mismatch.
     accepted_quote: dict[str, Any] | None = None
+    #: Who asks, for the audit trail (the admin token names no one); not part of the request
+    #: the gateway sees, so a retry naming someone else is still the same request.
+    by: str | None = None
 
     def request(self) -> TransferRequest:
         check_digits(self.amount_minor_units)  # AmountError (400) past what the store keeps
@@ -96,6 +99,12 @@ class TransferIn(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
             amount_minor_units=self.amount_minor_units,
             fee_instruction=fee_instruction(self.fee_bearer) if self.fee_bearer else None,
         )
+
+
+class TrackIn(msgspec.Struct, frozen=True):
+    """Who asks to follow a transfer, for the audit trail; the body is optional."""
+
+    by: str | None = None
 
 
 class TransferOut(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -149,16 +158,17 @@ class TrackedOut(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
 @post("/transfers", sync_to_thread=True, status_code=200)
 def create_transfer(
     data: JSONBody[TransferIn],
+    state: State,
     gateway: NamedDependency[GatewayClient],
-    sessions: NamedDependency[sessionmaker[Session]],
     client_key: Annotated[uuid.UUID | None, HeaderParameter(name="Idempotency-Key")] = None,
 ) -> TransferOut:
     """Ask the gateway for a transfer and follow it: reserved, denied or replayed (all 200)."""
-    done = request_transfer(
+    done = perform_at_provider(
+        state,
+        data.by,
+        provider_actions.request_transfer,
         gateway,
-        sessions,
         data.request(),
-        via="api",
         client_key=client_key,
         accepted_quote=data.accepted_quote,
     )
@@ -168,11 +178,15 @@ def create_transfer(
 @post("/transfers/{transfer_ref:uuid}/track", sync_to_thread=True, status_code=200)
 def track(
     transfer_ref: FromPath[uuid.UUID],
+    state: State,
     gateway: NamedDependency[GatewayClient],
-    sessions: NamedDependency[sessionmaker[Session]],
+    data: JSONBody[TrackIn | None] = None,
 ) -> TrackedOut:
     """Follow a transfer created elsewhere (origin `imported`) until its status is terminal."""
-    return TrackedOut.of(track_transfer(gateway, sessions, transfer_ref))
+    by = data.by if data else None
+    return TrackedOut.of(
+        perform_at_provider(state, by, provider_actions.track_transfer, gateway, transfer_ref)
+    )
 
 
 def _problem(status: int, detail: str) -> Response[dict[str, Any]]:
@@ -218,10 +232,6 @@ def routes(settings: Settings) -> Router:
         ) as client:
             yield client
 
-    def sessions(state: State) -> sessionmaker[Session]:
-        factory: sessionmaker[Session] = state[state_keys.SESSION_FACTORY]
-        return factory
-
     handled: tuple[type[Exception], ...] = (
         AmountError,
         ClientKeyReusedError,
@@ -235,7 +245,6 @@ def routes(settings: Settings) -> Router:
         dependencies={
             # A generator: the client is closed once the response is sent.
             "gateway": Provide(gateway),
-            "sessions": Provide(sessions, sync_to_thread=False),
         },
         exception_handlers=dict.fromkeys(handled, _refused),
         tags=["transfers"],

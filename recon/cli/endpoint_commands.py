@@ -1,7 +1,9 @@
 """`recon endpoints`: list, inspect, suspend and resume programmable endpoints.
 
 Split from recon.cli.provider_commands, whose client set-up and error handling it shares: the
-same exit statuses, the same plain-words messages, no traceback and no credential.
+same exit statuses, the same plain-words messages, no traceback and no credential. Suspend and
+resume go through reconciliation.operator.provider_actions, so each leaves one audit row naming
+who acted (`--by`, else the user running the command) once the gateway has applied it.
 """
 
 from __future__ import annotations
@@ -10,15 +12,17 @@ import uuid
 
 import click
 
+from recon.cli.operator_door import BY, act_at_provider
 from recon.cli.provider_commands import (
     EXIT_REFUSED,
     exit_with,
+    gateway_and_store,
     gateway_client,
     provider_errors,
     provider_settings,
 )
 from recon.cli.terminal import say
-from upstream import StaleGuard
+from reconciliation.operator import provider_actions
 from upstream.gateway import RESUME_REASONS, SUSPEND_REASONS
 from upstream.wire.endpoints import Endpoint
 from upstream.wire.replays import WriteReplayed
@@ -92,18 +96,12 @@ def endpoints_readiness(endpoint_ref: uuid.UUID) -> None:
         say(f"{fam.family:<30} {fam.status:<8} {', '.join(fam.reason_codes)}")
 
 
-def _lifecycle(endpoint_ref: uuid.UUID, operation: str, reason: str) -> None:
-    """Read the current guard, then send one command with it; a stale guard is reported only."""
-    with gateway_client(provider_settings(), durable_keys=True) as client:
-        read = client.get_programmable_endpoint(endpoint_ref).value
-        if read.endpoint is None or read.endpoint.lifecycle_guard is None:
-            exit_with(EXIT_REFUSED, f"endpoint {endpoint_ref}: {read.kind.replace('_', ' ')}")
-        try:
-            result = client.endpoint_lifecycle(
-                endpoint_ref, operation, reason, read.endpoint.lifecycle_guard
-            )
-        except StaleGuard as exc:
-            exit_with(EXIT_REFUSED, f"{exc} Run the command again to act on the new state.")
+def _lifecycle(endpoint_ref: uuid.UUID, operation: str, reason: str, by: str | None) -> None:
+    """Send one command with the guard of a fresh read; a stale guard is reported only."""
+    with gateway_and_store(provider_settings()) as (client, sessions):
+        result = act_at_provider(
+            sessions, by, provider_actions.change_endpoint, client, endpoint_ref, operation, reason
+        )
     if isinstance(result, WriteReplayed):
         # The gateway took this command in before (same key): nothing was applied twice.
         say(f"{operation}: endpoint {endpoint_ref} already done earlier [replayed]")
@@ -119,19 +117,21 @@ def _lifecycle(endpoint_ref: uuid.UUID, operation: str, reason: str) -> None:
 @endpoints.command("suspend")
 @click.argument("endpoint_ref", type=click.UUID)
 @click.option("--reason", type=click.Choice(SUSPEND_REASONS), default="operator_hold")
+@BY
 @provider_errors
-def endpoints_suspend(endpoint_ref: uuid.UUID, reason: str) -> None:
+def endpoints_suspend(endpoint_ref: uuid.UUID, reason: str, by: str | None) -> None:
     """Suspend an endpoint: it stays readable but refuses new operations."""
-    _lifecycle(endpoint_ref, "suspend", reason)
+    _lifecycle(endpoint_ref, "suspend", reason, by)
 
 
 @endpoints.command("resume")
 @click.argument("endpoint_ref", type=click.UUID)
 @click.option("--reason", type=click.Choice(RESUME_REASONS), default="operator_cleared")
+@BY
 @provider_errors
-def endpoints_resume(endpoint_ref: uuid.UUID, reason: str) -> None:
+def endpoints_resume(endpoint_ref: uuid.UUID, reason: str, by: str | None) -> None:
     """Resume a suspended endpoint."""
-    _lifecycle(endpoint_ref, "resume", reason)
+    _lifecycle(endpoint_ref, "resume", reason, by)
 
 
 COMMANDS = [endpoints]

@@ -2,7 +2,7 @@
 
 `recon endpoints` (recon.cli.endpoint_commands) and `recon transfer` / `recon credit`
 (recon.cli.transfer_commands) share this module's client set-up and error handling
-(`gateway_client`, `provider_errors`, `HOLDING` and `resolve_holding`).
+(`gateway_client`, `gateway_and_store`, `provider_errors`, `HOLDING` and `resolve_holding`).
 
 Thin on purpose: each command builds a client from the settings, calls one or two methods and
 prints the answer in plain words. Every provider failure ends the command with the client's own
@@ -21,7 +21,7 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
@@ -41,6 +41,9 @@ from upstream import (
     Unavailable,
 )
 from upstream.company import TEST_ACCOUNT_NUMBER
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
 
 F = TypeVar("F", bound=Callable[..., Any])
 EXIT_REFUSED, EXIT_UNREACHABLE = 1, 3
@@ -108,6 +111,19 @@ def gateway_client(settings: Settings, *, durable_keys: bool = False) -> Iterato
         )
     finally:
         client.close()
+
+
+@contextmanager
+def gateway_and_store(settings: Settings) -> Iterator[tuple[GatewayClient, sessionmaker[Session]]]:
+    """A gateway client keeping its keys in the store, and the store's sessions for the rest."""
+    from reconciliation.store.db import make_engine, make_session_factory
+
+    engine = make_engine(settings.store.database_url)
+    try:
+        with gateway_client(settings, durable_keys=True) as client:
+            yield client, make_session_factory(engine)
+    finally:
+        engine.dispose()
 
 
 #: An account number as typed: digits only (the sandbox's are ten, a bank's up to 32).

@@ -175,7 +175,7 @@ def traffic(
     It uses recon's settings (RECON_GATEWAY_URL and its key, DATABASE_URL for the transfers'
     intents), so the processes started from the Procfile find the day to reconcile.
     """
-    from recon.cli.transfer_commands import gateway_and_store
+    from recon.cli.provider_commands import gateway_and_store
     from recon.demo.scenario import SandboxControl
     from recon.demo.traffic import (
         DayPlan,

@@ -1,8 +1,9 @@
 """Operator commands that move money on the gateway: `recon transfer ...` and `recon credit ...`.
 
-`transfer create` and `transfer track` go through reconciliation.transfers.requests, the same
-service as `POST /transfers` and the demo: the transfer is recorded, then followed to terminal
-by the workers' poller.
+`transfer create`, `transfer track` and `credit simulate` go through
+reconciliation.operator.provider_actions (`transfer` the same service as `POST /transfers`), so
+each leaves one audit row naming who acted (`--by`, else the user running the command): the
+transfer is recorded, then followed to terminal by the workers' poller.
 
 Kept apart from `recon check` (recon.cli.provider_commands) so the two can change independently;
 the client set-up, error handling and parameter types are shared from there.
@@ -15,31 +16,30 @@ from __future__ import annotations
 
 import sys
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import click
-from sqlalchemy.orm import Session, sessionmaker
 
 from foundation.money import format_money
 from foundation.money_words import said_back
-from foundation.settings import Settings
 from recon.cli.amounts import amount_options, minor_units
+from recon.cli.operator_door import BY, act_at_provider
 from recon.cli.provider_commands import (
     EXIT_REFUSED,
     EXIT_UNREACHABLE,
     HOLDING,
     exit_with,
+    gateway_and_store,
     gateway_client,
     provider_errors,
     provider_settings,
     resolve_holding,
 )
 from recon.cli.terminal import say
+from reconciliation.operator import provider_actions
 from reconciliation.transfers.intents import DENIED
-from reconciliation.transfers.requests import request_transfer, track_transfer
 from upstream import (
     CreditRequest,
     Destination,
@@ -155,19 +155,6 @@ def _quoted_fee_line(quote: Quote) -> str:
     return f"fee: {format_money(fee, unit)}" + (f" ({detail})" if detail else "")
 
 
-@contextmanager
-def gateway_and_store(settings: Settings) -> Iterator[tuple[GatewayClient, sessionmaker[Session]]]:
-    """A gateway client keeping its keys in the store, and the store's sessions for the rest."""
-    from reconciliation.store.db import make_engine, make_session_factory
-
-    engine = make_engine(settings.store.database_url)
-    try:
-        with gateway_client(settings, durable_keys=True) as client:
-            yield client, make_session_factory(engine)
-    finally:
-        engine.dispose()
-
-
 #: Said when a create's answer was lost: the intent and its key are stored, so a rerun is safe.
 RERUN_IS_SAFE = (
     "The transfer's outcome is unknown; its intent and Idempotency-Key are recorded. Run the "
@@ -184,6 +171,7 @@ RERUN_IS_SAFE = (
     help="Quote first and create against that quote (sent whole as acceptedQuote): a fee "
     "charged other than the quoted one is then a fee_mismatch alert.",
 )
+@BY
 @provider_errors
 def transfer_create(
     source: HoldingAddress | str,
@@ -193,6 +181,7 @@ def transfer_create(
     currency: str,
     fee_bearer: str | None,
     accept_quote: bool,
+    by: str | None,
 ) -> None:
     """Create a transfer and follow it until terminal.
 
@@ -209,8 +198,13 @@ def transfer_create(
         say(f"sending {planned.sentence}")
         fee_line, accepted = _quote_before_create(client, planned.request, required=accept_quote)
         try:
-            done = request_transfer(
-                client, sessions, planned.request, via="cli", accepted_quote=accepted
+            done = act_at_provider(
+                sessions,
+                by,
+                provider_actions.request_transfer,
+                client,
+                planned.request,
+                accepted_quote=accepted,
             )
         except (Unavailable, RateLimited) as exc:
             exit_with(EXIT_UNREACHABLE, f"{exc} {RERUN_IS_SAFE}")
@@ -254,11 +248,14 @@ def _quote_before_create(
 
 @transfer.command("track")
 @click.argument("transfer_ref", type=click.UUID)
+@BY
 @provider_errors
-def transfer_track(transfer_ref: uuid.UUID) -> None:
+def transfer_track(transfer_ref: uuid.UUID, by: str | None) -> None:
     """Follow a transfer created elsewhere (origin `imported`) until its status is terminal."""
     with gateway_and_store(provider_settings()) as (client, sessions):
-        tracked = track_transfer(client, sessions, transfer_ref)
+        tracked = act_at_provider(
+            sessions, by, provider_actions.track_transfer, client, transfer_ref
+        )
     if tracked.newly_tracked:
         say(f"tracking: transfer {tracked.transfer_ref} (origin {tracked.origin})")
     else:
@@ -332,30 +329,30 @@ def credit() -> None:
 @click.option("--to", "to", type=HOLDING, required=True, help=f"Holding to credit: {HOLDING_HELP}.")
 @amount_options
 @click.option("--currency", default="NGN", show_default=True)
+@BY
 @provider_errors
 def credit_simulate(
-    to: HoldingAddress | str, amount_major: str | None, amount_minor: int | None, currency: str
+    to: HoldingAddress | str,
+    amount_major: str | None,
+    amount_minor: int | None,
+    currency: str,
+    by: str | None,
 ) -> None:
     """Simulate an inbound credit. Refused unless the gateway says this is a sandbox.
 
-    The amount is said back in figures and words before the simulation is sent.
+    The amount is said back in figures and words before the simulation is sent. Sandbox money,
+    but moved on a person's word: the audit trail records whose.
     """
     settings = provider_settings()
     unit = currency.upper()
     amount = minor_units(amount_major, amount_minor, unit)
-    with gateway_client(settings, durable_keys=True) as client:
-        env = client.environment().value
-        if not env.is_sandbox:
-            exit_with(
-                EXIT_REFUSED,
-                f"refused: the gateway environment is {env.environment_kind}, not a sandbox; "
-                "inbound credits can only be simulated in a sandbox",
-            )
+    with gateway_and_store(settings) as (client, sessions):
         target, label = resolve_holding(client, to)
         say(f"crediting {said_back(amount, unit)} to {label}")
-        result = client.simulate_inbound_credit(
-            CreditRequest(target=target, value_unit=ValueUnit.fiat(unit), amount_minor_units=amount)
+        credit = CreditRequest(
+            target=target, value_unit=ValueUnit.fiat(unit), amount_minor_units=amount
         )
+        result = act_at_provider(sessions, by, provider_actions.simulate_credit, client, credit)
     if isinstance(result, WriteReplayed):
         made = f" {result.subject_ref}" if result.subject_ref else ""
         say(f"already sent: the gateway replayed simulation{made}; nothing credited twice")

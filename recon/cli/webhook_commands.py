@@ -1,4 +1,10 @@
-"""`recon webhooks register|list|rotate`: our webhook registration at the company API."""
+"""`recon webhooks register|list|rotate`: our webhook registration at the company API.
+
+Register and rotate go through reconciliation.operator.provider_actions, so each leaves one
+audit row naming who acted (`--by`, else the user running the command) in the transaction that
+records the webhook. `list` refreshes the stored copy of the provider's counters, a read that
+decides nothing, and leaves none.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
+from recon.cli.operator_door import BY, act_at_provider
 from recon.cli.startup import existing_store, fail, settings_or_exit
 from recon.cli.terminal import say, shown_time
 
@@ -60,16 +67,15 @@ def webhooks() -> None:
 @click.option(
     "--wait", default=30.0, show_default=True, help="Seconds to wait for another registration."
 )
-def register(wait: float) -> None:
+@BY
+def register(wait: float, by: str | None) -> None:
     """Register RECON_PUBLIC_URL + RECON_WEBHOOK_PATH unless an ACTIVE webhook points there."""
-    from reconciliation.notifications.registration import ensure_registered, process_owner
+    from reconciliation.operator.provider_actions import register_webhook
 
     settings = settings_or_exit(keeps_secrets=True)
     with _store_and_client(settings) as (factory, client):
         result = _run(
-            lambda: ensure_registered(
-                settings, factory, client, owner=process_owner(), wait_seconds=wait
-            )
+            lambda: act_at_provider(factory, by, register_webhook, settings, client, wait)
         )
     if result.created:
         say(f"registered webhook {result.webhook_id} -> {result.url} ({result.status})")
@@ -146,16 +152,15 @@ def list_webhooks() -> None:
 @click.option(
     "--wait", default=30.0, show_default=True, help="Seconds to wait for another registration."
 )
-def rotate(wait: float) -> None:
+@BY
+def rotate(wait: float, by: str | None) -> None:
     """Register a new secret; the old ones stay accepted for RECON_WEBHOOK_ROTATION_OVERLAP_SECONDS."""
-    from reconciliation.notifications.registration import process_owner, rotate_secret
+    from reconciliation.operator.provider_actions import rotate_webhook_secret
 
     settings = settings_or_exit(keeps_secrets=True)
     with _store_and_client(settings) as (factory, client):
         result = _run(
-            lambda: rotate_secret(
-                settings, factory, client, owner=process_owner(), wait_seconds=wait
-            )
+            lambda: act_at_provider(factory, by, rotate_webhook_secret, settings, client, wait)
         )
     hours = settings.webhooks.rotation_overlap_seconds / 3600
     say(

@@ -16,7 +16,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -67,6 +67,11 @@ class RegistrationResult:
     url: str
     status: str
     created: bool
+
+
+#: What a caller writes in the transaction that records which webhook serves our receiver,
+#: given that result: the operator's audit row, committed with what the store learnt.
+WithRegistration = Callable[[Session, RegistrationResult], None]
 
 
 def receiver_url(settings: Settings) -> str:
@@ -120,20 +125,29 @@ def ensure_registered(
     *,
     owner: str,
     wait_seconds: float = 0.0,
+    with_registration: WithRegistration | None = None,
 ) -> RegistrationResult:
-    """Make sure one ACTIVE webhook delivers to our receiver; register it if none does."""
+    """Make sure one ACTIVE webhook delivers to our receiver; register it if none does.
+
+    `with_registration` is written in the transaction that records the webhook found or made.
+    """
     url = receiver_url(settings)
     with registration_lease(factory, owner, wait_seconds):
         existing = _active_at(client, url)
         if existing:
+            found = RegistrationResult(existing[0].webhook_id, url, existing[0].status, False)
             with transaction(factory) as session:
                 for webhook in existing:
                     subscriptions.record_webhook(session, webhook, registered_by_recon=False)
+                if with_registration is not None:
+                    with_registration(session, found)
             _warn_if_incomplete(existing[0])
-            return RegistrationResult(existing[0].webhook_id, url, existing[0].status, False)
-        webhook = _register(settings, factory, client, url, "recon webhook receiver")
-    log.info("webhook.registered", webhook_id=webhook.webhook_id, url=url)
-    return RegistrationResult(webhook.webhook_id, url, webhook.status, True)
+            return found
+        made = _register(
+            settings, factory, client, url, "recon webhook receiver", with_registration
+        )
+    log.info("webhook.registered", webhook_id=made.webhook_id, url=url)
+    return made
 
 
 def rotate_secret(
@@ -143,21 +157,24 @@ def rotate_secret(
     *,
     owner: str,
     wait_seconds: float = 30.0,
+    with_registration: WithRegistration | None = None,
 ) -> RegistrationResult:
-    """Register a new webhook with a new secret; older secrets stay accepted for the overlap."""
+    """Register a new webhook with a new secret; older secrets stay accepted for the overlap.
+
+    `with_registration` is written in the transaction that records the new webhook.
+    """
     url = receiver_url(settings)
     overlap = timedelta(seconds=settings.webhooks.rotation_overlap_seconds)
+    description = "recon webhook receiver (rotated secret)"
     with registration_lease(factory, owner, wait_seconds):
-        webhook = _register(
-            settings, factory, client, url, "recon webhook receiver (rotated secret)", overlap
-        )
+        made = _register(settings, factory, client, url, description, with_registration, overlap)
     log.info(
         "webhook.rotated",
-        webhook_id=webhook.webhook_id,
+        webhook_id=made.webhook_id,
         url=url,
         old_secrets_accepted_for_seconds=settings.webhooks.rotation_overlap_seconds,
     )
-    return RegistrationResult(webhook.webhook_id, url, webhook.status, True)
+    return made
 
 
 def sync_webhooks(
@@ -180,8 +197,9 @@ def _register(
     client: CompanyClient,
     url: str,
     description: str,
+    with_registration: WithRegistration | None,
     retire_after: timedelta | None = None,
-) -> Webhook:
+) -> RegistrationResult:
     box = SecretBox(settings.store.secret_keys)
     secret = Secret(new_secret(settings.webhooks.signature_scheme), name="webhook secret")
     with transaction(factory) as session:
@@ -195,6 +213,7 @@ def _register(
             retry_policy=RETRY_POLICY,
         )
     )
+    made = RegistrationResult(webhook.webhook_id, url, webhook.status, True)
     with transaction(factory) as session:
         row = subscriptions.record_webhook(session, webhook, registered_by_recon=True)
         subscriptions.link_secret(session, secret_id, row.id)
@@ -202,7 +221,9 @@ def _register(
             subscriptions.retire_all_but(
                 session, keep_secret_id=secret_id, keep_subscription_id=row.id, overlap=retire_after
             )
-    return webhook
+        if with_registration is not None:
+            with_registration(session, made)
+    return made
 
 
 def _active_at(client: CompanyClient, url: str) -> list[Webhook]:

@@ -15,6 +15,11 @@ its row land together or not at all, and the door only turns `ActionRefusedError
 answer (a CLI error line, a 400 or 404, a console refusal page). Errors of the services below
 are re-raised as `ActionRefusedError` carrying their message, which already says what to do
 instead; `UnknownSubjectError`, its kind, when the id names nothing.
+
+Actions that ask the provider for something (a transfer, an endpoint's lifecycle, the webhook
+registration, a sandbox credit) cannot be one transaction with the provider's answer: they live
+in reconciliation.operator.provider_actions, run with `OperatorService.perform_at_provider`, and
+each says which of its transactions carries its one audit row.
 """
 
 from __future__ import annotations
@@ -101,6 +106,17 @@ class OperatorService:
     ) -> T:
         with transaction(self._store) as session:
             return action(session, self.actor, *args, **kwargs)
+
+    def perform_at_provider(
+        self,
+        action: Callable[Concatenate[sessionmaker[Session], Actor, P], T],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """Run `action(store, actor, *args)`, which calls the provider between transactions of
+        its own (reconciliation.operator.provider_actions) and writes its audit row in one of
+        them; the provider's errors reach the door as they are, for its own answer."""
+        return action(self._store, self.actor, *args, **kwargs)
 
 
 def _need_reason(reason: str | None, what: str) -> str:

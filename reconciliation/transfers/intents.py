@@ -11,7 +11,7 @@ same material again reuses its key and the gateway's replay names the transfer.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Final
 
@@ -40,6 +40,10 @@ REPLAYED: Final = "replayed"
 #: The gateway refused the request for good (400, 404, 409): nothing was created.
 REJECTED: Final = "rejected"
 
+#: What a caller writes in a new intent's own transaction, given the session and the intent's
+#: Idempotency-Key: the operator's audit row, committed with the decision it records.
+WithIntent = Callable[[Session, uuid.UUID], None]
+
 
 def intent_fingerprint(request: TransferRequest, accepted_quote: object = None) -> str:
     """The fingerprint of what we ask for: the request body as it goes out."""
@@ -57,16 +61,19 @@ def record_intent(
     client_key: uuid.UUID | None,
     now: datetime,
     accepted_quote: Mapping[str, Any] | None = None,
+    with_intent: WithIntent | None = None,
 ) -> None:
     """Commit the intent under `key` before the request goes out; a resend finds it there.
 
     The fee's bearer (from the instruction) and the quoted fee (from `accepted_quote`) go with
-    it, for the transfer row the answer makes.
+    it, for the transfer row the answer makes. `with_intent` runs in the same transaction, and
+    only when the intent is new: a resend under the same key is the same request, not another.
     """
     currency = str(request.value_unit)
     with transaction(factory) as session:
-        session.execute(
-            insert_ignoring_conflicts(session, TransferIntent, ["idempotency_key"]).values(
+        inserted = session.scalar(
+            insert_ignoring_conflicts(session, TransferIntent, ["idempotency_key"])
+            .values(
                 idempotency_key=key,
                 client_key=client_key,
                 requested_via=via,
@@ -84,7 +91,10 @@ def record_intent(
                 outcome=PENDING,
                 created_at=now,
             )
+            .returning(TransferIntent.id)
         )
+        if inserted is not None and with_intent is not None:
+            with_intent(session, key)
 
 
 def intent_of_client_key(

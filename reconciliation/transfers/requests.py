@@ -1,16 +1,18 @@
 """Ask the gateway for a transfer, or start following one: the one service every caller uses.
 
-`recon transfer create`, `POST /transfers` and the demo all call `request_transfer`, so a
-transfer recon asks for is always recorded the same way: the intent before the request goes out
-(reconciliation.transfers.intents), then the gateway's answer, and a transfer row the poller
-follows to terminal. `track_transfer` (`recon transfer track`, `POST /transfers/{ref}/track`)
-follows a transfer created elsewhere.
+`recon transfer create`, `POST /transfers` (both through reconciliation.operator, which adds
+the person's audit row to the intent's transaction) and the demo all call `request_transfer`,
+so a transfer recon asks for is always recorded the same way: the intent before the request
+goes out (reconciliation.transfers.intents), then the gateway's answer, and a transfer row the
+poller follows to terminal. `track_transfer` (`recon transfer track`, `POST
+/transfers/{ref}/track`, through reconciliation.operator too) follows a transfer created
+elsewhere.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +25,7 @@ from reconciliation.store.types import utcnow
 from reconciliation.transfers.intents import (
     PENDING,
     REJECTED,
+    WithIntent,
     intent_fingerprint,
     intent_of_client_key,
     record_answer,
@@ -74,6 +77,7 @@ def request_transfer(
     via: str = "demo",
     client_key: uuid.UUID | None = None,
     accepted_quote: Mapping[str, Any] | None = None,
+    with_intent: WithIntent | None = None,
 ) -> RequestedTransfer:
     """Record the intent, send the create, record the answer; the transfer is then followed.
 
@@ -81,6 +85,7 @@ def request_transfer(
     Idempotency-Key) a request already answered is answered again from the store, without a
     second transfer; one still pending is sent again under its recorded key, so the gateway
     replays it. A final refusal (400, 404, 409) is recorded on the intent and raised.
+    `with_intent` is written in the transaction of a new intent (intents.record_intent).
     """
     fingerprint = intent_fingerprint(request, accepted_quote)
     if client_key is not None:
@@ -106,6 +111,7 @@ def request_transfer(
             client_key=client_key,
             now=utcnow(),
             accepted_quote=accepted_quote,
+            with_intent=with_intent,
         )
 
     try:
@@ -151,33 +157,42 @@ class TrackedTransfer:
     is_successful: bool | None
 
 
+#: What a caller writes in the transaction that starts (or brings forward) following a
+#: transfer, given what became of it: the operator's audit row, committed with the change.
+WithTracked = Callable[[Session, TrackedTransfer], None]
+
+
 def track_transfer(
-    gateway: GatewayClient, session_factory: sessionmaker[Session], transfer_ref: uuid.UUID
+    gateway: GatewayClient,
+    session_factory: sessionmaker[Session],
+    transfer_ref: uuid.UUID,
+    *,
+    with_tracked: WithTracked | None = None,
 ) -> TrackedTransfer:
     """Follow `transfer_ref` until terminal: read its status once, then leave it to the poller.
 
     A transfer already followed (whatever its origin) is only brought forward to be polled
-    now. An unknown reference raises NotFound from the status read, and nothing is stored.
+    now, and not read. An unknown reference raises NotFound from the status read, and nothing
+    is stored. One transaction makes the change and writes `with_tracked`.
     """
     with session_factory() as session:
-        known = session.scalars(
-            select(Transfer).where(Transfer.transfer_ref == transfer_ref)
-        ).first()
-    if known is not None:
-        if not known.is_terminal:
-            with transaction(session_factory) as session:
-                session.execute(
-                    update(Transfer)
-                    .where(Transfer.id == known.id, Transfer.is_terminal.is_(False))
-                    .values(next_poll_at=utcnow())
-                )
-        return _tracked(known, newly=False)
-    status = gateway.transfer_status(transfer_ref).value
+        known = session.scalar(select(Transfer.id).where(Transfer.transfer_ref == transfer_ref))
+    status = None if known is not None else gateway.transfer_status(transfer_ref).value
     with transaction(session_factory) as session:
-        newly = record_imported_transfer(session, status, utcnow())
-    with session_factory() as session:
+        if status is None:
+            newly = False
+            session.execute(
+                update(Transfer)
+                .where(Transfer.id == known, Transfer.is_terminal.is_(False))
+                .values(next_poll_at=utcnow())
+            )
+        else:
+            newly = record_imported_transfer(session, status, utcnow())
         row = session.scalars(select(Transfer).where(Transfer.transfer_ref == transfer_ref)).one()
-    return _tracked(row, newly=newly)
+        tracked = _tracked(row, newly=newly)
+        if with_tracked is not None:
+            with_tracked(session, tracked)
+    return tracked
 
 
 def _tracked(row: Transfer, *, newly: bool) -> TrackedTransfer:
@@ -196,6 +211,7 @@ __all__ = [
     "PreviouslyRefusedError",
     "RequestedTransfer",
     "TrackedTransfer",
+    "WithTracked",
     "request_transfer",
     "track_transfer",
 ]

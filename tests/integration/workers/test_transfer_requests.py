@@ -104,6 +104,13 @@ def created_elsewhere(
     return made.transfer_ref
 
 
+def answer(out: str) -> str:
+    """The gateway's answer: what `transfer create` prints after saying the transfer back."""
+    said, _, rest = out.partition("\n")
+    assert said.startswith("sending "), out
+    return rest
+
+
 @pytest.fixture
 def run_cli(worker_env: dict[str, str]) -> Iterator[Callable[..., tuple[int, str]]]:
     def run(*args: str) -> tuple[int, str]:
@@ -127,14 +134,14 @@ def test_cli_create_and_track_are_recorded_then_polled_to_terminal(
     move = ["--from", arg(source), "--to", arg(target)]
 
     code, out = run_cli("transfer", "create", *move, "--amount", "100")
-    assert code == 0 and out.startswith("accepted: transfer "), out
-    settled = uuid.UUID(out.split()[2])
+    assert code == 0 and answer(out).startswith("accepted: transfer "), out
+    settled = uuid.UUID(answer(out).split()[2])
     code, out = run_cli("transfer", "create", *move, "--amount", "10000000000000")
-    assert code == 1 and out.startswith("denied: transfer "), out
-    denied = uuid.UUID(out.split()[2].rstrip(":"))
+    assert code == 1 and answer(out).startswith("denied: transfer "), out
+    denied = uuid.UUID(answer(out).split()[2].rstrip(":"))
     code, out = run_cli("transfer", "create", *move, "--amount", "200")
     assert code == 0, out
-    held = uuid.UUID(out.split()[2])
+    held = uuid.UUID(answer(out).split()[2])
 
     # Recorded before polling: the denied one is visible, terminal at once; intents answered.
     stored = rows(runtime.sessions)
@@ -304,7 +311,7 @@ def test_a_rerun_after_a_kill_between_answer_and_record_resends_under_the_same_k
     assert keys.find(first.idempotency_key).state == "done"  # type: ignore[union-attr]
 
     code, out = run_cli(
-        "transfer", "create", "--from", arg(source), "--to", arg(target), "--amount", "100"
+        "transfer", "create", "--from", arg(source), "--to", arg(target), "--amount-minor", "100"
     )
     assert code == 0, out
     assert f"already sent: the gateway replayed transfer {first.transfer_ref}" in out, out
@@ -317,7 +324,7 @@ def test_a_rerun_after_a_kill_between_answer_and_record_resends_under_the_same_k
 
     # The answer is now recorded: the same command once more is a new, second transfer.
     code, out = run_cli(
-        "transfer", "create", "--from", arg(source), "--to", arg(target), "--amount", "100"
+        "transfer", "create", "--from", arg(source), "--to", arg(target), "--amount-minor", "100"
     )
-    assert code == 0 and out.startswith("accepted: transfer "), out
+    assert code == 0 and answer(out).startswith("accepted: transfer "), out
     assert len(sandbox.state.transfers) == 2
