@@ -33,14 +33,11 @@ from reconciliation.matching.transfer_states import (
     still_moving,
 )
 from reconciliation.matching.vocabulary import FAILED_EVENTS, MONEY_EVENTS, POSTED_EVENTS
-from reconciliation.store.models import Alert, Match, Notification, Transfer
+from reconciliation.store.models import Alert
+from reconciliation.store.tables import matches, notifications, transfers
 
 KIND: Final = "status_contradiction"
 SEVERITY: Final = "critical"
-
-notifications: Table = Notification.__table__  # type: ignore[assignment]
-transfers: Table = Transfer.__table__  # type: ignore[assignment]
-matches: Table = Match.__table__  # type: ignore[assignment]
 
 
 def contradiction(

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Final
 
-from sqlalchemy import Table, or_, select
+from sqlalchemy import or_, select
 
 from foundation.money import format_money
 from reconciliation.alerts.changes import Assessment, chunks
@@ -43,17 +43,13 @@ from reconciliation.drift.transfer_groups import (
     subject_of,
 )
 from reconciliation.matching.vocabulary import TRANSACTION_COMPLETED
-from reconciliation.store.models import Alert, Holding, Match, Notification, Posting, Transfer
+from reconciliation.store.models import Alert
+from reconciliation.store.tables import holdings, matches, notifications, postings, transfers
 
 AMOUNT: Final = "amount_mismatch"
 UNIT: Final = "unit_mismatch"
 SEVERITY: Final = "high"
 
-matches: Table = Match.__table__  # type: ignore[assignment]
-postings: Table = Posting.__table__  # type: ignore[assignment]
-notifications: Table = Notification.__table__  # type: ignore[assignment]
-transfers: Table = Transfer.__table__  # type: ignore[assignment]
-holdings: Table = Holding.__table__  # type: ignore[assignment]
 
 #: Which side of a row is compared with the posting, and under which evidence key.
 COUNTERPARTS: Final = (("notification", notifications), ("transfer", transfers))

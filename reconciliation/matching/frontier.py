@@ -31,13 +31,14 @@ from sqlalchemy import Table, bindparam, exists, func, select, text
 from sqlalchemy.orm import Session
 
 from reconciliation.store import watermarks
-from reconciliation.store.models import Match, MatchBacklog, Notification, Posting, Transfer
+from reconciliation.store.tables import match_backlog as backlog
+from reconciliation.store.tables import matches, notifications, postings, transfers
 
 #: Stream -> (its table, its column in matches).
 STREAMS: Final[dict[str, tuple[Table, str]]] = {
-    "posting": (Posting.__table__, "posting_id"),  # type: ignore[dict-item]
-    "notification": (Notification.__table__, "notification_id"),  # type: ignore[dict-item]
-    "transfer": (Transfer.__table__, "transfer_id"),  # type: ignore[dict-item]
+    "posting": (postings, "posting_id"),
+    "notification": (notifications, "notification_id"),
+    "transfer": (transfers, "transfer_id"),
 }
 
 #: Kinds of backlog entries: one per stream, and matched notifications awaiting their transfer.
@@ -49,8 +50,6 @@ WRITER_WAIT_SECONDS: Final = 10.0
 #: How often a waiting pass looks again: a writer's transaction is a few milliseconds.
 WRITER_POLL_SECONDS: Final = 0.02
 
-matches: Table = Match.__table__  # type: ignore[assignment]
-backlog: Table = MatchBacklog.__table__  # type: ignore[assignment]
 
 log = structlog.get_logger(__name__)
 

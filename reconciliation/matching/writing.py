@@ -33,10 +33,8 @@ from sqlalchemy.orm import Session
 from reconciliation.matching.backlog import TRANSFERLESS, backlog
 from reconciliation.matching.outcome import MONEY_SUSPECT, STATUS_SUSPECT, MatchTally
 from reconciliation.matching.vocabulary import MATCHER
-from reconciliation.store.models import Match
+from reconciliation.store.tables import matches
 from reconciliation.store.types import UTCDateTime
-
-matches: Table = Match.__table__  # type: ignore[assignment]
 
 #: The columns a rule fills; the rest of a match row is for people (reason, unmatching).
 MATCH_COLUMNS: Final = (

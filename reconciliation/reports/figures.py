@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, Final
 
-from sqlalchemy import Table, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from reconciliation.reports.filters import UNKNOWN_HOLDING
@@ -28,11 +28,8 @@ from reconciliation.reports.model import (
     OpenItem,
     ReportWindow,
 )
-from reconciliation.store.models import Holding, Locator
+from reconciliation.store.tables import holdings, locators
 from reconciliation.store.types import amount_sum
-
-holdings: Table = Holding.__table__  # type: ignore[assignment]
-locators: Table = Locator.__table__  # type: ignore[assignment]
 
 #: Open items listed one by one, oldest first; the figures count all of them, and every format
 #: says how many of how many it lists.

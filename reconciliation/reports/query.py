@@ -20,7 +20,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import Table, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from reconciliation.ledger_audit.summary import last_audit
@@ -29,10 +29,8 @@ from reconciliation.reports.figures import holding_names, item_figures, open_ite
 from reconciliation.reports.history import alert_counts, balance_drift
 from reconciliation.reports.items import FINALITY_SECONDS
 from reconciliation.reports.model import Report, ReportWindow
-from reconciliation.store.models import Holding
+from reconciliation.store.tables import holdings
 from reconciliation.store.types import utcnow
-
-holdings: Table = Holding.__table__  # type: ignore[assignment]
 
 
 class ReportError(ValueError):

@@ -32,7 +32,7 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import Table, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from reconciliation.alerts.changes import chunks
@@ -50,14 +50,9 @@ from reconciliation.retention.members import (
 )
 from reconciliation.retention.protection import open_alert_refs
 from reconciliation.store import watermarks
-from reconciliation.store.models import (
-    Match,
-    Notification,
-    Posting,
-    Transfer,
-    TransferChange,
-    TransferIntent,
-)
+from reconciliation.store.tables import matches, notifications, postings, transfers
+from reconciliation.store.tables import transfer_changes as changes
+from reconciliation.store.tables import transfer_intents as intents
 from reconciliation.transfers.intents import PENDING
 
 #: Record kind, as reported; each table is archived under its own name.
@@ -67,13 +62,6 @@ KIND: Final = "matches"
 #: reconciliation.reconcile.MATCHES_CHECKED (a layer above this one; a test keeps them equal).
 MATCHES_CHECKED: Final = "reconcile.matches_checked"
 
-
-matches: Table = Match.__table__  # type: ignore[assignment]
-postings: Table = Posting.__table__  # type: ignore[assignment]
-transfers: Table = Transfer.__table__  # type: ignore[assignment]
-changes: Table = TransferChange.__table__  # type: ignore[assignment]
-intents: Table = TransferIntent.__table__  # type: ignore[assignment]
-notifications: Table = Notification.__table__  # type: ignore[assignment]
 
 #: Stands for an item no longer in the store (nothing to remove, nothing to keep).
 _ABSENT: Final = object()

@@ -27,20 +27,14 @@ from reconciliation.retention import reconciled, runner
 from reconciliation.retention.archive import read_archive
 from reconciliation.retention.runner import PruneResult, run_retention
 from reconciliation.retention.vacuum import REWRITTEN
+from reconciliation.store import tables
 from reconciliation.store.db import transaction
 from reconciliation.store.models import (
     Alert,
     BalanceCheck,
-    BalanceSnapshot,
-    Delivery,
     Lease,
     Match,
-    Notification,
-    OutboundRequest,
     Posting,
-    Transfer,
-    TransferChange,
-    TransferIntent,
 )
 from reconciliation.store.types import utcnow
 from tests.integration.retention.reconciled_world import (
@@ -56,18 +50,18 @@ from tests.integration.retention.reconciled_world import (
 from workers.runtime import build_runtime, install_runtime, uninstall_runtime
 
 TABLES: dict[str, Table] = {
-    m.__tablename__: m.__table__  # type: ignore[misc]
-    for m in (
-        BalanceSnapshot,
-        BalanceCheck,
-        Match,
-        Posting,
-        Notification,
-        Transfer,
-        TransferChange,
-        TransferIntent,
-        OutboundRequest,
-        Delivery,
+    table.name: table
+    for table in (
+        tables.balance_snapshots,
+        tables.balance_checks,
+        tables.matches,
+        tables.postings,
+        tables.notifications,
+        tables.transfers,
+        tables.transfer_changes,
+        tables.transfer_intents,
+        tables.outbound_requests,
+        tables.deliveries,
     )
 }
 
