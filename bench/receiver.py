@@ -108,10 +108,9 @@ def main() -> None:
 
 def serve_bare(port: int) -> None:
     """A Litestar endpoint answering 204 unread, served as `recon web` serves recon."""
-    import uvicorn
     from litestar import Litestar, get, post
 
-    from recon.cli.http_protocol import HttpProtocol
+    from recon.cli.http_protocol import serve
     from recon.cli.web_commands import tune_garbage_collector
 
     @post(PATH, status_code=204)
@@ -123,16 +122,7 @@ def serve_bare(port: int) -> None:
         return "ok"
 
     tune_garbage_collector()
-    app = Litestar([accept, health], logging_config=None, openapi_config=None)
-    uvicorn.run(
-        app,
-        host="127.0.0.1",
-        port=port,
-        log_config=None,
-        access_log=False,
-        server_header=False,
-        http=HttpProtocol,
-    )
+    serve(Litestar([accept, health], logging_config=None, openapi_config=None), "127.0.0.1", port)
 
 
 def measure(target: Server, data: Path, script: Path, load: Load) -> Run:
