@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from sqlalchemy import exists, select
 
-from reconciliation.alerts.changes import Assessment, chunks
+from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding
 from reconciliation.drift.base import DriftContext
 from reconciliation.drift.evidence import plain
@@ -26,6 +26,7 @@ from reconciliation.notifications.inbox import (
     body_conflict_fingerprint,
     body_conflict_subject,
 )
+from reconciliation.store.in_lists import chunks
 from reconciliation.store.models import Alert
 from reconciliation.store.tables import deliveries
 

@@ -15,7 +15,7 @@ from typing import Any, Final
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciliation.alerts.changes import chunks
+from reconciliation.store.in_lists import chunks
 from reconciliation.store.tables import holdings, notifications, postings, transfers
 
 #: Evidence field name -> column, per item kind.

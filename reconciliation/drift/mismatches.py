@@ -31,7 +31,7 @@ from typing import Any, Final
 from sqlalchemy import or_, select
 
 from foundation.money import format_money
-from reconciliation.alerts.changes import Assessment, chunks
+from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, Finding, fingerprint
 from reconciliation.drift.base import DriftContext
 from reconciliation.drift.evidence import describe
@@ -43,6 +43,7 @@ from reconciliation.drift.transfer_groups import (
     subject_of,
 )
 from reconciliation.matching.vocabulary import TRANSACTION_COMPLETED
+from reconciliation.store.in_lists import chunks
 from reconciliation.store.models import Alert
 from reconciliation.store.tables import holdings, matches, notifications, postings, transfers
 

@@ -14,8 +14,8 @@ from typing import Final
 from sqlalchemy import Table, func, select, update
 from sqlalchemy.orm import Session
 
-from reconciliation.alerts.changes import chunks
 from reconciliation.matching.outcome import Ambiguity
+from reconciliation.store.in_lists import chunks
 from reconciliation.store.models import EXCEPTION
 from reconciliation.store.tables import matches, notifications, postings, transfers
 

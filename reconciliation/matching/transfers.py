@@ -29,13 +29,13 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from reconciliation.alerts.changes import chunks
 from reconciliation.matching.backlog import TRANSFERLESS, active_row, backlog
 from reconciliation.matching.outcome import MatchTally
 from reconciliation.matching.scratch import candidate_table
 from reconciliation.matching.status import group_ambiguities
 from reconciliation.matching.vocabulary import FAILED_EVENTS, RULE_TRANSFER_REF, STATUS_DENIED
 from reconciliation.matching.writing import write_chosen
+from reconciliation.store.in_lists import chunks
 from reconciliation.store.models import EXCEPTION
 from reconciliation.store.tables import matches, notifications, transfers
 

@@ -22,7 +22,7 @@ from typing import Any, Final
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciliation.alerts.changes import chunks
+from reconciliation.store.in_lists import chunks
 from reconciliation.store.tables import matches
 
 #: What is read of a match row: its items and its times.

@@ -33,10 +33,10 @@ from typing import Any, Final
 from sqlalchemy import Table, false, select
 from sqlalchemy.orm import Session
 
-from reconciliation.alerts.changes import chunks
 from reconciliation.retention.deliveries import processed_before
 from reconciliation.retention.outbound import closed_before
 from reconciliation.retention.protection import OpenAlertRefs, still_waiting
+from reconciliation.store.in_lists import chunks
 from reconciliation.store.tables import balance_checks as checks
 from reconciliation.store.tables import deliveries, holdings, notifications, postings, transfers
 from reconciliation.store.tables import outbound_requests as requests

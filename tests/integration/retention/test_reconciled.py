@@ -20,10 +20,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from foundation.settings import load_settings
 from foundation.settings.timing import RetentionSettings
-from reconciliation import pass_lease, reconcile
+from reconciliation import pass_lease
 from reconciliation.ledger_audit.ledger import read_pruned_through
 from reconciliation.reconcile import run_pass
-from reconciliation.retention import reconciled, runner
+from reconciliation.retention import runner
 from reconciliation.retention.archive import read_archive
 from reconciliation.retention.runner import PruneResult, run_retention
 from reconciliation.retention.vacuum import REWRITTEN
@@ -283,10 +283,6 @@ def test_a_running_pass_defers_the_reconciled_facts_only(
     assert not free.deferred and free.removed["postings"] == 4
     with session_factory() as s:
         assert s.get(Lease, pass_lease.PASS_LEASE) is None, "the lease was kept"
-
-
-def test_the_drift_checked_watermark_is_the_passes_own() -> None:
-    assert reconciled.MATCHES_CHECKED == reconcile.MATCHES_CHECKED
 
 
 def test_every_postgres_table_that_lost_rows_is_vacuumed(
