@@ -25,8 +25,8 @@ from recon.cli.startup import (
 #: Garbage-collector thresholds of the web process. Every request allocates a few hundred
 #: short-lived objects; collecting the youngest generation every 700 (the default) costs
 #: throughput, and full collections walking the app's large, permanent object graph (frozen
-#: at start-up, below) cost latency spikes. Measured: a few percent of throughput, a third of
-#: the p99 (bench/receiver.py).
+#: at start-up, below) cost latency spikes (docs/decisions.md, "Figures behind the code's
+#: choices").
 GC_THRESHOLDS: Final = (50_000, 20, 100)
 
 

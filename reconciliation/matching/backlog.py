@@ -125,7 +125,7 @@ def enqueue_residue(
     if not parts:
         return
     # Computed into a temporary table first: that statement may run in parallel on PostgreSQL,
-    # an INSERT ... SELECT never does (measured at 200,000 per stream: 0.2 s against 0.5 s).
+    # an INSERT ... SELECT never does.
     with candidate_table(session, "residue", union_all(*parts)) as residue:
         stamp = literal(now, UTCDateTime())
         found = select(residue.c.kind, residue.c.item_id, stamp)

@@ -11,7 +11,7 @@ loses nothing. Those writers are the ones holding ROW EXCLUSIVE on a stream tabl
 database: an INSERT takes that lock before it draws its id from the sequence, and keeps it to
 the end of its transaction. (Waiting for every transaction of the cluster instead, as the
 snapshot's running transaction ids would say, makes a pass wait for work in other databases
-that can never write here: measured 6.3 s of a 6.7 s incremental pass on a shared server.)
+that can never write here: on a shared server, most of an incremental pass.)
 SQLite has one writer at a time and numbers rows max + 1, so nothing is ever behind it.
 
 A `ceiling` caps the tops: a rebuild's pass on its scratch copy goes exactly as far into each
