@@ -2,9 +2,10 @@
 
 The receiver is a raw ASGI route registered in the app like any other (it is listed, guarded
 by nothing, documented in docs/decisions.md); this subclass only makes its dispatch direct.
-Measured on the reference machine, routing, the exception middleware and the send wrappers
-cost as much as the receiver's own work, and the receiver does its own error handling,
-correlation id and responses. Every other path, and lifespan, go through Litestar unchanged.
+Routing, the exception middleware and the send wrappers would cost about as much as the
+receiver's own work (docs/decisions.md, "Figures behind the code's choices"), and the receiver
+does its own error handling, correlation id and responses. Every other path, and lifespan, go
+through Litestar unchanged.
 """
 
 from __future__ import annotations

@@ -1,37 +1,15 @@
 """Catch-up benchmark: 1,000,000 postings over 1,000 holdings, from the sandbox into the store.
 
-Two ways, same worker code:
+The embedded workers read the sandbox's ASGI app in this process through the tests' in-process
+transport (no network: the store's write path is what is measured), on PostgreSQL and SQLite:
+activity requests against the fewest possible (`minimum_requests`), every posting stored
+exactly once (count, sum and line-ref checksum per holding), postings per second. A second run
+times the store's write path alone: pre-parsed pages committed by one and two writer threads.
+Each goal of issue #16 prints as a ratio, under 1.0 meeting it (40,000 postings/s in process
+on PostgreSQL, 60,000/s on the write path, requests at most 1.01 x the minimum), min / median
+/ max over `--rounds`. `--variant` is the provider the sandbox plays (`all`: each in turn).
 
-- over real HTTP: the sandbox under uvicorn in its own process, `recon worker` processes and
-  `recon scheduler` on a private Redis, PostgreSQL;
-- through an in-process transport (bench/asgi_transport.py): the sandbox's ASGI app called
-  directly by the embedded workers, so no network is involved and the store's write path is
-  what is measured; on PostgreSQL and SQLite.
-
-For each it prints: activity requests issued, per page with entries, against the minimum
-(see `minimum_requests`: what a reader that knew the provider's cap in advance would need),
-whether every posting was stored exactly once (count, sum and line-ref checksum per holding),
-postings per second (first to last stored posting), and the peak RSS of each worker process. A
-third run measures the store's write path alone: pre-parsed pages committed by one and two
-writer threads, nothing else in the way.
-
-The goals (issue #16): at least 40,000 postings/s through the in-process transport on
-PostgreSQL, at least 60,000/s on the store's write path alone, activity requests at the minimum
-(at most 1.01x), worker peak RSS at most 150 MB whatever the backlog. Each figure with a goal
-prints its ratio to it, as time over the goal's time (goal rate / rate, or requests over the
-minimum, or peak over the cap): under 1.0 meets it. With `--rounds N` every run is repeated and
-the summary gives min/median/max of each ratio; the machine's load moves the figures, so
-compare rounds of one run.
-
-The sandbox plays the provider `--variant` names (the spec strings RECON_SANDBOX_VARIANT takes,
-such as `standard` or `recon,page_cap=7,over_cap=clamp`); `--variant all` runs the three presets
-and a tiny silent cap one after the other, since the real provider may be any of them.
-
-    python bench/catchup.py                         # everything, full size
-    python bench/catchup.py --holdings 100 --postings 100000 --only inprocess
-    python bench/catchup.py --holdings 50 --postings 50000 --only inprocess \
-        --databases SQLite --variant all
-    python bench/catchup.py --only writepath --databases PostgreSQL --rounds 3
+    python bench/catchup.py --holdings 100 --postings 100000 --only inprocess --variant all
 """
 
 from __future__ import annotations
@@ -39,251 +17,253 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import math
 import os
-import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
+from typing import Any, Final
 
-import httpx
-from asgi_transport import InProcessASGITransport
-from catchup_figures import (
-    GOAL_INPROCESS_POSTGRES_RATE,
-    GOAL_WRITE_PATH_RATE,
-    Figures,
-    minimum_requests,
-    pages_with_entries,
-    round_summary,
-)
-from catchup_services import (
-    PAGE_SIZE,
-    POLL_STORED_SECONDS,
-    environment,
-    free_port,
-    peak_rss_mb,
-    postgres_database,
-    prebuilt_pages,
-    private_redis,
-    sqlite_database,
-    stored_counter,
-    verify,
-    wait_until,
-)
-from sandbox_host import (
-    ACTIVITY_PATH,
-    COUNTS_PATH,
-    CountingApp,
-    Summary,
-    build_world,
-    ledger_summary,
-)
-from sqlalchemy import func, select
+from harness import database, recon_env, spread, wait_until
+from sqlalchemy import Engine, func, select
 
 from foundation.logs import configure_logging
-from foundation.settings import load_settings
-from reconciliation.store.db import make_engine, make_session_factory
-from reconciliation.store.models import Holding, Posting
+from foundation.settings import Settings, load_settings
+from reconciliation.store.db import make_engine
+from reconciliation.store.models import ActivityCursor, Holding, Posting
 from sandbox.app import create_app
+from sandbox.bulk import build_bulk, prerender_activity
+from sandbox.config import SandboxConfig
+from sandbox.state import SandboxState
 from sandbox.variants import VARIANT_VARIABLE, ProviderVariant, parse_variant
+from tests.integration.workers.asgi_transport import InProcessASGITransport
 
-ROOT = Path(__file__).resolve().parent.parent
 #: `--variant all`: the three presets, and a cap far below what recon asks, served silently
 #: with a cursor on the last page (the case where a capped page and the last look alike).
-ALL_VARIANTS = ("recon", "standard", "sparse", "recon,page_cap=7,over_cap=clamp")
-DEFAULT_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
-#: `--databases` names, lower-cased, to the ones the runs test for.
-_DATABASE_NAMES = {"postgresql": "PostgreSQL", "postgres": "PostgreSQL", "sqlite": "SQLite"}
+ALL_VARIANTS: Final = ("recon", "standard", "sparse", "recon,page_cap=7,over_cap=clamp")
+#: `--databases` names, lower-cased, to the stores the runs use and the names they print.
+DATABASES: Final = {"postgresql": "postgres", "postgres": "postgres", "sqlite": "sqlite"}
+LABELS: Final = {"postgres": "PostgreSQL", "sqlite": "SQLite"}
+ACTIVITY_PATH: Final = "/v1/balances/activity"
+#: Postings asked per activity page, as recon asks by default.
+PAGE_SIZE: Final = 200
+#: How often the run checks whether every posting is stored (it ends the run, nothing more:
+#: the rate is taken from the postings' own ingestion times).
+POLL_STORED_SECONDS: Final = 1.0
+#: The goals of issue #16: postings per second through the in-process transport on PostgreSQL
+#: and on the store's write path alone, and activity requests over the minimum.
+GOAL_INPROCESS_POSTGRES_RATE: Final = 40_000.0
+GOAL_WRITE_PATH_RATE: Final = 60_000.0
+GOAL_REQUESTS_RATIO: Final = 1.01
+
+#: holding ref -> [postings, sum of amounts, XOR of line-ref checksums (high 64 bits)]: "every
+#: posting stored exactly once" checked without shipping a million refs around.
+Summary = dict[str, list[int]]
+Figures = dict[str, Any]
 
 
-def run_http(args: argparse.Namespace, workdir: Path, variant: ProviderVariant) -> Figures:
-    """Sandbox process over HTTP, worker processes on Redis, PostgreSQL."""
-    figures = Figures(f"real HTTP, PostgreSQL, {variant.name}", args.postings, args.holdings)
-    port = free_port()
-    summary_file = workdir / "summary.json"
-    sandbox = subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "sandbox_host.py"),
-            "--port",
-            str(port),
-            "--holdings",
-            str(args.holdings),
-            "--postings",
-            str(args.postings),
-            "--seed",
-            str(args.seed),
-            "--summary",
-            str(summary_file),
-        ],
-        env=os.environ | {VARIANT_VARIABLE: variant.name},
+def figures(name: str, postings: int, seconds: float, goal_rate: float | None) -> Figures:
+    """One run's figures, with its ratio to each goal it is held to (under 1.0 meets it)."""
+    rate = postings / seconds if seconds else 0.0
+    found: Figures = {"run": name, "postings": postings, "seconds": round(seconds, 2)}
+    found["postings_per_second"] = round(rate)
+    if goal_rate is not None:
+        found["ratio_to_goal.rate"] = round(goal_rate / rate if rate else math.inf, 2)
+    return found
+
+
+def minimum_requests(summary: Summary, variant: ProviderVariant) -> int:
+    """The fewest requests any reader needs that knows the provider's cap but not the ledger.
+
+    Entries per full page are what recon asks, or the provider's cap when that is lower (above
+    a cap that refuses, recon settles on the cap the refusal names; above one that clamps, it
+    is served the cap). One request per page with entries, one for an empty holding, and one
+    after a full last page when the provider puts a cursor on its last page too.
+    """
+    size = min(PAGE_SIZE, variant.page_cap)
+    total = 0
+    for count, _, _ in summary.values():
+        ambiguous = count == 0 or (count % size == 0 and variant.last_page_cursor == "last-entry")
+        total += math.ceil(count / size) + (1 if ambiguous else 0)
+    return total
+
+
+def counting(app: Any, by_path: Counter[str]) -> Any:
+    """The sandbox's ASGI app, counting requests by path (endpoint reads as one) on the one
+    event loop thread the transport runs it on."""
+
+    async def counted(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            path = scope["path"]
+            by_path[
+                "endpoint.read" if path.startswith("/v1/programmable-endpoints/") else path
+            ] += 1
+        await app(scope, receive, send)
+
+    return counted
+
+
+def build_world(holdings: int, postings: int, seed: int) -> tuple[SandboxState, Summary]:
+    """A sandbox holding `postings` spread over `holdings`, and its ledger's summary.
+
+    Entries are rendered ahead (`prerender_activity`): the sandbox is the provider's stand-in,
+    so a page costs it a byte join and what the benchmark measures is the reader and the store.
+    """
+    state = SandboxState(SandboxConfig(run_background=False, seed=seed))
+    build_bulk(state, holdings=holdings, postings=postings, seed=seed)
+    prerender_activity(state)
+    summary: Summary = {}
+    for ref, holding in state.holdings.items():
+        xor = total = 0
+        for row in holding.rows:
+            xor ^= row[2] >> 64
+            total += row[4]
+        summary[ref] = [len(holding.rows), total, xor]
+    return state, summary
+
+
+def settings_for(workdir: Path, database_url: str) -> Settings:
+    """Settings for a pure catch-up: everything but activity polling is left idle."""
+    idle = ("POLL_ACTIVITY", "POLL_TRANSFERS", "SNAPSHOT_BALANCES", "DISCOVER_HOLDINGS")
+    idle += ("CHECK_SUBSCRIPTION", "RECONCILE", "SWEEP")
+    env = recon_env(
+        database_url,
+        workdir / "state",
+        RECON_GATEWAY_URL="http://sandbox.invalid",
+        RECON_GATEWAY_RPS="1000000",
+        RECON_ACTIVITY_PAGE_SIZE=str(PAGE_SIZE),
     )
-    base = f"http://127.0.0.1:{port}"
-    processes: list[subprocess.Popen[bytes]] = []
-    try:
-        wait_until(lambda: _answers(base + COUNTS_PATH), 300, "the sandbox start", every=0.2)
-        expected: Summary = json.loads(summary_file.read_text())
-        figures.minimum_requests = minimum_requests(expected, variant)
-        figures.pages_with_entries = pages_with_entries(expected, variant)
-        with postgres_database(args.admin_url) as db_url, private_redis(workdir) as redis_url:
-            env = environment(workdir, db_url, base) | {"REDIS_URL": redis_url}
-            settings = load_settings(env)
-            child_env = {"PATH": os.environ.get("PATH", "")} | env
-            log = (workdir / "processes.log").open("ab")
-            processes.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "recon", "scheduler"],
-                    env=child_env,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                )
-            )
-            workers = [
-                subprocess.Popen(
-                    [sys.executable, "-m", "recon", "worker", "--threads", str(args.threads)],
-                    env=child_env,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                )
-                for _ in range(args.workers)
-            ]
-            processes.extend(workers)
-            started = time.monotonic()
-            with stored_counter(settings) as stored:
-                wait_until(
-                    lambda: stored(args.postings),
-                    3600,
-                    "the catch-up",
-                    every=POLL_STORED_SECONDS,
-                )
-            figures.seconds = time.monotonic() - started
-            figures.worker_peak_mb = [peak_rss_mb(w.pid) for w in workers]
-            counts = httpx.get(base + COUNTS_PATH).json()
-            for process in processes:
-                process.send_signal(signal.SIGTERM)
-            for process in processes:
-                process.wait(timeout=60)
-            figures.exactly_once, span = verify(settings, expected)
-            figures.seconds = span or figures.seconds
-            figures.activity_requests = counts.pop(ACTIVITY_PATH, 0)
-            figures.other_requests = counts
-            figures.note = f"{args.workers} worker processes x {args.threads} threads"
-    finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-        sandbox.terminate()
-        sandbox.wait()
-    return figures
+    # One read per holding, to its end: no steady-state polls during the measurement.
+    return load_settings(env | {f"RECON_{name}_SECONDS": "86400" for name in idle})
 
 
-def _answers(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
+def all_stored(engine: Engine, target: int) -> bool:
+    """Are `target` postings stored? The cursors' read counts (a thousand rows) are summed
+    first, and the postings (up to a million rows, a scan) counted only once that sum says they
+    may all be there: it counts a re-read page twice, so it runs ahead of the stored count."""
+    with engine.connect() as conn:
+        read = conn.scalar(select(func.coalesce(func.sum(ActivityCursor.postings_read), 0)))
+        if int(read or 0) < target:
+            return False
+        return int(conn.scalar(select(func.count()).select_from(Posting)) or 0) >= target
 
 
-def run_inprocess(
-    args: argparse.Namespace, workdir: Path, database: str, variant: ProviderVariant
-) -> Figures:
+def verify(engine: Engine, expected: Summary) -> tuple[bool, float]:
+    """Exactly once per holding (count, sum, checksum); also the first-to-last stored span."""
+    got: dict[str, list[int]] = {}
+    with engine.connect() as conn:
+        query = select(Holding.holding_ref, Posting.line_ref, Posting.amount_minor)
+        rows = conn.execution_options(yield_per=20_000).execute(
+            query.join(Holding, Holding.id == Posting.holding_id)
+        )
+        for ref, line, amount in rows:
+            entry = got.setdefault(str(ref), [0, 0, 0])
+            entry[0] += 1
+            entry[1] += amount
+            entry[2] ^= line.int >> 64
+        span = select(func.min(Posting.ingested_at), func.max(Posting.ingested_at))
+        first, last = conn.execute(span).one()
+    same = all(got.get(ref, [0, 0, 0]) == want for ref, want in expected.items())
+    same = same and sum(v[0] for v in got.values()) == sum(v[0] for v in expected.values())
+    return same, (last - first).total_seconds() if first and last else 0.0
+
+
+def run_inprocess(args: argparse.Namespace, kind: str, variant: ProviderVariant) -> Figures:
     """The sandbox app in this process behind an ASGI transport; embedded workers."""
+    from workers.actors import discover_holdings
     from workers.embedded import start_embedded
 
-    name = f"in-process transport, {database}, {variant.name}"
-    figures = Figures(name, args.postings, args.holdings)
-    if database == "PostgreSQL":
-        figures.goal_rate = GOAL_INPROCESS_POSTGRES_RATE
-    state = build_world(args.holdings, args.postings, args.seed)
+    state, expected = build_world(args.holdings, args.postings, args.seed)
     state.config.variant = variant
-    expected = ledger_summary(state)
     # The sandbox's world (millions of objects) lives in this process only because the run is
     # in-process; a worker process never holds it. Moved out of the collector's sight, it no
     # longer makes every full collection the reader's allocations trigger scan it all.
     gc.collect()
     gc.freeze()
-    figures.minimum_requests = minimum_requests(expected, variant)
-    figures.pages_with_entries = pages_with_entries(expected, variant)
-    app = CountingApp(create_app(state=state))
-    transport = InProcessASGITransport(app).start()
-    context = (
-        postgres_database(args.admin_url)
-        if database == "PostgreSQL"
-        else sqlite_database(Path(tempfile.mkdtemp(dir=workdir)))
-    )
+    counts: Counter[str] = Counter()
+    transport = InProcessASGITransport(counting(create_app(state=state), counts)).start()
     try:
-        with context as db_url:
-            settings = load_settings(environment(workdir, db_url, "http://sandbox.invalid"))
+        with tempfile.TemporaryDirectory() as tmp, database(kind, "catchup") as db_url:
+            settings = settings_for(Path(tmp), db_url)
+            engine = make_engine(settings.store.database_url)
             # No scheduler: only the catch-up runs (discovery sends each new holding's read).
             embedded = start_embedded(
                 settings, threads=args.threads, transport=transport, with_scheduler=False
             )
-            from workers.actors import discover_holdings
-
             discover_holdings.send()
             started = time.monotonic()
             try:
-                with stored_counter(settings) as stored:
-                    wait_until(
-                        lambda: stored(args.postings),
-                        3600,
-                        "the catch-up",
-                        every=POLL_STORED_SECONDS,
-                    )
-                figures.seconds = time.monotonic() - started
+                stored = partial(all_stored, engine, args.postings)
+                wait_until(stored, 3600, "the catch-up", POLL_STORED_SECONDS)
+                seconds = time.monotonic() - started
             finally:
                 embedded.stop()
-            figures.exactly_once, span = verify(settings, expected)
-            figures.seconds = span or figures.seconds
-            counts = app.counts()
-            figures.activity_requests = counts.pop(ACTIVITY_PATH, 0)
-            figures.other_requests = counts
-            figures.note = f"one process, {args.threads} worker threads, sandbox included"
+            exactly_once, span = verify(engine, expected)
+            engine.dispose()
     finally:
         transport.close()
-    return figures
+    name = f"in-process transport, {LABELS[kind]}, {variant.name}"
+    goal = GOAL_INPROCESS_POSTGRES_RATE if kind == "postgres" else None
+    found = figures(name, args.postings, span or seconds, goal)
+    found["activity_requests"] = asked = counts.pop(ACTIVITY_PATH, 0)
+    found["minimum_requests"] = least = minimum_requests(expected, variant)
+    found["ratio_to_goal.requests"] = round(asked / least / GOAL_REQUESTS_RATIO, 4)
+    found["other_requests"] = dict(counts)
+    found["stored_exactly_once"] = exactly_once
+    found["note"] = f"{args.holdings:,} holdings, {args.threads} worker threads, sandbox included"
+    return found
 
 
-def run_write_path(args: argparse.Namespace, workdir: Path, database: str, writers: int) -> Figures:
+def prebuilt_pages(postings: int) -> list[list[Any]]:
+    """`postings` parsed postings of one holding in pages of `PAGE_SIZE`, for the write path."""
+    from upstream.wire.balances import Posting as WirePosting
+    from upstream.wire.common import ValueUnit
+
+    unit, start = ValueUnit.fiat("NGN"), datetime(2026, 1, 1, tzinfo=UTC)
+    fixed = {"journal_kind": "transfer_settlement", "posting_side": "credit"}
+    fixed |= {"balance_effect": "increase", "ledger_partition": "customer_liability"}
+    fixed |= {"ledger_normal_side": "credit_normal"}
+    every = [
+        WirePosting(
+            posted_at=start + timedelta(milliseconds=n),
+            receipt_ref=uuid.uuid4(),
+            journal_ref=uuid.uuid4(),
+            line_ref=uuid.uuid4(),
+            amount_minor_units=100 + n,
+            value_unit=unit,
+            **fixed,
+        )
+        for n in range(postings)
+    ]
+    return [every[first : first + PAGE_SIZE] for first in range(0, postings, PAGE_SIZE)]
+
+
+def run_write_path(args: argparse.Namespace, kind: str, writers: int) -> Figures:
     """The store's write path alone: pre-parsed pages committed by `writers` threads.
 
     No sandbox, no HTTP, no parsing: each thread holds one holding's lease and stores pages of
     `PAGE_SIZE` postings with `store_page`, exactly as the reader does after each fetch.
     """
-    import threading
-    from datetime import UTC, datetime
-
     from reconciliation.postings.activity import acquire_lease, store_page
-    from reconciliation.store.db import transaction
+    from reconciliation.store.db import make_session_factory, transaction
     from upstream.activity import ActivityCursor as WireCursor
 
     total = min(args.postings, args.write_path_postings)
-    figures = Figures(f"store write path only, {database}, {writers} writer(s)", total, writers)
-    if database == "PostgreSQL":
-        figures.goal_rate = GOAL_WRITE_PATH_RATE
     per_writer = total // writers
     pages_by_writer = [prebuilt_pages(per_writer) for _ in range(writers)]
-    context = (
-        postgres_database(args.admin_url)
-        if database == "PostgreSQL"
-        else sqlite_database(workdir / f"w{writers}")
-    )
-    (workdir / f"w{writers}").mkdir(exist_ok=True)
-    with context as db_url:
+    with database(kind, "catchup") as db_url:
         engine = make_engine(db_url)
         sessions = make_session_factory(engine)
         leases = []
         for w in range(writers):
             with transaction(sessions) as session:
-                holding = Holding(
-                    account_ref=uuid.uuid4(),
-                    endpoint_ref=uuid.uuid4(),
-                    holding_ref=uuid.uuid4(),
-                    currency="NGN",
-                )
+                refs = {f"{k}_ref": uuid.uuid4() for k in ("account", "endpoint", "holding")}
+                holding = Holding(**refs, currency="NGN")
                 session.add(holding)
                 session.flush()
                 holding_id = holding.id
@@ -303,20 +283,18 @@ def run_write_path(args: argparse.Namespace, workdir: Path, database: str, write
                     )
                     store_page(session, leases[index], page, cursor, datetime.now(UTC))
 
-        threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
         started = time.monotonic()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        figures.seconds = time.monotonic() - started
+        with ThreadPoolExecutor(writers) as pool:
+            list(pool.map(write, range(writers)))
+        seconds = time.monotonic() - started
         with engine.connect() as conn:
-            stored_rows = int(conn.scalar(select(func.count()).select_from(Posting)) or 0)
-        figures.exactly_once = stored_rows == per_writer * writers
-        figures.postings = stored_rows
+            stored = int(conn.scalar(select(func.count()).select_from(Posting)) or 0)
         engine.dispose()
-    figures.note = f"{PAGE_SIZE} postings per page, one transaction per page with its cursor"
-    return figures
+    name = f"store write path only, {LABELS[kind]}, {writers} writer(s)"
+    found = figures(name, stored, seconds, GOAL_WRITE_PATH_RATE if kind == "postgres" else None)
+    found["stored_exactly_once"] = stored == per_writer * writers
+    found["note"] = f"{PAGE_SIZE} postings per page, one transaction per page with its cursor"
+    return found
 
 
 def main() -> None:
@@ -326,69 +304,36 @@ def main() -> None:
     parser.add_argument("--holdings", type=int, default=1_000)
     parser.add_argument("--postings", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--workers", type=int, default=2, help="worker processes (HTTP run)")
-    parser.add_argument("--threads", type=int, default=4, help="threads per worker")
-    parser.add_argument("--only", choices=("http", "inprocess", "writepath"), default=None)
+    parser.add_argument("--threads", type=int, default=4, help="worker threads")
+    parser.add_argument("--only", choices=("inprocess", "writepath"), default=None)
+    parser.add_argument("--databases", default="PostgreSQL,SQLite", help="comma-separated")
+    variant = os.environ.get(VARIANT_VARIABLE, "recon")
+    parser.add_argument("--variant", default=variant, help=f"as {VARIANT_VARIABLE}, or `all`")
     parser.add_argument(
-        "--databases",
-        default="PostgreSQL,SQLite",
-        help="in-process runs, comma-separated: PostgreSQL, SQLite",
-    )
-    parser.add_argument(
-        "--admin-url", default=os.environ.get("RECON_BENCH_POSTGRES_URL", DEFAULT_ADMIN_URL)
-    )
-    parser.add_argument(
-        "--variant",
-        default=os.environ.get(VARIANT_VARIABLE, "recon"),
-        help="the provider the sandbox plays, as RECON_SANDBOX_VARIANT takes it, or `all` "
-        f"({', '.join(ALL_VARIANTS)})",
-    )
-    parser.add_argument(
-        "--write-path-postings",
-        type=int,
-        default=200_000,
-        help="postings for the write-path-only runs",
+        "--write-path-postings", type=int, default=200_000, help="postings per write-path run"
     )
     parser.add_argument("--rounds", type=int, default=1, help="repeat every run this often")
     args = parser.parse_args()
     configure_logging("console", "warning")
-
     specs = ALL_VARIANTS if args.variant == "all" else (args.variant,)
     variants = [parse_variant(spec) for spec in specs]
+    # Any spelling (`postgres`, `sqlite`): a name the runs do not know is refused, not run as
+    # PostgreSQL without its goal, or SQLite under the wrong label.
+    kinds = [DATABASES[d.strip().lower()] for d in args.databases.split(",") if d.strip()]
     results: list[Figures] = []
-    workdir = Path(tempfile.mkdtemp(prefix="recon-bench-catchup-"))
-    try:
-        # Any spelling (`postgres`, `sqlite`): a name the runs do not know would run PostgreSQL
-        # without its goal, or SQLite under the wrong label.
-        databases = [
-            _DATABASE_NAMES[d.strip().lower()] for d in args.databases.split(",") if d.strip()
-        ]
-        for _ in range(args.rounds):
-            for variant in variants:
-                if args.only in (None, "http"):
-                    results.append(run_http(args, workdir, variant))
-                    _print(results[-1])
-                if args.only in (None, "inprocess"):
-                    for database in databases:
-                        results.append(run_inprocess(args, workdir, database, variant))
-                        _print(results[-1])
-            if args.only in (None, "writepath"):
-                for database in databases:
-                    for writers in (1, 2):
-                        results.append(run_write_path(args, workdir, database, writers))
-                        _print(results[-1])
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    print("\nsummary")
-    for figures in results:
-        _print(figures)
+    for _ in range(args.rounds):
+        for variant in variants if args.only in (None, "inprocess") else ():
+            results += [run_inprocess(args, kind, variant) for kind in kinds]
+            print("\n".join(json.dumps(r) for r in results[-len(kinds) :]), flush=True)
+        for kind in kinds if args.only in (None, "writepath") else ():
+            results += [run_write_path(args, kind, writers) for writers in (1, 2)]
+            print("\n".join(json.dumps(r) for r in results[-2:]), flush=True)
     print("\nover rounds (min / median / max)")
-    for line in round_summary(results):
-        print(line)
-
-
-def _print(figures: Figures) -> None:
-    print("\n".join(figures.lines()), flush=True)
+    for name in dict.fromkeys(r["run"] for r in results):
+        done = [r for r in results if r["run"] == name]
+        shown = {k: spread([r[k] for r in done]) for k in done[0] if k.startswith("ratio")}
+        shown["postings/s"] = spread([r["postings_per_second"] for r in done], "{:,.0f}")
+        print(f"{name}: rounds {len(done)}; " + "; ".join(f"{k} {v}" for k, v in shown.items()))
 
 
 if __name__ == "__main__":

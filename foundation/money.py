@@ -76,11 +76,13 @@ def check_digits(amount: int) -> int:
     return amount
 
 
-def parse_minor_units(text: str) -> int:
+def parse_minor_units(text: object) -> int:
     """A gateway `*MinorUnits` string ("150050") as an int; anything but digits is refused,
     and so is an amount longer than MAX_AMOUNT_DIGITS."""
     if not isinstance(text, str) or not _MINOR_DIGITS.fullmatch(text):
-        raise AmountError(f"minor units must be a string of decimal digits, got {_short(text)}")
+        raise AmountError(
+            f"expected an amount as a string of decimal digits (minor units), got {_short(text)}"
+        )
     _check_length(text.lstrip("0"), 0)
     return check_digits(int(text))
 

@@ -38,7 +38,6 @@ from reconciliation.store.types import utcnow
 
 #: Watermark names of the pass.
 LAST_PASS_AT: Final = "reconcile.last_pass_at_ms"
-MATCHES_CHECKED: Final = "reconcile.matches_checked"
 DELIVERIES_CHECKED: Final = "reconcile.deliveries_checked"
 #: How long the last pass took, in milliseconds (the operator console's overview shows it).
 LAST_PASS_MILLIS: Final = "reconcile.last_pass_duration_ms"
@@ -161,7 +160,7 @@ def _run(
             policy=policy,
             now=now,
             previous_pass_at=watermarks.from_millis(last_pass) if last_pass else None,
-            matches_checked=watermarks.read(session, MATCHES_CHECKED, 0),
+            matches_checked=watermarks.read(session, watermarks.MATCHES_CHECKED, 0),
             matches_top=floor,
             deliveries_checked=watermarks.read(session, DELIVERIES_CHECKED, 0),
             deliveries_top=int(
@@ -187,7 +186,7 @@ def _run(
         )
         result.sample = _sample(session, floor)
         watermarks.write(session, LAST_PASS_AT, watermarks.to_millis(now), now)
-        watermarks.write(session, MATCHES_CHECKED, max_match_id(session), now)
+        watermarks.write(session, watermarks.MATCHES_CHECKED, max_match_id(session), now)
         watermarks.write(session, DELIVERIES_CHECKED, ctx.deliveries_top, now)
         elapsed_ms = int((time.perf_counter() - started) * 1000)
         watermarks.write(session, LAST_PASS_MILLIS, elapsed_ms, now)

@@ -1,9 +1,9 @@
 """Deadlines for the receiver's waits, one timer per event loop instead of one per request.
 
 Every delivery waits twice with a bound: for its body (RECON_WEBHOOK_BODY_TIMEOUT_SECONDS) and
-for its batch's commit (RECON_WEBHOOK_COMMIT_TIMEOUT_SECONDS). Measured under uvloop, a cancel
-scope per wait (`anyio.fail_after`) cost 22 us and `asyncio.wait_for` 6 us more than a plain
-await: together more than verifying the signature. Here a wait costs a dictionary entry: all
+for its batch's commit (RECON_WEBHOOK_COMMIT_TIMEOUT_SECONDS). A cancel scope per wait
+(`anyio.fail_after`) or `asyncio.wait_for` costs more than verifying the signature
+(docs/decisions.md, "Figures behind the code's choices"). Here a wait costs a dictionary entry: all
 deadlines of one `TaskDeadlines` are the same length, so the entries, kept in the order they
 were armed, are also in the order they expire, and a single timer set for the first of them
 cancels the tasks whose deadline passed (as `asyncio.timeout` would) and sets itself again.

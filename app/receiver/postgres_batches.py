@@ -40,10 +40,10 @@ from reconciliation.notifications.inbox_insert import insert_originals_async
 #: batch costs one round trip whatever its size, so quick commits go one at a time).
 CONNECTIONS: Final = 4
 #: Seconds a commit runs before the next batch may start beside it: several times a quick
-#: commit of a full batch (0.7-1.5 ms measured on the 2-core machine under load), so quick
-#: commits go one at a time and carry more deliveries each, and a stalled one holds the next
-#: batch up for no longer than this. Measured against no wait: 15 deliveries a commit instead
-#: of 9, 6% less CPU in the web process and 10-20% less in the database per delivery.
+#: commit of a full batch, so quick commits go one at a time and carry more deliveries each
+#: (less CPU per delivery in the web process and in the database than with no wait:
+#: docs/decisions.md, "Figures behind the code's choices"), and a stalled one holds the next
+#: batch up for no longer than this.
 SLOW_COMMIT_SECONDS: Final = 0.005
 #: Seconds to wait for the database to accept a connection (the store's own setting).
 CONNECT_TIMEOUT_SECONDS: Final = 5

@@ -1,14 +1,15 @@
 """The webhook receiver: a raw ASGI route of the Litestar app, dispatched ahead of its router.
 
-Measured on the design's reference machine, Litestar's request path (parsing, DI, response
-objects) costs half the budget before any storage happens; this route reads the ASGI messages
-itself. Order of work, each step refusing with its own status and counted in metrics:
+Litestar's request path (parsing, DI, response objects) would spend much of the receiver's
+budget before any storage happens (docs/decisions.md, "Figures behind the code's choices");
+this route reads the ASGI messages itself. Order of work, each step refusing with its own
+status and counted in metrics:
 
-1. POST only (405); no `webhook-*` or signature header sent twice with different values (400);
-   content type application/json (415); declared or actual size within the limit (413), read
-   without buffering more than the limit, and within the body deadline (408);
+1. no `webhook-*` or signature header sent twice with different values (400); POST only (405);
+   content type application/json (415); declared size within the limit (413); the body read
+   without buffering more than the limit (413) and within the body deadline (408);
 2. signature over the exact raw bytes, every accepted key, timestamp tolerance both ways (401);
-3. only then the body is read, to file the delivery (id, event type, or quarantine);
+3. only then the body is parsed, to file the delivery (id, event type, or quarantine);
 4. the group commit; the answer is 2xx only once the delivery's batch committed, 503 if it
    could not be (the provider retries; nothing is acknowledged without a commit).
 

@@ -1,158 +1,76 @@
-"""uvicorn's httptools protocol with two changes: one write per response, and bounded heads.
+"""How `recon web` speaks HTTP: uvicorn's public options, and a thin ASGI layer for the heads.
 
-One write: uvicorn writes the status line and headers when the app sends
-`http.response.start`, and the body when it sends `http.response.body`: two send() calls, two
-TCP segments and two wake-ups of the client for every response with a body, and the
-receiver's 200 has one. A send costs the web process more than verifying a signature on the
-2-core reference machine, so each write is held until the next one joins it, or until the
-event loop's current iteration ends, whichever comes first: the head and body of a response
-leave together, and nothing waits longer than the iteration it was written in. Measured with
-bench/receiver.py: 9% less CPU per accepted delivery in the web process.
+Bounded heads: a request whose line and headers exceed HEAD_LIMIT_BYTES is refused before any
+check of recon's runs, so nobody can make the web process buffer a header of megabytes.
+uvicorn's h11 parser holds at most that much of a head that has not ended yet
+(`h11_max_incomplete_event_size`) and answers the rest 400, connection closed; a head that
+arrived whole in one read is measured by `bounded_heads` and answered 431, connection closed.
+httptools, uvicorn's faster parser, has no such bound, and bounding it took a subclass of
+uvicorn's private protocol class, which the next uvicorn release could break unseen: h11 costs
+more CPU per request (docs/decisions.md, "Receiving", has the figures), the price of the bound.
 
-Bounded heads: h11, uvicorn's parser without httptools, refuses a request whose line and
-headers exceed 16 KiB; httptools has no bound of its own, and would buffer a header of
-megabytes for anyone who connects, before any check of recon's runs. A head past
-HEAD_LIMIT_BYTES is answered 431 and its connection closed.
-
-Everything else about the connection (parsing, flow control, keep-alive, upgrades) is
-uvicorn's own. The benchmark's bare endpoint runs on the same protocol.
+The bench's bare endpoint is served by `serve` too, so its ratio compares like with like.
 """
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any, Final, cast
+from typing import Any, Final
 
-from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+import uvicorn
 
-#: Most bytes read for one request's line and headers before they are complete: h11's bound
-#: (uvicorn's other parser), above any genuine delivery's headers, far below what would hurt.
+#: Most bytes of one request's line and headers: h11's own default bound, above any genuine
+#: delivery's headers, far below what would hurt.
 HEAD_LIMIT_BYTES: Final = 16 * 1024
 #: What the 431 says.
-_HEAD_TOO_LARGE_DETAIL: Final = f"request line and headers exceed {HEAD_LIMIT_BYTES} bytes".encode()
-#: The answer to a head past the limit, written directly when the head never ends.
-_HEAD_TOO_LARGE: Final = b"".join(
-    (
-        STATUS_LINE[431],
-        b"content-type: text/plain; charset=utf-8\r\n",
-        b"content-length: %d\r\n" % len(_HEAD_TOO_LARGE_DETAIL),
-        b"connection: close\r\n\r\n",
-        _HEAD_TOO_LARGE_DETAIL,
+HEAD_TOO_LARGE: Final = f"request line and headers exceed {HEAD_LIMIT_BYTES} bytes".encode()
+
+ASGIApp = Any
+
+
+def head_bytes(scope: dict[str, Any]) -> int:
+    """The size of a request's line and headers as the client sent them (about: the method,
+    version and separators are left out, the target and each header line counted)."""
+    headers = sum(len(name) + len(value) + 4 for name, value in scope["headers"])  # ": ", CRLF
+    return len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"") + headers
+
+
+def bounded_heads(app: ASGIApp) -> ASGIApp:
+    """`app`, with a request whose head is past HEAD_LIMIT_BYTES answered 431 instead."""
+
+    async def bounded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or head_bytes(scope) <= HEAD_LIMIT_BYTES:
+            await app(scope, receive, send)
+            return
+        headers = [
+            (b"content-type", b"text/plain; charset=utf-8"),
+            (b"content-length", b"%d" % len(HEAD_TOO_LARGE)),
+            (b"connection", b"close"),
+        ]
+        await send({"type": "http.response.start", "status": 431, "headers": headers})
+        await send({"type": "http.response.body", "body": HEAD_TOO_LARGE})
+
+    return bounded
+
+
+def server_config(app: ASGIApp, host: str, port: int, **options: Any) -> uvicorn.Config:
+    """How `recon web` serves `app`: one process, heads bounded, uvloop (installed with recon).
+
+    structlog owns logging (foundation.logs); a line per request would cost more than the
+    receiver's own work, and refusals are logged by the receiver itself.
+    """
+    return uvicorn.Config(
+        bounded_heads(app),
+        host=host,
+        port=port,
+        log_config=None,
+        access_log=False,
+        server_header=False,
+        http="h11",
+        h11_max_incomplete_event_size=HEAD_LIMIT_BYTES,
+        **options,
     )
-)
-
-Data = bytes | bytearray | memoryview
 
 
-class _HoldingTransport:
-    """A transport whose writes wait for the next write or the end of the loop iteration."""
-
-    __slots__ = ("_held", "_loop", "_transport")
-
-    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
-        self._transport = transport
-        self._loop = loop
-        self._held: bytes | None = None
-
-    def write(self, data: Data) -> None:
-        held = self._held
-        if held is not None:
-            self._held = None
-            self._transport.write(b"".join((held, data)))
-            return
-        if not data:
-            return
-        # Copied unless immutable: the caller may reuse its buffer once write() returned.
-        self._held = data if isinstance(data, bytes) else bytes(data)
-        self._loop.call_soon(self._flush)
-
-    def _flush(self) -> None:
-        held, self._held = self._held, None
-        if held is not None:
-            self._transport.write(held)
-
-    def write_eof(self) -> None:
-        self._flush()
-        self._transport.write_eof()
-
-    def close(self) -> None:
-        self._flush()
-        self._transport.close()
-
-    def abort(self) -> None:
-        self._held = None
-        self._transport.abort()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._transport, name)
-
-
-async def _head_too_large(_scope: Any, _receive: Any, send: Any) -> None:
-    """Stands in for the app for a request whose head was too large: 431, then close."""
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 431,
-            "headers": [
-                (b"content-type", b"text/plain; charset=utf-8"),
-                (b"content-length", b"%d" % len(_HEAD_TOO_LARGE_DETAIL)),
-                (b"connection", b"close"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": _HEAD_TOO_LARGE_DETAIL})
-
-
-class HttpProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol: writes joined per response, request heads bounded."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # The current head: its size as parsed (line and headers), and the bytes read while it
-        # was incomplete (None once complete: a body is bounded by the receiver, not here).
-        self._head_size = 0
-        self._head_read: int | None = 0
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        holding = _HoldingTransport(cast(asyncio.Transport, transport), self.loop)
-        super().connection_made(cast(asyncio.Transport, holding))
-
-    def data_received(self, data: bytes) -> None:
-        if self._head_read is not None:
-            self._head_read += len(data)
-        super().data_received(data)
-        if self._head_read is not None and self._head_read > HEAD_LIMIT_BYTES:
-            # Still no end to the head: one endless header line, say. Nothing was started
-            # for this request, so the answer is written here, as uvicorn writes its 400.
-            self._head_read = None
-            self.transport.write(_HEAD_TOO_LARGE)
-            self.transport.close()
-
-    def on_message_begin(self) -> None:
-        self._head_size = 0
-        super().on_message_begin()
-
-    def on_url(self, url: bytes) -> None:
-        self._head_size += len(url)
-        super().on_url(url)
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self._head_size += len(name) + len(value) + 4  # ": " and CRLF
-        super().on_header(name, value)
-
-    def on_headers_complete(self) -> None:
-        self._head_read = None
-        if self._head_size <= HEAD_LIMIT_BYTES:
-            super().on_headers_complete()
-            return
-        # A head that arrived whole in one read: uvicorn answers it with the 431 instead of the
-        # app, through its usual request cycle (so a body that follows is dealt with as usual).
-        app, self.app = self.app, _head_too_large
-        try:
-            super().on_headers_complete()
-        finally:
-            self.app = app
-
-    def on_message_complete(self) -> None:
-        self._head_read = 0  # what follows on this connection is the next request's head
-        super().on_message_complete()
+def serve(app: ASGIApp, host: str, port: int, **options: Any) -> None:
+    """Serve `app` with `server_config` until the process is told to stop."""
+    uvicorn.Server(server_config(app, host, port, **options)).run()

@@ -25,8 +25,8 @@ from recon.cli.startup import (
 #: Garbage-collector thresholds of the web process. Every request allocates a few hundred
 #: short-lived objects; collecting the youngest generation every 700 (the default) costs
 #: throughput, and full collections walking the app's large, permanent object graph (frozen
-#: at start-up, below) cost latency spikes. Measured: a few percent of throughput, a third of
-#: the p99 (bench/receiver.py).
+#: at start-up, below) cost latency spikes (docs/decisions.md, "Figures behind the code's
+#: choices").
 GC_THRESHOLDS: Final = (50_000, 20, 100)
 
 
@@ -80,10 +80,8 @@ def web(host: str, port: int | None, register: bool, workers: bool) -> None:
     serving_store_or_exit(settings)
     settings = with_secret_keys(settings)
 
-    import uvicorn
-
     from app.main import create_app
-    from recon.cli.http_protocol import HttpProtocol
+    from recon.cli.http_protocol import serve
 
     embedded = None
     if settings.broker.embedded and workers:
@@ -100,23 +98,15 @@ def web(host: str, port: int | None, register: bool, workers: bool) -> None:
         except ConfigError as exc:
             fail(str(exc))
         tune_garbage_collector()
-        uvicorn.run(
+        serve(
             app,
-            host=host,
-            port=port or settings.web.port,
-            # structlog owns logging (foundation.logs); a line per request would cost more than the
-            # receiver's own work, and refusals are logged by the receiver itself.
-            log_config=None,
-            access_log=False,
-            server_header=False,
+            host,
+            port or settings.web.port,
             timeout_graceful_shutdown=20,
             # Bounds on what clients may hold (docs/operations.md): past the limit a new
             # request is answered 503 at once; an idle keep-alive connection is closed.
             limit_concurrency=settings.web.max_connections,
             timeout_keep_alive=settings.web.keep_alive_seconds,
-            # httptools (uvicorn[standard]), each response in one write and request heads
-            # bounded (recon.cli.http_protocol); the loop stays "auto": uvloop, installed too.
-            http=HttpProtocol,
         )
     finally:
         if embedded is not None:

@@ -234,8 +234,8 @@ def _require_empty_store(database_url: str) -> None:
     try:
         with engine.connect() as conn:
             used = any(
-                conn.execute(select(func.count()).select_from(table)).scalar_one()
-                for table in (Delivery.__table__, Transfer.__table__, Alert.__table__)
+                conn.execute(select(func.count()).select_from(model)).scalar_one()
+                for model in (Delivery, Transfer, Alert)
             )
     finally:
         engine.dispose()

@@ -14,10 +14,10 @@ reopens.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
@@ -32,18 +32,14 @@ from reconciliation.alerts.lifecycle import (
     Finding,
     reopen,
 )
+from reconciliation.store.in_lists import chunks
 from reconciliation.store.models import Alert
-
-T = TypeVar("T")
 
 #: Kind and fingerprint of the one summary alert that stands for everything a pass held back.
 ALERT_STORM: Final = "alert_storm"
 
 #: Fingerprints quoted as a sample in the storm alert's evidence.
 STORM_SAMPLE: Final = 20
-
-#: Ids or fingerprints per IN (...) list: well under every database's parameter limit.
-CHUNK: Final = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,17 +78,6 @@ class AlertOutcome:
             events.append(("alert.storm", self.storm))
         events += [("alert.resolved", c) for c in self.resolved]
         return events
-
-
-def chunks(items: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
-    batch: list[T] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 def _urgency(finding: Finding) -> tuple[int, str, str]:

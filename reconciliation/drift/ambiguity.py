@@ -12,11 +12,12 @@ from typing import Any, Final
 
 from sqlalchemy import select
 
-from reconciliation.alerts.changes import Assessment, chunks
+from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, Finding, fingerprint
 from reconciliation.drift.base import DriftContext
 from reconciliation.drift.evidence import describe, natural_key
 from reconciliation.matching.status import ITEM_TABLES
+from reconciliation.store.in_lists import chunks
 from reconciliation.store.models import EXCEPTION, Alert
 
 KIND: Final = "ambiguous_match"

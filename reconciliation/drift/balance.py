@@ -19,7 +19,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Final
 
-from sqlalchemy import Table, bindparam, insert, update
+from sqlalchemy import bindparam, insert, update
 from sqlalchemy.orm import Session
 
 from foundation.money import format_money
@@ -29,14 +29,12 @@ from reconciliation.drift.balance_sums import Basis, consistent_read, grace_post
 from reconciliation.drift.base import DriftContext
 from reconciliation.postings.holding_identity import holding_identities
 from reconciliation.store import watermarks
-from reconciliation.store.models import BalanceCheck
+from reconciliation.store.tables import balance_checks as checks
 
 KIND: Final = "balance_mismatch"
 #: Watermark: the highest posting id the last pass's balance read saw.
 POSTINGS_READ: Final = "balance.postings_read"
 SEVERITY: Final = "critical"
-
-checks: Table = BalanceCheck.__table__  # type: ignore[assignment]
 
 
 def explained_by_lag(settled: int, posted: int, in_grace: list[int]) -> bool:

@@ -28,24 +28,16 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.schema import CreateTableAs
 
 from reconciliation.matching.sql import tune_every_transaction
-from reconciliation.store.models import (
-    ActivityCursor,
-    BalanceCheck,
-    BalanceSnapshot,
-    Holding,
-    Posting,
-    Watermark,
-)
+from reconciliation.store.models import Watermark
+from reconciliation.store.tables import activity_cursors as cursors
+from reconciliation.store.tables import balance_checks as checks
+from reconciliation.store.tables import balance_snapshots as snapshots
+from reconciliation.store.tables import holdings, postings
 from reconciliation.store.types import UTCDateTime, amount_sum, signed_amount, to_amount
 
 #: balanceEffect that raises a balance; every other effect lowers it.
 INCREASE: Final = "increase"
 
-postings: Table = Posting.__table__  # type: ignore[assignment]
-snapshots: Table = BalanceSnapshot.__table__  # type: ignore[assignment]
-checks: Table = BalanceCheck.__table__  # type: ignore[assignment]
-holdings: Table = Holding.__table__  # type: ignore[assignment]
-cursors: Table = ActivityCursor.__table__  # type: ignore[assignment]
 
 #: Watermark per holding (this prefix + the holding's id): the signed sum, in minor units, of
 #: every posting retention removed (reconciliation.retention.reconciled writes it). A holding

@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from sqlalchemy import ColumnElement, Table, and_, false, or_, select
 
-from reconciliation.alerts.changes import Assessment, chunks
+from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, Finding, fingerprint
 from reconciliation.drift.base import DriftContext
 from reconciliation.drift.evidence import NOTIFICATION_FIELDS, TRANSFER_FIELDS, as_evidence
@@ -33,14 +33,12 @@ from reconciliation.matching.transfer_states import (
     still_moving,
 )
 from reconciliation.matching.vocabulary import FAILED_EVENTS, MONEY_EVENTS, POSTED_EVENTS
-from reconciliation.store.models import Alert, Match, Notification, Transfer
+from reconciliation.store.in_lists import chunks
+from reconciliation.store.models import Alert
+from reconciliation.store.tables import matches, notifications, transfers
 
 KIND: Final = "status_contradiction"
 SEVERITY: Final = "critical"
-
-notifications: Table = Notification.__table__  # type: ignore[assignment]
-transfers: Table = Transfer.__table__  # type: ignore[assignment]
-matches: Table = Match.__table__  # type: ignore[assignment]
 
 
 def contradiction(

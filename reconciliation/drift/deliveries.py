@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Final
 
-from sqlalchemy import Table, exists, select
+from sqlalchemy import exists, select
 
-from reconciliation.alerts.changes import Assessment, chunks
+from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding
 from reconciliation.drift.base import DriftContext
 from reconciliation.drift.evidence import plain
@@ -26,12 +26,12 @@ from reconciliation.notifications.inbox import (
     body_conflict_fingerprint,
     body_conflict_subject,
 )
-from reconciliation.store.models import Alert, Delivery
+from reconciliation.store.in_lists import chunks
+from reconciliation.store.models import Alert
+from reconciliation.store.tables import deliveries
 
 KIND: Final = BODY_CONFLICT_ALERT
 SEVERITY: Final = "high"
-
-deliveries: Table = Delivery.__table__  # type: ignore[assignment]
 
 
 def conflict_finding(delivery_id: str, bodies: list[dict[str, Any]]) -> Finding:

@@ -12,16 +12,11 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import Table, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciliation.alerts.changes import chunks
-from reconciliation.store.models import Holding, Notification, Posting, Transfer
-
-postings: Table = Posting.__table__  # type: ignore[assignment]
-notifications: Table = Notification.__table__  # type: ignore[assignment]
-transfers: Table = Transfer.__table__  # type: ignore[assignment]
-holdings: Table = Holding.__table__  # type: ignore[assignment]
+from reconciliation.store.in_lists import chunks
+from reconciliation.store.tables import holdings, notifications, postings, transfers
 
 #: Evidence field name -> column, per item kind.
 POSTING_FIELDS: Final = {

@@ -16,21 +16,19 @@ from __future__ import annotations
 
 from typing import Final
 
-from sqlalchemy import Table, select, true
+from sqlalchemy import select, true
 
 from foundation.money import format_money
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.base import DriftContext
 from reconciliation.drift.evidence import TRANSFER_FIELDS, as_evidence
-from reconciliation.store.models import Transfer
+from reconciliation.store.tables import transfers
 
 KIND: Final = "fee_mismatch"
 #: Medium, like a late notification: money moved as the ledger says, but not at the price the
 #: user accepted, which someone must explain to them.
 SEVERITY: Final = "medium"
-
-transfers: Table = Transfer.__table__  # type: ignore[assignment]
 
 
 class FeeMismatch:

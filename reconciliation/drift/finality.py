@@ -8,20 +8,18 @@ from __future__ import annotations
 
 from typing import Final
 
-from sqlalchemy import Table, select
+from sqlalchemy import select
 
 from foundation.readable import moment, words
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.base import DriftContext
 from reconciliation.drift.evidence import TRANSFER_FIELDS, as_evidence
-from reconciliation.store.models import Transfer
+from reconciliation.store.tables import transfers
 from reconciliation.transfers.lateness import finality_deadline, late
 
 KIND: Final = "finality_overdue"
 SEVERITY: Final = "medium"
-
-transfers: Table = Transfer.__table__  # type: ignore[assignment]
 
 
 class FinalityOverdue:

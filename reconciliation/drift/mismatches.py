@@ -30,10 +30,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Final
 
-from sqlalchemy import Table, bindparam, or_, select, update
+from sqlalchemy import bindparam, or_, select, update
 
 from foundation.money import format_money
-from reconciliation.alerts.changes import Assessment, chunks
+from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, Finding, fingerprint
 from reconciliation.drift.base import DriftContext
 from reconciliation.drift.evidence import describe
@@ -45,17 +45,14 @@ from reconciliation.drift.transfer_groups import (
     subject_of,
 )
 from reconciliation.matching.vocabulary import TRANSACTION_COMPLETED
-from reconciliation.store.models import Alert, Holding, Match, Notification, Posting, Transfer
+from reconciliation.store.in_lists import chunks
+from reconciliation.store.models import Alert
+from reconciliation.store.tables import holdings, matches, notifications, postings, transfers
 
 AMOUNT: Final = "amount_mismatch"
 UNIT: Final = "unit_mismatch"
 SEVERITY: Final = "high"
 
-matches: Table = Match.__table__  # type: ignore[assignment]
-postings: Table = Posting.__table__  # type: ignore[assignment]
-notifications: Table = Notification.__table__  # type: ignore[assignment]
-transfers: Table = Transfer.__table__  # type: ignore[assignment]
-holdings: Table = Holding.__table__  # type: ignore[assignment]
 
 #: Which side of a row is compared with the posting, and under which evidence key.
 COUNTERPARTS: Final = (("notification", notifications), ("transfer", transfers))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from sqlalchemy import Table, or_, select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from foundation.money import format_money
@@ -24,13 +24,10 @@ from reconciliation.drift.evidence import describe_notifications
 from reconciliation.matching.backlog import in_backlog
 from reconciliation.matching.transfer_states import settled
 from reconciliation.matching.vocabulary import POSTED_EVENTS
-from reconciliation.store.models import Notification, Transfer
+from reconciliation.store.tables import notifications, transfers
 
 KIND: Final = "notification_without_posting"
 SEVERITY: Final = "high"
-
-notifications: Table = Notification.__table__  # type: ignore[assignment]
-transfers: Table = Transfer.__table__  # type: ignore[assignment]
 
 
 class NotificationWithoutPosting:

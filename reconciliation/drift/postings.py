@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from sqlalchemy import Table, exists, select
+from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
 from foundation.money import format_money
@@ -22,16 +22,13 @@ from reconciliation.drift.base import DriftContext
 from reconciliation.drift.evidence import describe_postings
 from reconciliation.matching.backlog import in_backlog
 from reconciliation.postings.holding_identity import holding_identities
-from reconciliation.store.models import Locator, Posting
+from reconciliation.store.tables import locators, postings
 
 KIND: Final = "posting_without_notification"
 SEVERITY: Final = "medium"
 
 #: The side of a posting that is expected to be notified (see the module docstring).
 NOTIFIED_SIDE: Final = "credit"
-
-postings: Table = Posting.__table__  # type: ignore[assignment]
-locators: Table = Locator.__table__  # type: ignore[assignment]
 
 
 class PostingWithoutNotification:

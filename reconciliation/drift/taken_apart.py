@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from sqlalchemy import Table, and_, select
+from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
 from reconciliation.alerts.changes import Assessment
@@ -22,12 +22,11 @@ from reconciliation.drift.base import DriftContext
 from reconciliation.drift.evidence import describe, natural_key
 from reconciliation.matching.backlog import active_row
 from reconciliation.matching.status import ITEM_TABLES
-from reconciliation.store.models import EXCEPTION, Match
+from reconciliation.store.models import EXCEPTION
+from reconciliation.store.tables import matches
 
 KIND: Final = "unmatched_by_hand"
 SEVERITY: Final = "medium"
-
-matches: Table = Match.__table__  # type: ignore[assignment]
 
 
 class UnmatchedByHand:

@@ -29,12 +29,8 @@ from reconciliation.matching.sql import shift_seconds
 from reconciliation.matching.status import group_ambiguities
 from reconciliation.matching.vocabulary import EVENT_SIDE, RULE_ACCOUNT_AMOUNT
 from reconciliation.matching.writing import write_chosen
-from reconciliation.store.models import EXCEPTION, Locator, Notification, Posting, Transfer
-
-postings: Table = Posting.__table__  # type: ignore[assignment]
-notifications: Table = Notification.__table__  # type: ignore[assignment]
-transfers: Table = Transfer.__table__  # type: ignore[assignment]
-locators: Table = Locator.__table__  # type: ignore[assignment]
+from reconciliation.store.models import EXCEPTION
+from reconciliation.store.tables import locators, notifications, postings, transfers
 
 
 def _pairs(session: Session, window_seconds: int, anchor: Any, leftovers: Table) -> Any:

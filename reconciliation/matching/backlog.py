@@ -31,7 +31,9 @@ from reconciliation.matching.frontier import STREAMS, Frontier, watermark_name
 from reconciliation.matching.scratch import candidate_table
 from reconciliation.matching.vocabulary import MONEY_EVENTS, STATUS_DENIED
 from reconciliation.store import watermarks
-from reconciliation.store.models import EXCEPTION, Match, MatchBacklog
+from reconciliation.store.models import EXCEPTION
+from reconciliation.store.tables import match_backlog as backlog
+from reconciliation.store.tables import matches
 from reconciliation.store.types import UTCDateTime
 
 __all__ = [
@@ -45,8 +47,6 @@ __all__ = [
     "watermark_name",
 ]
 
-matches: Table = Match.__table__  # type: ignore[assignment]
-backlog: Table = MatchBacklog.__table__  # type: ignore[assignment]
 
 #: Backlog kind of a matched notification whose transfer we do not know yet.
 TRANSFERLESS: Final = "transferless"
@@ -125,7 +125,7 @@ def enqueue_residue(
     if not parts:
         return
     # Computed into a temporary table first: that statement may run in parallel on PostgreSQL,
-    # an INSERT ... SELECT never does (measured at 200,000 per stream: 0.2 s against 0.5 s).
+    # an INSERT ... SELECT never does.
     with candidate_table(session, "residue", union_all(*parts)) as residue:
         stamp = literal(now, UTCDateTime())
         found = select(residue.c.kind, residue.c.item_id, stamp)

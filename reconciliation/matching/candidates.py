@@ -18,19 +18,19 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from sqlalchemy import Table, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from foundation.money import format_money
 from reconciliation.matching.vocabulary import EVENT_SIDE, MONEY_EVENTS
-from reconciliation.store.models import Holding, Locator, Match, Notification, Posting, Transfer
-
-postings: Table = Posting.__table__  # type: ignore[assignment]
-notifications: Table = Notification.__table__  # type: ignore[assignment]
-transfers: Table = Transfer.__table__  # type: ignore[assignment]
-holdings: Table = Holding.__table__  # type: ignore[assignment]
-locators: Table = Locator.__table__  # type: ignore[assignment]
-matches: Table = Match.__table__  # type: ignore[assignment]
+from reconciliation.store.tables import (
+    holdings,
+    locators,
+    matches,
+    notifications,
+    postings,
+    transfers,
+)
 
 #: Most counterparts one lookup returns: enough to see an ambiguity, never a scan.
 LOOKUP_MAX: Final = 10

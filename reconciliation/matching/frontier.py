@@ -11,7 +11,7 @@ loses nothing. Those writers are the ones holding ROW EXCLUSIVE on a stream tabl
 database: an INSERT takes that lock before it draws its id from the sequence, and keeps it to
 the end of its transaction. (Waiting for every transaction of the cluster instead, as the
 snapshot's running transaction ids would say, makes a pass wait for work in other databases
-that can never write here: measured 6.3 s of a 6.7 s incremental pass on a shared server.)
+that can never write here: on a shared server, most of an incremental pass.)
 SQLite has one writer at a time and numbers rows max + 1, so nothing is ever behind it.
 
 A `ceiling` caps the tops: a rebuild's pass on its scratch copy goes exactly as far into each
@@ -31,13 +31,14 @@ from sqlalchemy import Table, bindparam, exists, func, select, text
 from sqlalchemy.orm import Session
 
 from reconciliation.store import watermarks
-from reconciliation.store.models import Match, MatchBacklog, Notification, Posting, Transfer
+from reconciliation.store.tables import match_backlog as backlog
+from reconciliation.store.tables import matches, notifications, postings, transfers
 
 #: Stream -> (its table, its column in matches).
 STREAMS: Final[dict[str, tuple[Table, str]]] = {
-    "posting": (Posting.__table__, "posting_id"),  # type: ignore[dict-item]
-    "notification": (Notification.__table__, "notification_id"),  # type: ignore[dict-item]
-    "transfer": (Transfer.__table__, "transfer_id"),  # type: ignore[dict-item]
+    "posting": (postings, "posting_id"),
+    "notification": (notifications, "notification_id"),
+    "transfer": (transfers, "transfer_id"),
 }
 
 #: Kinds of backlog entries: one per stream, and matched notifications awaiting their transfer.
@@ -49,8 +50,6 @@ WRITER_WAIT_SECONDS: Final = 10.0
 #: How often a waiting pass looks again: a writer's transaction is a few milliseconds.
 WRITER_POLL_SECONDS: Final = 0.02
 
-matches: Table = Match.__table__  # type: ignore[assignment]
-backlog: Table = MatchBacklog.__table__  # type: ignore[assignment]
 
 log = structlog.get_logger(__name__)
 

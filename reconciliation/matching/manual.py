@@ -27,6 +27,7 @@ from reconciliation.matching.backlog import seen
 from reconciliation.matching.status import ITEM_TABLES, mark_items
 from reconciliation.matching.vocabulary import RULE_ACCEPTED, RULE_MANUAL
 from reconciliation.store.models import EXCEPTION, UNMATCHED, Match
+from reconciliation.store.tables import matches
 from reconciliation.store.types import utcnow
 
 #: Longest name kept for who did it (matches.matched_by is VARCHAR(128)).
@@ -61,7 +62,7 @@ def _check_item(session: Session, kind: str, item_id: int) -> None:
             "`recon reconcile` first (it may well match it by itself)"
         )
     active = session.scalars(
-        select(Match.id).where(Match.__table__.c[column] == item_id, Match.unmatched_at.is_(None))
+        select(Match.id).where(matches.c[column] == item_id, Match.unmatched_at.is_(None))
     ).first()
     if active is not None:
         raise ManualMatchError(
@@ -198,8 +199,8 @@ def manual_unmatch(
     for kind, item_id in items_of(row):
         table, column = ITEM_TABLES[kind]
         still = exists().where(
-            Match.__table__.c[column] == item_id,
-            Match.__table__.c.unmatched_at.is_(None),
+            matches.c[column] == item_id,
+            matches.c.unmatched_at.is_(None),
         )
         session.execute(
             update(table)

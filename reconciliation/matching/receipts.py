@@ -42,12 +42,8 @@ from reconciliation.matching.status import group_ambiguities
 from reconciliation.matching.transfer_states import settled
 from reconciliation.matching.vocabulary import POSTED_EVENTS, RULE_RECEIPT_REF, RULE_TRANSFER_REF
 from reconciliation.matching.writing import write_chosen
-from reconciliation.store.models import EXCEPTION, Holding, Notification, Posting, Transfer
-
-postings: Table = Posting.__table__  # type: ignore[assignment]
-notifications: Table = Notification.__table__  # type: ignore[assignment]
-transfers: Table = Transfer.__table__  # type: ignore[assignment]
-holdings: Table = Holding.__table__  # type: ignore[assignment]
+from reconciliation.store.models import EXCEPTION
+from reconciliation.store.tables import holdings, notifications, postings, transfers
 
 #: The temporary table of anchored postings no notification names: rule 3's only postings,
 #: and the postings' share of what joins the backlog (matching.backlog.settle). It lives

@@ -45,10 +45,7 @@ from reconciliation.matching.sql import ANALYZE_AFTER_ROWS, refresh_statistics
 from reconciliation.matching.status import mark_exceptions
 from reconciliation.matching.transfers import attach_transfers, match_failures
 from reconciliation.progress import Progress
-from reconciliation.store.models import Posting, Transfer
-
-postings: Table = Posting.__table__  # type: ignore[assignment]
-transfers: Table = Transfer.__table__  # type: ignore[assignment]
+from reconciliation.store.tables import postings, transfers
 
 
 def anchors(frontier: Frontier, stream: str, table: Table) -> list[ColumnElement[bool]]:

@@ -48,14 +48,13 @@ def tune_every_transaction(session: Session) -> None:
 
     work_mem: see WORK_MEM. plan_cache_mode: the driver prepares a statement after a few runs,
     and a generic plan for `id > $1` cannot know that $1 is near the top of the table; it scans
-    the table where an index range would read ten rows (measured: 0.1 s instead of 1 ms, for
-    each of them, in every incremental pass). jit: a full pass's joins cost enough to be
-    compiled, and the compile is paid again by every pass (measured: 0.45 s of a 1.1 s statement
-    on 300,000 transfers) for statements that spend their time hashing and writing rows, not
-    evaluating expressions. random_page_cost (RANDOM_PAGE_COST): for the few thousand new ids
-    of an incremental pass, the default cost preferred reading a whole index in order for a
-    merge join (measured: 90,000 entries of the notifications' receipt_ref index, 85 ms,
-    growing with the table) over a few thousand index probes (30 ms).
+    the table where an index range would read ten rows, in every incremental pass. jit: a full
+    pass's joins cost enough to be compiled, and the compile is paid again by every pass, for
+    statements that spend their time hashing and writing rows, not evaluating expressions.
+    random_page_cost (RANDOM_PAGE_COST): for the few thousand new ids of an incremental pass,
+    the default cost preferred reading a whole index in order for a merge join, a read that
+    grows with the table, over a few thousand index probes. (What each cost: docs/decisions.md,
+    "Figures behind the code's choices".)
     set_config(..., true) is SET LOCAL: it ends with each transaction; all of them in one
     statement, one round trip per transaction.
     """
@@ -69,9 +68,9 @@ def tune_every_transaction(session: Session) -> None:
 
 
 #: Statistics target of the pass's own ANALYZE (PostgreSQL's default is 100): it samples 300
-#: rows per unit, so 3,000 rows instead of 30,000 (a tenth of the pages read: 10 ms instead of
-#: 60 ms at 300,000 match rows). The pass needs the row count and the shape of id columns,
-#: which are near unique; autovacuum's next ANALYZE puts the default back.
+#: rows per unit, so 3,000 rows instead of 30,000, a tenth of the pages read. The pass needs
+#: the row count and the shape of id columns, which are near unique; autovacuum's next ANALYZE
+#: puts the default back.
 ANALYZE_TARGET: Final = 10
 
 
@@ -81,7 +80,7 @@ def refresh_statistics(session: Session, table_name: str) -> None:
     The planner sizes a table by its last statistics; after a rule writes a few hundred thousand
     match rows, the next statements of the pass (and the next pass, before autovacuum comes
     round) still plan for an empty table: they scanned all of `matches` for the rows above a
-    mark where an index range reads a few (measured: 5,000 pages instead of 20). ANALYZE reads
+    mark where an index range reads a few. ANALYZE reads
     a sample, counts this transaction's own new rows, and commits with it.
     """
     if session.get_bind().dialect.name == "postgresql":

@@ -14,17 +14,16 @@ from typing import Final
 from sqlalchemy import Table, func, select, update
 from sqlalchemy.orm import Session
 
-from reconciliation.alerts.changes import chunks
 from reconciliation.matching.outcome import Ambiguity
-from reconciliation.store.models import EXCEPTION, Match, Notification, Posting, Transfer
-
-matches: Table = Match.__table__  # type: ignore[assignment]
+from reconciliation.store.in_lists import chunks
+from reconciliation.store.models import EXCEPTION
+from reconciliation.store.tables import matches, notifications, postings, transfers
 
 #: Item kind -> (its table, its column in matches).
 ITEM_TABLES: Final[dict[str, tuple[Table, str]]] = {
-    "posting": (Posting.__table__, "posting_id"),  # type: ignore[dict-item]
-    "transfer": (Transfer.__table__, "transfer_id"),  # type: ignore[dict-item]
-    "notification": (Notification.__table__, "notification_id"),  # type: ignore[dict-item]
+    "posting": (postings, "posting_id"),
+    "transfer": (transfers, "transfer_id"),
+    "notification": (notifications, "notification_id"),
 }
 
 

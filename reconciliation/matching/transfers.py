@@ -19,7 +19,6 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     Select,
-    Table,
     exists,
     func,
     literal,
@@ -30,18 +29,15 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from reconciliation.alerts.changes import chunks
 from reconciliation.matching.backlog import TRANSFERLESS, active_row, backlog
 from reconciliation.matching.outcome import MatchTally
 from reconciliation.matching.scratch import candidate_table
 from reconciliation.matching.status import group_ambiguities
 from reconciliation.matching.vocabulary import FAILED_EVENTS, RULE_TRANSFER_REF, STATUS_DENIED
 from reconciliation.matching.writing import write_chosen
-from reconciliation.store.models import EXCEPTION, Match, Notification, Transfer
-
-notifications: Table = Notification.__table__  # type: ignore[assignment]
-transfers: Table = Transfer.__table__  # type: ignore[assignment]
-matches: Table = Match.__table__  # type: ignore[assignment]
+from reconciliation.store.in_lists import chunks
+from reconciliation.store.models import EXCEPTION
+from reconciliation.store.tables import matches, notifications, transfers
 
 
 def attach_transfers(session: Session) -> set[int]:

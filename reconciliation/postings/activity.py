@@ -43,6 +43,7 @@ from reconciliation.postings.activity_statements import (
 )
 from reconciliation.store.db import transaction
 from reconciliation.store.models import UNMATCHED, ActivityCursor, Holding, Posting
+from reconciliation.store.tables import postings
 from reconciliation.store.write_statements import insert_ignoring_conflicts, rows_touched
 from upstream.activity import FROM_ENTRY, FROM_GATEWAY, CursorSource
 from upstream.activity import ActivityCursor as WireCursor
@@ -55,9 +56,6 @@ from upstream.wire.common import HoldingAddress
 #: this long) loses its holding to another. Short, because a worker killed mid-catch-up leaves
 #: its holdings unread for this long: 60 s cost about a minute of catch-up per kill.
 LEASE_SECONDS: Final = 15.0
-
-#: The postings table itself (Core inserts on the hot path).
-POSTINGS: Final = Posting.__table__
 
 #: PostgreSQL's page write: COPY, then one statement storing the page and moving the cursor.
 _COPY_PAGE: Final = compile_move(MOVE_CURSOR)
@@ -244,7 +242,7 @@ def insert_postings(
     `store_page` goes through `reconciliation.postings.activity_copy` instead.
     """
     session.connection().execute(
-        insert_ignoring_conflicts(session, POSTINGS, ["journal_ref", "line_ref"]),
+        insert_ignoring_conflicts(session, postings, ["journal_ref", "line_ref"]),
         posting_rows(holding_id, entries, now),
     )
 

@@ -12,16 +12,13 @@ from __future__ import annotations
 
 from typing import Final
 
-from sqlalchemy import Table, case, func, select, true
+from sqlalchemy import case, func, select, true
 from sqlalchemy.orm import Session
 
 from reconciliation.reports.filters import UNKNOWN_HOLDING, for_holding, in_window
 from reconciliation.reports.model import FeeTotal, ReportWindow
-from reconciliation.store.models import Holding, Transfer
+from reconciliation.store.tables import holdings, transfers
 from reconciliation.store.types import amount_sum
-
-transfers: Table = Transfer.__table__  # type: ignore[assignment]
-holdings: Table = Holding.__table__  # type: ignore[assignment]
 
 #: Said for a fee whose elements name no kind, and one with no bearer recon knows.
 UNNAMED_KIND: Final = "unnamed"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Final
 
-from sqlalchemy import Table, case, func, select
+from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, SEVERITIES
@@ -17,11 +17,10 @@ from reconciliation.reports.model import (
     OpenAlert,
     ReportWindow,
 )
-from reconciliation.store.models import Alert, BalanceCheck, Holding
+from reconciliation.store.models import Alert
+from reconciliation.store.tables import balance_checks as checks
+from reconciliation.store.tables import holdings
 from reconciliation.store.types import amount_abs, amount_max, amount_order
-
-holdings: Table = Holding.__table__  # type: ignore[assignment]
-checks: Table = BalanceCheck.__table__  # type: ignore[assignment]
 
 #: Open alerts listed one by one (the most urgent).
 OPEN_ALERTS_LISTED: Final = 50

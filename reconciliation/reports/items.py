@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from sqlalchemy import ColumnElement, Select, Table, case, exists, func, select
+from sqlalchemy import ColumnElement, Select, case, exists, func, select
 
 from reconciliation.matching.backlog import active_row
 from reconciliation.matching.vocabulary import MONEY_EVENTS, RULE_ACCEPTED
@@ -58,18 +58,12 @@ from reconciliation.reports.model import (
     ReportWindow,
 )
 from reconciliation.store.models import EXCEPTION as MARKED_EXCEPTION
-from reconciliation.store.models import Holding, Match, Notification, Posting, Transfer
+from reconciliation.store.tables import holdings, matches, notifications, postings, transfers
 from reconciliation.transfers.lateness import late
 from upstream.wire.transfers import Stage
 
 #: The finality deadline the report assumes when its caller names none: the policy's default.
 FINALITY_SECONDS = ReconcilePolicy().finality_deadline_seconds
-
-postings: Table = Posting.__table__  # type: ignore[assignment]
-notifications: Table = Notification.__table__  # type: ignore[assignment]
-transfers: Table = Transfer.__table__  # type: ignore[assignment]
-holdings: Table = Holding.__table__  # type: ignore[assignment]
-matches: Table = Match.__table__  # type: ignore[assignment]
 
 
 def later_of(first: Any, second: Any) -> Any:

@@ -12,17 +12,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import Table, and_, or_, select
+from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
 from reconciliation.alerts.lifecycle import RESOLVED
 from reconciliation.retention.batches import PruneContext, commit_batch, take_rows
-from reconciliation.store.models import Alert
+from reconciliation.store.tables import alerts
 
 #: Record kind, as reported and archived.
 KIND: Final = "alerts"
-
-alerts: Table = Alert.__table__  # type: ignore[assignment]
 
 
 def prune_resolved_alerts(ctx: PruneContext, cutoff: datetime) -> None:

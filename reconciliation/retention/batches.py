@@ -23,9 +23,9 @@ from typing import Any, Final
 from sqlalchemy import Column, ColumnElement, Table, delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation.alerts.changes import chunks
 from reconciliation.retention.archive import Archive
 from reconciliation.retention.protection import OpenAlertRefs
+from reconciliation.store.in_lists import chunks
 
 #: Most rows one batch removes from its main table. Small enough that a batch's transaction
 #: lasts milliseconds and its row locks never hold up the receiver or a poller; large enough

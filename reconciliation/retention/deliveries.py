@@ -19,19 +19,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import ColumnElement, Table, and_, or_, select, update
+from sqlalchemy import ColumnElement, and_, or_, select, update
 from sqlalchemy.orm import Session
 
 from reconciliation.notifications.inbox import PROCESSED
 from reconciliation.retention.batches import PruneContext, commit_batch, take_rows
 from reconciliation.retention.protection import still_waiting
-from reconciliation.store.models import Delivery, Notification
+from reconciliation.store.tables import deliveries, notifications
 
 #: Record kind, as reported and archived.
 KIND: Final = "deliveries"
-
-deliveries: Table = Delivery.__table__  # type: ignore[assignment]
-notifications: Table = Notification.__table__  # type: ignore[assignment]
 
 
 def prune_deliveries(ctx: PruneContext, cutoff: datetime) -> None:

@@ -19,13 +19,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import Table, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciliation.alerts.changes import chunks
-from reconciliation.store.models import Match
-
-matches: Table = Match.__table__  # type: ignore[assignment]
+from reconciliation.store.in_lists import chunks
+from reconciliation.store.tables import matches
 
 #: What is read of a match row: its items and its times.
 ROW_COLUMNS: Final = (

@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from sqlalchemy import Table, or_, select, true
+from sqlalchemy import or_, select, true
 from sqlalchemy.orm import Session
 
 from reconciliation.matching.vocabulary import MONEY_EVENTS, STATUS_DENIED
@@ -30,7 +30,7 @@ from reconciliation.retention.members import (
 from reconciliation.retention.protection import open_alert_refs
 from reconciliation.retention.reconciled import remove_items
 from reconciliation.store import watermarks
-from reconciliation.store.models import Match, Notification, Transfer
+from reconciliation.store.tables import matches, notifications, transfers
 
 #: Record kinds, as reported by the batches.
 DENIED_KIND: Final = "denied_transfers"
@@ -41,10 +41,6 @@ DENIED_THROUGH: Final = "retention.denied_transfers.through_us"
 MONEYLESS_THROUGH: Final = "retention.moneyless_notifications.through_id"
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-
-matches: Table = Match.__table__  # type: ignore[assignment]
-transfers: Table = Transfer.__table__  # type: ignore[assignment]
-notifications: Table = Notification.__table__  # type: ignore[assignment]
 
 
 def _micros(moment: datetime) -> int:

@@ -33,30 +33,15 @@ from typing import Any, Final
 from sqlalchemy import Table, false, select
 from sqlalchemy.orm import Session
 
-from reconciliation.alerts.changes import chunks
 from reconciliation.retention.deliveries import processed_before
 from reconciliation.retention.outbound import closed_before
 from reconciliation.retention.protection import OpenAlertRefs, still_waiting
-from reconciliation.store.models import (
-    BalanceCheck,
-    Delivery,
-    Holding,
-    Notification,
-    OutboundRequest,
-    Posting,
-    Transfer,
-    TransferIntent,
-)
+from reconciliation.store.in_lists import chunks
+from reconciliation.store.tables import balance_checks as checks
+from reconciliation.store.tables import deliveries, holdings, notifications, postings, transfers
+from reconciliation.store.tables import outbound_requests as requests
+from reconciliation.store.tables import transfer_intents as intents
 from reconciliation.transfers.intents import PENDING
-
-postings: Table = Posting.__table__  # type: ignore[assignment]
-holdings: Table = Holding.__table__  # type: ignore[assignment]
-checks: Table = BalanceCheck.__table__  # type: ignore[assignment]
-transfers: Table = Transfer.__table__  # type: ignore[assignment]
-intents: Table = TransferIntent.__table__  # type: ignore[assignment]
-requests: Table = OutboundRequest.__table__  # type: ignore[assignment]
-notifications: Table = Notification.__table__  # type: ignore[assignment]
-deliveries: Table = Delivery.__table__  # type: ignore[assignment]
 
 #: balanceEffect that raises a balance (drift.balance_sums); every other effect lowers it.
 INCREASE: Final = "increase"

@@ -14,19 +14,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import ColumnElement, Table, and_, or_, select
+from sqlalchemy import ColumnElement, and_, or_, select
 from sqlalchemy.orm import Session
 
 from reconciliation.retention.batches import PruneContext, commit_batch, take_rows
-from reconciliation.store.models import OutboundRequest
+from reconciliation.store.tables import outbound_requests as requests
 
 #: Record kind, as reported and archived.
 KIND: Final = "outbound_requests"
 
 #: States of a key that will never be used again.
 CLOSED_STATES: Final = ("done", "failed")
-
-requests: Table = OutboundRequest.__table__  # type: ignore[assignment]
 
 
 def closed_before(cutoff: datetime) -> ColumnElement[bool]:

@@ -32,10 +32,9 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import Table, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from reconciliation.alerts.changes import chunks
 from reconciliation.drift.balance_sums import PRUNED_NET
 from reconciliation.ledger_audit.ledger import pruned_through_name, to_micros
 from reconciliation.retention.batches import PruneContext, commit_batch, take_in
@@ -50,30 +49,15 @@ from reconciliation.retention.members import (
 )
 from reconciliation.retention.protection import open_alert_refs
 from reconciliation.store import watermarks
-from reconciliation.store.models import (
-    Match,
-    Notification,
-    Posting,
-    Transfer,
-    TransferChange,
-    TransferIntent,
-)
+from reconciliation.store.in_lists import chunks
+from reconciliation.store.tables import matches, notifications, postings, transfers
+from reconciliation.store.tables import transfer_changes as changes
+from reconciliation.store.tables import transfer_intents as intents
 from reconciliation.transfers.intents import PENDING
 
 #: Record kind, as reported; each table is archived under its own name.
 KIND: Final = "matches"
 
-#: The pass's watermark: every match row at or below it has been through the drift rules.
-#: reconciliation.reconcile.MATCHES_CHECKED (a layer above this one; a test keeps them equal).
-MATCHES_CHECKED: Final = "reconcile.matches_checked"
-
-
-matches: Table = Match.__table__  # type: ignore[assignment]
-postings: Table = Posting.__table__  # type: ignore[assignment]
-transfers: Table = Transfer.__table__  # type: ignore[assignment]
-changes: Table = TransferChange.__table__  # type: ignore[assignment]
-intents: Table = TransferIntent.__table__  # type: ignore[assignment]
-notifications: Table = Notification.__table__  # type: ignore[assignment]
 
 #: Stands for an item no longer in the store (nothing to remove, nothing to keep).
 _ABSENT: Final = object()
@@ -111,7 +95,7 @@ def prune_match_groups(ctx: PruneContext, cutoffs: FactCutoffs, grace_seconds: i
 
     def work(session: Session) -> dict[str, list[dict[str, Any]]]:
         nonlocal after, ahead, done
-        checked = watermarks.read(session, MATCHES_CHECKED, 0)
+        checked = watermarks.read(session, watermarks.MATCHES_CHECKED, 0)
         anchors = session.execute(
             select(*ROW_COLUMNS)
             .where(matches.c.id > after)

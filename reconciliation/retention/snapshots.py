@@ -31,13 +31,15 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Final
 
-from sqlalchemy import Table, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from reconciliation.drift.balance_sums import latest_per_holding
 from reconciliation.retention.batches import PruneContext, commit_batch, take_rows
 from reconciliation.store import watermarks
-from reconciliation.store.models import BalanceCheck, BalanceSnapshot, Holding
+from reconciliation.store.tables import balance_checks as checks
+from reconciliation.store.tables import balance_snapshots as snapshots
+from reconciliation.store.tables import holdings
 
 #: Record kind, as reported; its checks are archived as their own table.
 KIND: Final = "balance_snapshots"
@@ -47,10 +49,6 @@ CHECKS: Final = "balance_checks"
 THROUGH: Final = "retention.balance_snapshots.through_id"
 #: Watermark: the highest snapshot id judged under the postings limit (see the docstring).
 CHANGES_THROUGH: Final = "retention.balance_snapshots.changes_through_id"
-
-snapshots: Table = BalanceSnapshot.__table__  # type: ignore[assignment]
-checks: Table = BalanceCheck.__table__  # type: ignore[assignment]
-holdings: Table = Holding.__table__  # type: ignore[assignment]
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,13 +19,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from sqlalchemy import Table, and_, func, or_, select, true
+from sqlalchemy import and_, func, or_, select, true
 from sqlalchemy.orm import Session
 
 from reconciliation.retention.batches import PruneContext, commit_batch, take_rows
 from reconciliation.retention.protection import still_waiting
 from reconciliation.store import watermarks
-from reconciliation.store.models import Transfer, TransferChange
+from reconciliation.store.tables import transfer_changes as changes
+from reconciliation.store.tables import transfers
 
 #: Record kind, as reported and archived.
 KIND: Final = "transfer_changes"
@@ -34,9 +35,6 @@ KIND: Final = "transfer_changes"
 THROUGH: Final = "retention.transfer_history.through_us"
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-
-transfers: Table = Transfer.__table__  # type: ignore[assignment]
-changes: Table = TransferChange.__table__  # type: ignore[assignment]
 
 
 def _micros(moment: datetime) -> int:

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Final
 
 from sqlalchemy.orm import Session
 
 from reconciliation.store.models import Watermark
+
+#: The pass's mark: every match row at or below it has been through the drift rules. The pass
+#: (reconciliation.reconcile) moves it; retention prunes only matches at or below it.
+MATCHES_CHECKED: Final = "reconcile.matches_checked"
 
 
 def read(session: Session, name: str, default: int = 0) -> int:

@@ -14,9 +14,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import ColumnElement, Table, and_, false, func, or_
 
-from reconciliation.store.models import Transfer
-
-transfers: Table = Transfer.__table__  # type: ignore[assignment]
+from reconciliation.store.tables import transfers
 
 
 def finality_deadline(

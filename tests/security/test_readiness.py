@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -100,12 +99,11 @@ def test_a_locked_inbox_makes_deliveries_503_within_the_bound_and_ready_503(
     holder.start()
     try:
         assert locked.wait(30)
-        started = time.monotonic()
         refused = _deliver(web, "evt_during_lock")
-        waited = time.monotonic() - started
         assert refused.status_code == 503, refused.text
         assert refused.headers["retry-after"] == "5"
-        assert waited < 15, waited
+        # Answered while the lock was still held: the commit gave up, it did not wait it out.
+        assert holder.is_alive()
         ready = httpx.get(f"{web.base}/ready", timeout=30)
         assert ready.status_code == 503
         assert ready.json()["store"].startswith("not writable")

@@ -109,13 +109,10 @@ def test_a_body_trickled_too_slowly_is_cut_off_with_408(
             f"POST {PATH} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
             "content-length: 1000\r\n\r\n{".encode()
         )
-        started = time.monotonic()
         answer = _read_response(sock)
-        waited = time.monotonic() - started
+    # The client never sends the rest nor gives up: only the receiver's deadline ends this.
     assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
     assert b"body_timeout" in answer
-    # Answered and closed soon after the deadline, not when the client gave up.
-    assert waited < 15, waited
 
 
 def test_connections_beyond_the_limit_are_refused_not_queued(

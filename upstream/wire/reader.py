@@ -8,15 +8,12 @@ a KeyError deep inside a worker.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from datetime import datetime
 from uuid import UUID
 
-from foundation.money import MAX_AMOUNT_DIGITS
+from foundation.money import AmountError, parse_minor_units
 from upstream.errors import ProtocolError
-
-_DIGITS = re.compile(r"[0-9]+")
 
 
 def _describe(value: object) -> str:
@@ -35,25 +32,6 @@ def _describe(value: object) -> str:
     if isinstance(value, dict):
         return "an object"
     return type(value).__name__
-
-
-def parse_minor_units(value: object, where: str) -> int:
-    """Turn a wire amount (a string of decimal digits) into int minor units, or refuse it.
-
-    Signs, decimal points, exponents, spaces and JSON numbers are all refused: the spec says
-    digit strings, and anything else means we would be guessing at money.
-    """
-    if not isinstance(value, str) or not _DIGITS.fullmatch(value):
-        raise ProtocolError(
-            f"{where}: expected an amount as a string of decimal digits (minor units), "
-            f"got {_describe(value)}"
-        )
-    if len(value.lstrip("0")) > MAX_AMOUNT_DIGITS:
-        raise ProtocolError(
-            f"{where}: amount has {len(value.lstrip('0'))} digits; recon keeps at most "
-            f"{MAX_AMOUNT_DIGITS} (any 256-bit amount fits), so it cannot be stored"
-        )
-    return int(value)
 
 
 def format_minor_units(amount: int, where: str = "amount") -> str:
@@ -174,8 +152,12 @@ class Fields:
         return self.timestamp(name) if self.has(name) else None
 
     def amount(self, name: str) -> int:
-        """A required amount in int minor units."""
-        return parse_minor_units(self.raw(name), self._where(name))
+        """A required amount in int minor units: a string of decimal digits, nothing else (a
+        sign, a point, an exponent or a JSON number would mean guessing at money)."""
+        try:
+            return parse_minor_units(self.raw(name))
+        except AmountError as exc:
+            raise ProtocolError(f"{self._where(name)}: {exc}") from exc
 
     def obj(self, name: str) -> Fields:
         """A required nested object."""

@@ -7,8 +7,9 @@ fingerprint, transfers on transfer_ref, outbound requests on idempotency_key.
 
 `match_status` on the three streams is 'exception' for an item a person must decide, and
 'unmatched' otherwise. Whether an item is matched is answered by `matches` (an active row names
-it), not by rewriting the item: a pass over a million items must not rewrite a million rows
-(measured: ~40 us a row here, more than the whole pass's budget). Matching is incremental
+it), not by rewriting the item: a pass over a million items must not rewrite a million rows,
+which alone would take longer than the whole pass may (docs/decisions.md, "Figures behind the
+code's choices"). Matching is incremental
 through per-stream id watermarks and `match_backlog` (items seen but not matched yet); see
 reconciliation/matching/backlog.py.
 """

@@ -31,9 +31,8 @@ class Match(Base):
     # reader asks for rows naming a given item (`posting_id = ...`, a join on it), which implies
     # the column is not null, so each index serves them all; rows without the item (a failed
     # transfer has no posting, an inbound credit no transfer) cost no index entry. Writing
-    # the index entries is most of what a full pass costs (measured: with its 4 indexes an
-    # INSERT ... SELECT of match rows takes about 3 times as long as into the bare table), so
-    # an entry nobody can look up is not kept. No index on `rule` or the time columns: nothing
+    # the index entries is most of what a full pass costs (bench/reconcile.py prints it as
+    # ratio_write_to_bare_join), so an entry nobody can look up is not kept. No index on `rule` or the time columns: nothing
     # periodic reads matches by them.
     __table_args__ = (
         Index(

@@ -15,6 +15,7 @@ from app import metrics
 from app.receiver.group_commit import GroupCommitWriter, InboxUnavailableError
 from reconciliation.notifications.inbox import InboundDelivery, Outcome, Recorded
 from reconciliation.store.types import utcnow
+from tests.conftest import postgres_only
 from tests.integration.app.receiver_helpers import stored
 
 T = TypeVar("T")
@@ -72,12 +73,10 @@ def test_concurrent_writes_share_commits(
     assert sorted(committed) == sorted(r.row_id for r in results if r.row_id)
 
 
-@pytest.mark.postgres
+@postgres_only  # SQLite does not enforce VARCHAR lengths
 def test_a_row_the_database_refuses_fails_alone(
-    engine: Engine, session_factory: sessionmaker[Session], committed: list[int], db_url: str
+    engine: Engine, session_factory: sessionmaker[Session], committed: list[int]
 ) -> None:
-    if not db_url.startswith("postgresql"):
-        pytest.skip("SQLite does not enforce VARCHAR lengths")
 
     async def mixed(writer: GroupCommitWriter) -> list[Recorded | BaseException]:
         # event_type is VARCHAR(64): the intake never sends longer, so this stands in for any

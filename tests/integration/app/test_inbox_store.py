@@ -14,6 +14,7 @@ from reconciliation.notifications import inbox, inbox_access
 from reconciliation.notifications.inbox import InboundDelivery, Outcome
 from reconciliation.store.models import Alert, Delivery
 from reconciliation.store.types import utcnow
+from tests.conftest import postgres_only
 
 
 def delivery(delivery_id: str, body: bytes = b'{"event":"X"}', **extra: object) -> InboundDelivery:
@@ -129,13 +130,11 @@ def test_failed_batch_leaves_nothing_behind(
     assert [r.outcome for r in record(engine, delivery("a"))] == [Outcome.ACCEPTED]
 
 
-@pytest.mark.postgres
+@postgres_only  # SQLite serialises writers: the race exists only on PostgreSQL
 def test_concurrent_batches_with_one_id_and_two_bodies_detect_the_conflict(
-    engine: Engine, session_factory: sessionmaker[Session], db_url: str
+    engine: Engine, session_factory: sessionmaker[Session]
 ) -> None:
     """Two writers (threads or web processes) racing on one id: the second one sees the first."""
-    if not db_url.startswith("postgresql"):
-        pytest.skip("SQLite serialises writers; the race exists only on PostgreSQL")
 
     def write(
         delivery_id: str, body: bytes, barrier: threading.Barrier, out: list[Outcome]

@@ -7,9 +7,11 @@ SQLite file and a real PostgreSQL database.
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import pytest
@@ -310,17 +312,34 @@ def test_enqueue_failure_never_turns_a_commit_into_a_refusal(
     assert [r.state for r in stored(factory)] == ["pending"]
 
 
-def test_every_delivery_id_of_a_burst_is_committed_once(
+def test_a_concurrent_burst_is_committed_in_batches_each_delivery_once(
     client: TestClient[object], factory: sessionmaker[Session]
 ) -> None:
+    """Forty deliveries sent at once by twenty senders, ten of them a second copy racing its
+    first: all acknowledged, each id stored once, and the group commit took several a batch."""
     ids = [str(uuid.uuid4()) for _ in range(30)]
-    for delivery_id in ids + ids[:10]:
-        body = event_body(event_id=delivery_id)
-        response = client.post(
-            PATH, content=body, headers=signed_headers(body, delivery_id=delivery_id)
-        )
-        assert response.status_code == 200
+    sends = [(i, event_body(event_id=i)) for i in ids + ids[:10]]
+    commits_before = _commits()
+    together = threading.Barrier(20)  # each twenty sends leave at once
+
+    def send(sent: tuple[str, bytes]) -> tuple[int, str]:
+        delivery_id, body = sent
+        headers = signed_headers(body, delivery_id=delivery_id)
+        together.wait(timeout=60)
+        response = client.post(PATH, content=body, headers=headers)
+        return response.status_code, response.json()["outcome"]
+
+    with ThreadPoolExecutor(max_workers=20) as senders:
+        answers = list(senders.map(send, sends))
+    assert {status for status, _ in answers} == {200}
+    assert sorted(outcome for _, outcome in answers) == ["accepted"] * 30 + ["duplicate"] * 10
     assert sorted(r.delivery_id for r in stored(factory)) == sorted(ids)
+    assert _commits() - commits_before < 20, "the deliveries were not committed in batches"
+
+
+def _commits() -> float:
+    """The receiver's commits so far (its batch-size histogram's count)."""
+    return metrics.REGISTRY.get_sample_value("recon_webhook_commit_batch_size_count") or 0.0
 
 
 def test_an_unexpected_error_is_a_500_never_a_2xx(

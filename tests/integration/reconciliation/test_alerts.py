@@ -21,6 +21,7 @@ from reconciliation.alerts.lifecycle import (
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.reconcile import run_pass
 from reconciliation.store.models import Alert, Transfer
+from tests.conftest import postgres_only
 from tests.integration.reconciliation.builders import Store, at
 
 POLICY = ReconcilePolicy(finality_deadline_seconds=600, alert_cap_per_pass=2)
@@ -155,12 +156,11 @@ def test_the_cap_holds_back_a_storm_behind_one_summary_alert(store: Store) -> No
     assert len([a for a in alerts(store) if a.kind == "finality_overdue"]) == 5
 
 
+@postgres_only  # SQLite serialises writers: the race exists only on PostgreSQL
 def test_two_writers_opening_one_alert_at_once_make_one_alert(
-    db_url: str, session_factory: sessionmaker[Session]
+    session_factory: sessionmaker[Session],
 ) -> None:
     """The loser of the race refreshes the winner's row; its own transaction goes on."""
-    if not db_url.startswith("postgresql"):
-        pytest.skip("SQLite serialises writers; the race exists only on PostgreSQL")
     first_inserted = threading.Event()
     results: list[str] = []
 

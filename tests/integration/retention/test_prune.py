@@ -22,13 +22,9 @@ from foundation.settings import load_settings
 from recon.cli.main import cli
 from reconciliation.retention.archive import ArchiveError, read_archive
 from reconciliation.retention.runner import run_retention
+from reconciliation.store import tables
 from reconciliation.store.models import (
-    BalanceCheck,
-    BalanceSnapshot,
-    Delivery,
     Notification,
-    OutboundRequest,
-    TransferChange,
 )
 from tests.integration.retention.retention_store import (
     NOW,
@@ -41,8 +37,14 @@ from tests.integration.retention.retention_store import (
 from workers.runtime import build_runtime, install_runtime, uninstall_runtime
 
 TABLES: dict[str, Table] = {
-    m.__tablename__: m.__table__  # type: ignore[misc]
-    for m in (Delivery, OutboundRequest, BalanceSnapshot, BalanceCheck, TransferChange)
+    table.name: table
+    for table in (
+        tables.deliveries,
+        tables.outbound_requests,
+        tables.balance_snapshots,
+        tables.balance_checks,
+        tables.transfer_changes,
+    )
 }
 
 

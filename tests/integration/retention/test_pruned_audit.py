@@ -19,7 +19,6 @@ from reconciliation.ledger_audit.compare import MISSING
 from reconciliation.ledger_audit.ledger import read_pruned_through
 from reconciliation.ledger_audit.run import audit_ledger, fetch_from
 from reconciliation.matching.backlog import watermark_name
-from reconciliation.retention.reconciled import MATCHES_CHECKED
 from reconciliation.retention.runner import run_retention
 from reconciliation.store import watermarks
 from reconciliation.store.db import transaction
@@ -128,7 +127,9 @@ def reconcile_by_hand(rt: Runtime) -> list[Posting]:
         for stream, model in (("posting", Posting), ("notification", Notification)):
             top = int(s.scalar(select(func.max(model.id))) or 0)
             watermarks.write(s, watermark_name(stream), top, now)
-        watermarks.write(s, MATCHES_CHECKED, int(s.scalar(select(func.max(Match.id))) or 0), now)
+        watermarks.write(
+            s, watermarks.MATCHES_CHECKED, int(s.scalar(select(func.max(Match.id))) or 0), now
+        )
     return rows
 
 

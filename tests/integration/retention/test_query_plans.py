@@ -20,7 +20,6 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from bench.history_data import add_recent, fill_history
 from foundation.settings.timing import RetentionSettings
 from reconciliation.notifications.processing import pending_deliveries
 from reconciliation.policy import ReconcilePolicy
@@ -35,6 +34,7 @@ from reconciliation.reconcile import run_pass
 from reconciliation.retention.runner import run_retention
 from reconciliation.store.db import make_engine, make_session_factory, transaction
 from reconciliation.transfers.polling import claim_due_transfers
+from tests.integration.retention.history_data import add_recent, fill_history
 from tests.integration.retention.plan_capture import PlanLog, explain_everything
 
 pytestmark = pytest.mark.postgres
@@ -76,7 +76,7 @@ RETENTION: Final = RetentionSettings(
 )
 
 
-#: Every transfer was asked for through an intent (bench.history_data writes none): retention
+#: Every transfer was asked for through an intent (history_data writes none): retention
 #: reads a pruned transfer's intents by transfer_ref, which must be an index range too.
 INTENTS: Final = """
 INSERT INTO transfer_intents (idempotency_key, requested_via, source_account_ref,

@@ -20,27 +20,21 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from foundation.settings import load_settings
 from foundation.settings.timing import RetentionSettings
-from reconciliation import pass_lease, reconcile
+from reconciliation import pass_lease
 from reconciliation.ledger_audit.ledger import read_pruned_through
 from reconciliation.reconcile import run_pass
-from reconciliation.retention import reconciled, runner
+from reconciliation.retention import runner
 from reconciliation.retention.archive import read_archive
 from reconciliation.retention.runner import PruneResult, run_retention
 from reconciliation.retention.vacuum import REWRITTEN
+from reconciliation.store import tables
 from reconciliation.store.db import transaction
 from reconciliation.store.models import (
     Alert,
     BalanceCheck,
-    BalanceSnapshot,
-    Delivery,
     Lease,
     Match,
-    Notification,
-    OutboundRequest,
     Posting,
-    Transfer,
-    TransferChange,
-    TransferIntent,
 )
 from reconciliation.store.types import utcnow
 from tests.integration.retention.reconciled_world import (
@@ -56,18 +50,18 @@ from tests.integration.retention.reconciled_world import (
 from workers.runtime import build_runtime, install_runtime, uninstall_runtime
 
 TABLES: dict[str, Table] = {
-    m.__tablename__: m.__table__  # type: ignore[misc]
-    for m in (
-        BalanceSnapshot,
-        BalanceCheck,
-        Match,
-        Posting,
-        Notification,
-        Transfer,
-        TransferChange,
-        TransferIntent,
-        OutboundRequest,
-        Delivery,
+    table.name: table
+    for table in (
+        tables.balance_snapshots,
+        tables.balance_checks,
+        tables.matches,
+        tables.postings,
+        tables.notifications,
+        tables.transfers,
+        tables.transfer_changes,
+        tables.transfer_intents,
+        tables.outbound_requests,
+        tables.deliveries,
     )
 }
 
@@ -289,10 +283,6 @@ def test_a_running_pass_defers_the_reconciled_facts_only(
     assert not free.deferred and free.removed["postings"] == 4
     with session_factory() as s:
         assert s.get(Lease, pass_lease.PASS_LEASE) is None, "the lease was kept"
-
-
-def test_the_drift_checked_watermark_is_the_passes_own() -> None:
-    assert reconciled.MATCHES_CHECKED == reconcile.MATCHES_CHECKED
 
 
 def test_every_postgres_table_that_lost_rows_is_vacuumed(

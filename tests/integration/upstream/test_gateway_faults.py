@@ -124,10 +124,11 @@ def test_slow_answers_time_out_and_the_call_respects_its_deadline(
         timeout=httpx.Timeout(0.3),
         retry=RetryPolicy(max_attempts=10, base_delay=0.01, deadline=1.0),
     )
-    started = time.monotonic()
     with pytest.raises(Unavailable) as caught:
         client.environment()
-    assert time.monotonic() - started < 1.5
+    # Each attempt lasts its 0.3 s timeout (or what is left of the second): the deadline, not
+    # the ten attempts allowed, ended the call.
+    assert 1 <= caught.value.attempts <= 4, caught.value.attempts
     assert "timed out" in str(caught.value) or "deadline" in str(caught.value)
 
 

@@ -1,7 +1,7 @@
 """The sandbox in this process for the activity reader's tests: any variant, any ledger, crashes.
 
 `InProcessSandbox` puts a `SandboxState` (no background thread) behind the in-process HTTP
-transport of `bench/asgi_transport.py`, so recon's gateway client talks HTTP to it with no
+transport of `asgi_transport.py`, so recon's gateway client talks HTTP to it with no
 socket; the transport counts activity requests by answer and can kill the reader on its n-th
 one. Ledgers are written straight into the sandbox's holdings (`add_postings`), with as many
 equal `postedAt` values as a test wants. `crash_on_commit` makes the store's n-th commit fail
@@ -21,7 +21,6 @@ import httpx
 from sqlalchemy import Engine, event, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from bench.asgi_transport import InProcessASGITransport
 from foundation.settings import Settings, load_settings
 from reconciliation.postings.activity import LEASE_SECONDS
 from reconciliation.store.models import Base
@@ -33,6 +32,7 @@ from sandbox.ids import as_v4
 from sandbox.ledger import CREDIT, Holding, append_row, posting_time
 from sandbox.state import SandboxState
 from sandbox.variants import ProviderVariant
+from tests.integration.workers.asgi_transport import InProcessASGITransport
 from tests.integration.workers.ledger_compare import sandbox_ledger, stored_ledger
 from workers.actors.activity import read_activity
 from workers.runtime import Runtime

@@ -13,7 +13,7 @@ from decimal import Decimal
 import pytest
 
 from reconciliation.postings.holding_identity import HoldingIdentity
-from reconciliation.reports import FORMATS, ReportError, render
+from reconciliation.reports import ReportError, render
 from reconciliation.reports.charts import lines_over_time, stacked_bars
 from reconciliation.reports.model import (
     Ageing,
@@ -251,5 +251,6 @@ def test_charts_survive_empty_data() -> None:
     assert "<circle" in one_point and "NaN" not in one_point
 
 
-def test_every_format_is_offered() -> None:
-    assert set(FORMATS) == {"text", "json", "csv", "html"}
+def test_a_format_not_offered_is_refused_naming_those_that_are() -> None:
+    with pytest.raises(ReportError, match=r"format 'xml' is not one of text, json, csv, html$"):
+        render(report(), "xml")

@@ -9,7 +9,7 @@ import pytest
 
 from upstream.errors import ProtocolError
 from upstream.wire.common import parse_envelope
-from upstream.wire.reader import Fields, format_minor_units, parse_minor_units, parse_timestamp
+from upstream.wire.reader import Fields, format_minor_units, parse_timestamp
 from upstream.wire.transfers import parse_transfer
 
 REF = str(uuid.uuid4())
@@ -17,13 +17,13 @@ REF = str(uuid.uuid4())
 
 @pytest.mark.parametrize("text,value", [("0", 0), ("150050", 150050), ("007", 7)])
 def test_amounts_are_digit_strings(text: str, value: int) -> None:
-    assert parse_minor_units(text, "x") == value
+    assert Fields({"amountMinorUnits": text}, "body").amount("amountMinorUnits") == value
 
 
 @pytest.mark.parametrize("bad", ["-1", "1.5", "1e3", " 12", "12 ", "", "+3", "١٢", 12, 1.5, None])
 def test_anything_but_digits_is_refused_with_the_field_named(bad: object) -> None:
     with pytest.raises(ProtocolError, match=r"body\.amountMinorUnits: expected an amount"):
-        parse_minor_units(bad, "body.amountMinorUnits")
+        Fields({"amountMinorUnits": bad}, "body").amount("amountMinorUnits")
 
 
 @pytest.mark.parametrize("bad", [-1, True, 1.0])

@@ -1,7 +1,7 @@
 """A PostgreSQL store with a long, reconciled history, generated inside the database.
 
-Used by bench/history.py (millions of rows) and tests/integration/retention/test_query_plans.py
-(a few hundred thousand): the periodic queries must cost the same on either, so both need a
+Used by test_query_plans.py beside it (a few hundred thousand rows) and bench/history.py
+(millions): the periodic queries must cost the same on either, so both need a
 history whose statistics look like months of running. Every row is made by INSERT ... SELECT
 over generate_series, so nothing crosses the wire and 5 million rows take minutes, not hours.
 

@@ -104,7 +104,7 @@ class InProcessASGITransport(httpx.BaseTransport):
                 await self._lifespan_queue.put({"type": "lifespan.shutdown"})
                 await asyncio.wait_for(self._lifespan_task, timeout=10)
 
-            # Closing a benchmark: a lifespan that will not shut down is not worth a traceback.
+            # Closing down: a lifespan that will not shut down is not worth a traceback.
             with contextlib.suppress(Exception):
                 asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(timeout=15)
             self._lifespan_done = None
