@@ -122,6 +122,7 @@ VARIABLES: Final[dict[str, str]] = {
     "web.admin_token": "RECON_ADMIN_TOKEN",
     "web.max_connections": "RECON_WEB_MAX_CONNECTIONS",
     "web.keep_alive_seconds": "RECON_WEB_KEEP_ALIVE_SECONDS",
+    "web.http_parser": "RECON_WEB_HTTP_PARSER",
     "web.console_session_seconds": "RECON_CONSOLE_SESSION_SECONDS",
     "web.console_idle_seconds": "RECON_CONSOLE_IDLE_SECONDS",
     "web.auth_failures_per_minute": "RECON_AUTH_FAILURES_PER_MINUTE",

@@ -190,6 +190,10 @@ DEFAULT_CONSOLE_IDLE_SECONDS: Final = 30 * 60
 #: together) before every further try that minute is answered 429: a person mistyping is far
 #: below it; a guesser is slowed to this many tries a minute.
 DEFAULT_AUTH_FAILURES_PER_MINUTE: Final = 10
+#: HTTP parsers `recon web` can serve with. h11 by default: it bounds a request head that never
+#: ends, which httptools cannot through any public option. httptools costs about half the CPU
+#: per delivery, and is safe where a proxy in front bounds request heads (docs/deploy.md).
+HTTP_PARSERS: Final = ("h11", "httptools")
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +210,7 @@ class WebSettings:
     console_session_seconds: int = DEFAULT_CONSOLE_SESSION_SECONDS
     console_idle_seconds: int = DEFAULT_CONSOLE_IDLE_SECONDS
     auth_failures_per_minute: int = DEFAULT_AUTH_FAILURES_PER_MINUTE
+    http_parser: str = HTTP_PARSERS[0]
 
     @classmethod
     def from_env(cls, r: EnvReader) -> WebSettings:
@@ -225,6 +230,7 @@ class WebSettings:
             keep_alive_seconds=r.whole_seconds(
                 "RECON_WEB_KEEP_ALIVE_SECONDS", DEFAULT_KEEP_ALIVE_SECONDS
             ),
+            http_parser=r.choice("RECON_WEB_HTTP_PARSER", HTTP_PARSERS[0], HTTP_PARSERS),
             console_session_seconds=r.whole_seconds(
                 "RECON_CONSOLE_SESSION_SECONDS", DEFAULT_CONSOLE_SESSION_SECONDS
             ),

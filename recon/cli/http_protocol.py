@@ -8,6 +8,9 @@ arrived whole in one read is measured by `bounded_heads` and answered 431, conne
 httptools, uvicorn's faster parser, has no such bound, and bounding it took a subclass of
 uvicorn's private protocol class, which the next uvicorn release could break unseen: h11 costs
 more CPU per request (docs/decisions.md, "Receiving", has the figures), the price of the bound.
+Behind a proxy that caps request heads (docs/operations.md), that bound is the proxy's, and
+RECON_WEB_HTTP_PARSER=httptools buys the CPU back; a head that arrived whole is still measured
+by `bounded_heads`.
 
 The bench's bare endpoint is served by `serve` too, so its ratio compares like with like.
 """
@@ -52,8 +55,11 @@ def bounded_heads(app: ASGIApp) -> ASGIApp:
     return bounded
 
 
-def server_config(app: ASGIApp, host: str, port: int, **options: Any) -> uvicorn.Config:
-    """How `recon web` serves `app`: one process, heads bounded, uvloop (installed with recon).
+def server_config(
+    app: ASGIApp, host: str, port: int, *, parser: str = "h11", **options: Any
+) -> uvicorn.Config:
+    """How `recon web` serves `app`: one process, heads bounded, uvloop (installed with recon),
+    with `parser` (RECON_WEB_HTTP_PARSER: `h11`, or `httptools` behind a proxy that caps heads).
 
     structlog owns logging (foundation.logs); a line per request would cost more than the
     receiver's own work, and refusals are logged by the receiver itself.
@@ -65,12 +71,12 @@ def server_config(app: ASGIApp, host: str, port: int, **options: Any) -> uvicorn
         log_config=None,
         access_log=False,
         server_header=False,
-        http="h11",
+        http=parser,
         h11_max_incomplete_event_size=HEAD_LIMIT_BYTES,
         **options,
     )
 
 
-def serve(app: ASGIApp, host: str, port: int, **options: Any) -> None:
+def serve(app: ASGIApp, host: str, port: int, *, parser: str = "h11", **options: Any) -> None:
     """Serve `app` with `server_config` until the process is told to stop."""
-    uvicorn.Server(server_config(app, host, port, **options)).run()
+    uvicorn.Server(server_config(app, host, port, parser=parser, **options)).run()

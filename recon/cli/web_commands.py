@@ -102,6 +102,7 @@ def web(host: str, port: int | None, register: bool, workers: bool) -> None:
             app,
             host,
             port or settings.web.port,
+            parser=settings.web.http_parser,
             timeout_graceful_shutdown=20,
             # Bounds on what clients may hold (docs/operations.md): past the limit a new
             # request is answered 503 at once; an idle keep-alive connection is closed.

@@ -41,12 +41,12 @@ class _Server(uvicorn.Server):
 
 
 @contextmanager
-def _server() -> Iterator[tuple[str, int]]:
+def _server(parser: str = "h11") -> Iterator[tuple[str, int]]:
     """The web process's server configuration around `app`, on a free port, in a thread."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = _Server(server_config(app, "127.0.0.1", port))
+    server = _Server(server_config(app, "127.0.0.1", port, parser=parser))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
@@ -98,3 +98,13 @@ def test_a_head_past_the_limit_is_refused_and_a_large_body_is_not() -> None:
         large = _exchange(address, _request(100, b"[" + b"0," * (HEAD_LIMIT_BYTES * 8) + b"0]"))
         assert large.startswith(b"HTTP/1.1 200 "), large[:100]
         assert large.endswith(ACCEPTED)
+
+
+def test_behind_a_proxy_httptools_still_refuses_a_whole_head_past_the_limit() -> None:
+    """RECON_WEB_HTTP_PARSER=httptools leaves a never-ending head to the proxy in front, but a
+    head that arrived whole is measured by recon's own layer, whichever parser read it."""
+    with _server("httptools") as address:
+        refused = _exchange(address, _request(HEAD_LIMIT_BYTES * 4))
+        assert refused.startswith(b"HTTP/1.1 431 "), refused[:100]
+        assert b"connection: close" in refused.lower()
+        assert _exchange(address, _request(HEAD_LIMIT_BYTES - 200)).startswith(b"HTTP/1.1 200 ")
