@@ -23,18 +23,22 @@ from litestar.params import FromPath, JSONBody, QueryParameter
 from app import state_keys
 from app.auth import admin_guard
 from app.operator_door import perform
-from reconciliation.notifications import inbox, inbox_access
-from reconciliation.notifications.inbox_views import (
+from reconciliation.notifications import (
+    MAX_PAGE_SIZE,
+    MAX_REPLAY,
     BulkReplayOut,
     DeliveryDetail,
     DeliveryPageOut,
     DeliverySummary,
+    checked_row_id,
     detail,
+    get_delivery,
+    list_deliveries,
     replay_summary,
     summarise,
 )
 from reconciliation.operator import actions
-from reconciliation.store.db import transaction
+from reconciliation.store import transaction
 
 
 class BodyChoice(msgspec.Struct):
@@ -74,12 +78,12 @@ class DeliveriesController(Controller):
         cursor: Annotated[
             str | None, QueryParameter(description="nextCursor of the previous page")
         ] = None,
-        limit: Annotated[int, QueryParameter(ge=1, le=inbox.MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
+        limit: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
     ) -> DeliveryPageOut:
         """Inbox rows, newest first, filtered by state and event type."""
         try:
             with transaction(state[state_keys.SESSION_FACTORY]) as session:
-                page = inbox_access.list_deliveries(
+                page = list_deliveries(
                     session, state=inbox_state, event_type=event_type, cursor=cursor, limit=limit
                 )
                 items = [summarise(row) for row in page.items]
@@ -92,7 +96,7 @@ class DeliveriesController(Controller):
         """One delivery with the headers kept and its exact bytes."""
         _require_row_id(row_id)
         with transaction(state[state_keys.SESSION_FACTORY]) as session:
-            row = inbox_access.get_delivery(session, row_id)
+            row = get_delivery(session, row_id)
             if row is None:
                 raise NotFoundException(detail=f"no delivery with row id {row_id}")
             return detail(row)
@@ -138,9 +142,7 @@ class DeliveriesController(Controller):
                 description="quarantined (read them again) or pending (re-send them)",
             ),
         ],
-        limit: Annotated[
-            int, QueryParameter(ge=1, le=inbox_access.MAX_REPLAY)
-        ] = inbox_access.MAX_REPLAY,
+        limit: Annotated[int, QueryParameter(ge=1, le=MAX_REPLAY)] = MAX_REPLAY,
         data: JSONBody[Replayer | None] = None,
     ) -> BulkReplayOut:
         """Reset every delivery in a state to pending (oldest first, up to `limit`) and enqueue
@@ -159,6 +161,6 @@ def _enqueue(state: State, row_ids: Sequence[int]) -> None:
 def _require_row_id(row_id: int) -> None:
     """400 for a number no row can have (it would overflow the database driver: a 500)."""
     try:
-        inbox_access.checked_row_id(row_id)
+        checked_row_id(row_id)
     except ValueError as exc:
         raise ValidationException(detail=str(exc)) from None

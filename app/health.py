@@ -29,8 +29,8 @@ from sqlalchemy import text
 from app import metrics, state_keys
 from app.signing_keys import SigningKeys
 from app.write_probe import store_accepts_writes
-from reconciliation.notifications.inbox_access import inbox_depth
-from reconciliation.store.db import transaction
+from reconciliation.notifications import inbox_depth
+from reconciliation.store import transaction
 
 #: Seconds a readiness probe waits for Redis.
 BROKER_TIMEOUT_SECONDS: Final = 2.0

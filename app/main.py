@@ -46,17 +46,16 @@ from app.startup_registration import StartupRegistration
 from app.store_outage import store_unavailable
 from foundation.secret_key import SecretBox
 from foundation.settings import Settings
-from reconciliation.notifications.registration import (
+from reconciliation.notifications import (
     RegistrationResult,
     company_client,
     ensure_registered,
     process_owner,
 )
-from reconciliation.operator.console_sessions import SessionRules
+from reconciliation.operator import SessionRules
 from reconciliation.policy import ReconcilePolicy
-from reconciliation.store.db import make_engine, make_session_factory
-from upstream.company import CompanyClient
-from upstream.webhooks.payloads import reader_for
+from reconciliation.store import make_engine, make_session_factory
+from upstream import CompanyClient, reader_for
 
 #: `app.state` key of the StartupRegistration (tests wait on it).
 REGISTRATION_STATE_KEY: Final = "registration"

@@ -24,12 +24,13 @@ from litestar.exceptions import NotFoundException, ValidationException
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import state_keys
-from reconciliation.operator.actions import (
+from reconciliation.operator import (
+    API,
     ActionRefusedError,
+    Actor,
     OperatorService,
     UnknownSubjectError,
 )
-from reconciliation.operator.audit_trail import API, Actor
 
 P = ParamSpec("P")
 T = TypeVar("T")

@@ -11,7 +11,7 @@ from typing import Annotated, TypeAlias
 
 from litestar.params import PathParameter
 
-from reconciliation.notifications.inbox_access import MAX_ROW_ID
+from reconciliation.notifications import MAX_ROW_ID
 
 RowId: TypeAlias = Annotated[
     int, PathParameter(ge=1, le=MAX_ROW_ID, description=f"a row id, 1 to {MAX_ROW_ID}")

@@ -21,11 +21,12 @@ from app import state_keys
 from app.operator_door import perform
 from app.path_ids import RowId
 from app.response_headers import policy_with_inline_style
-from reconciliation.alerts.lifecycle import AlertError, alert_as_dict, list_alerts
+from reconciliation.alerts import AlertError, alert_as_dict, list_alerts
 from reconciliation.operator import actions
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.reports import (
     FORMATS,
+    STYLE,
     ReportError,
     build_report,
     check_format,
@@ -33,9 +34,7 @@ from reconciliation.reports import (
     parse_window,
     render,
 )
-from reconciliation.reports.html_format import STYLE
-from reconciliation.store.db import transaction
-from reconciliation.store.types import utcnow
+from reconciliation.store import transaction, utcnow
 
 #: `app.state` key of a ReconcilePolicy, when the app factory provides one; else the defaults.
 POLICY_STATE_KEY: Final = "reconcile_policy"
@@ -116,7 +115,7 @@ def alerts(
     limit: Annotated[int, QueryParameter(ge=1, le=MAX_ALERTS)] = 100,
 ) -> list[dict[str, Any]]:
     """Alerts, most urgent and newest first; a kind recon never raises is a 400 listing them."""
-    from reconciliation.operator.alert_kinds import UnknownAlertKindError, checked_kind
+    from reconciliation.operator import UnknownAlertKindError, checked_kind
 
     try:
         if kind is not None:

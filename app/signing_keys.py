@@ -20,10 +20,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from foundation.secret import Secret
 from foundation.secret_key import SecretBox
 from foundation.settings import ConfigError
-from reconciliation.notifications.subscriptions import accepted_secrets, secret_counts
-from reconciliation.store.db import transaction
-from upstream.signatures import Verifier, make_verifier
-from upstream.signatures.factory import key_problem
+from reconciliation.notifications import accepted_secrets, secret_counts
+from reconciliation.store import transaction
+from upstream import Verifier, key_problem, make_verifier
 
 #: Seconds between two background reloads of the stored secrets.
 REFRESH_SECONDS: Final = 5.0

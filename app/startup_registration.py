@@ -13,7 +13,7 @@ from typing import Final
 
 import structlog
 
-from reconciliation.notifications.registration import RegistrationBusyError, RegistrationResult
+from reconciliation.notifications import RegistrationBusyError, RegistrationResult
 
 #: Pause after the first failure; doubled after each further failure up to the cap.
 FIRST_RETRY_SECONDS: Final = 2.0

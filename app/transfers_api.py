@@ -28,11 +28,11 @@ from app.operator_door import perform_at_provider
 from foundation.money import AmountError, check_digits
 from foundation.settings import Settings
 from reconciliation.operator import provider_actions
-from reconciliation.transfers.outbound import StoreIdempotencyKeys
-from reconciliation.transfers.requests import (
+from reconciliation.transfers import (
     ClientKeyReusedError,
     PreviouslyRefusedError,
     RequestedTransfer,
+    StoreIdempotencyKeys,
     TrackedTransfer,
 )
 from upstream import (
@@ -52,8 +52,8 @@ from upstream import (
     Unauthorized,
     Unavailable,
     ValueUnit,
+    fee_instruction,
 )
-from upstream.wire.fees import fee_instruction
 
 #: A caller is waiting on the answer: a few quick retries, then an honest "unknown".
 API_RETRY: Final = RetryPolicy(max_attempts=4, base_delay=0.2, max_delay=2.0, deadline=20.0)

@@ -23,7 +23,7 @@ from typing import Final
 
 from sqlalchemy import Engine
 
-from reconciliation.store.models import Delivery
+from reconciliation.store import Delivery
 
 #: The table a delivery's commit writes to.
 INBOX_TABLE: Final = Delivery.__tablename__

@@ -7,8 +7,7 @@ import os
 from alembic import context
 from sqlalchemy import Connection
 
-from reconciliation.store.db import make_engine
-from reconciliation.store.models import Base
+from reconciliation.store import Base, make_engine
 
 config = context.config
 target_metadata = Base.metadata

@@ -11,9 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from upstream import GatewayClient, HoldingAddress
-from upstream.errors import NotFound
-from upstream.wire.endpoints import EndpointRow
+from upstream import EndpointRow, GatewayClient, HoldingAddress, NotFound
 
 #: The locator form whose display carries a bank account number (docs/decisions.md).
 BANK_ACCOUNT_FORM = "nigerian_bank_account"

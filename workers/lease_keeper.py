@@ -18,7 +18,7 @@ from typing import Final
 import structlog
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation.postings.activity import LeasedHolding, renew_lease
+from reconciliation.postings import LeasedHolding, renew_lease
 
 #: Renewals per lease period: two can fail (a store hiccup) before the lease lapses.
 RENEWALS_PER_LEASE: Final = 3

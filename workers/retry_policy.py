@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from upstream.errors import Forbidden, InvalidInput, Unauthorized
+from upstream import Forbidden, InvalidInput, Unauthorized
 
 #: Exceptions that end a message without retry.
 NOT_RETRYABLE: Final = (Unauthorized, Forbidden, InvalidInput)

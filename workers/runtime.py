@@ -21,12 +21,8 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from foundation.settings import Settings, load_settings
-from reconciliation.store.db import make_engine, make_session_factory
-from reconciliation.store.types import utcnow
-from upstream.company import CompanyClient
-from upstream.gateway import GatewayClient
-from upstream.idempotency import IdempotencyKeys
-from upstream.transport import DEFAULT_LIMITS, DEFAULT_TIMEOUT
+from reconciliation.store import make_engine, make_session_factory, utcnow
+from upstream import DEFAULT_LIMITS, DEFAULT_TIMEOUT, CompanyClient, GatewayClient, IdempotencyKeys
 from workers.gateway_rate_limit import RateLimitedTransport, build_limiter
 
 
@@ -150,6 +146,6 @@ def worker_identity(role: str) -> str:
 
 def _store_keys(engine: Engine) -> IdempotencyKeys:
     """Idempotency keys kept in the store (workers only read; this keeps any write safe)."""
-    from reconciliation.transfers.outbound import StoreIdempotencyKeys
+    from reconciliation.transfers import StoreIdempotencyKeys
 
     return StoreIdempotencyKeys(make_session_factory(engine))

@@ -20,10 +20,7 @@ import structlog
 from sqlalchemy import delete, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation.store.db import transaction
-from reconciliation.store.models import Lease
-from reconciliation.store.types import utcnow
-from reconciliation.store.write_statements import insert_ignoring_conflicts, rows_touched
+from reconciliation.store import Lease, insert_ignoring_conflicts, rows_touched, transaction, utcnow
 
 #: Name of the lock (Redis key, or `leases.name`).
 LOCK_NAME: Final = "recon:scheduler"

@@ -16,7 +16,7 @@ import structlog
 from dramatiq import Broker, Worker
 
 from foundation.settings import ConfigError, Settings
-from upstream.activity import MAX_PAGE_SIZE
+from upstream import MAX_PAGE_SIZE
 from workers.broker import boot, declared_actor_names, install_broker
 from workers.runtime import Runtime, build_runtime, install_runtime, release_runtime
 from workers.stop_signal import mark_stopping

@@ -15,20 +15,20 @@ import app.console.forms as form_fields
 from app.console.rendering import Change, Outcome, act, page, read
 from app.console.session import console_guard
 from app.path_ids import RowId
-from reconciliation.alerts.lifecycle import SEVERITIES, STATES, AlertNotFoundError
-from reconciliation.operator import actions as operator_actions
-from reconciliation.operator.actions import OperatorService
-from reconciliation.operator.alert_evidence import (
+from reconciliation.alerts import SEVERITIES, STATES, AlertNotFoundError
+from reconciliation.operator import (
     AGES,
     AlertFilter,
     AlertPage,
     BrowseError,
     Evidence,
+    OperatorService,
     alert_page,
     evidence_of,
 )
-from reconciliation.postings.holding_identity import HoldingIdentity, holding_identities
-from reconciliation.store.types import utcnow
+from reconciliation.operator import actions as operator_actions
+from reconciliation.postings import HoldingIdentity, holding_identities
+from reconciliation.store import utcnow
 
 AnyRequest = Request[Any, Any, Any]
 

@@ -14,7 +14,7 @@ from typing import Final
 from markupsafe import Markup, escape
 
 from app.console.formatting import money, when
-from reconciliation.store.models import BalanceCheck
+from reconciliation.store import BalanceCheck
 
 #: The drawing's size in SVG units (it scales to the page's width).
 WIDTH: Final = 760

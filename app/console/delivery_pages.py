@@ -17,16 +17,19 @@ from sqlalchemy.orm import Session
 from app.console.rendering import Change, Outcome, act, page, read
 from app.console.session import console_guard
 from app.path_ids import RowId
-from reconciliation.notifications import inbox, inbox_access
-from reconciliation.notifications.inbox_views import (
+from reconciliation.notifications import (
+    QUARANTINED,
+    STATES,
     DeliveryDetail,
     DeliverySummary,
     detail,
+    find_by_delivery_id,
+    list_deliveries,
     summarise,
 )
+from reconciliation.operator import OperatorService
 from reconciliation.operator import actions as operator_actions
-from reconciliation.operator.actions import OperatorService
-from reconciliation.store.models import Delivery, Notification
+from reconciliation.store import Delivery, Notification
 
 AnyRequest = Request[Any, Any, Any]
 
@@ -46,11 +49,11 @@ def _search(
 ) -> InboxPage:
     if delivery_id:
         return InboxPage(
-            [summarise(r) for r in inbox_access.find_by_delivery_id(session, delivery_id)[:50]],
+            [summarise(r) for r in find_by_delivery_id(session, delivery_id)[:50]],
             None,
         )
     try:
-        found = inbox_access.list_deliveries(
+        found = list_deliveries(
             session, state=state, event_type=event_type, cursor=cursor, limit=50
         )
     except ValueError as exc:
@@ -71,9 +74,7 @@ def _show(session: Session, row_id: int) -> DeliveryView:
         raise NotFoundException(detail=f"no delivery with row id {row_id}")
     note = session.scalar(select(Notification.id).where(Notification.delivery_pk == row_id))
     siblings = [
-        summarise(r)
-        for r in inbox_access.find_by_delivery_id(session, row.delivery_id)[:20]
-        if r.id != row_id
+        summarise(r) for r in find_by_delivery_id(session, row.delivery_id)[:20] if r.id != row_id
     ]
     return DeliveryView(detail(row), note, siblings)
 
@@ -88,7 +89,7 @@ def _replay(row_id: int) -> Change:
 
 def _replay_all(acting: OperatorService, _: FormMultiDict) -> Outcome:
     done = acting.perform(
-        operator_actions.replay_many, inbox.QUARANTINED, operator_actions.REPLAY_ALL_MAX
+        operator_actions.replay_many, QUARANTINED, operator_actions.REPLAY_ALL_MAX
     )
     told = "replayed-some" if done.remaining else "replayed-all"
     return Outcome(
@@ -120,7 +121,7 @@ class DeliveryPages(Controller):
             state=inbox_state,
             event_type=event_type,
             delivery_id=delivery_id,
-            states=inbox.STATES,
+            states=STATES,
         )
 
     @get("/{row_id:int}", sync_to_thread=True)

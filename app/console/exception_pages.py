@@ -17,20 +17,21 @@ import app.console.forms as form_fields
 from app.console.rendering import Outcome, act, back_field, page, policy, read
 from app.console.session import console_guard
 from app.path_ids import RowId
-from reconciliation.matching.candidates import CandidateError, Explanation, explain
-from reconciliation.operator import actions as operator_actions
-from reconciliation.operator.actions import ActionRefusedError, OperatorService
-from reconciliation.operator.exception_queue import (
+from reconciliation.matching import CandidateError, Explanation, explain
+from reconciliation.operator import (
     AGE_BUCKETS,
     COUNT_CAP,
     STREAMS,
+    ActionRefusedError,
+    OperatorService,
     QueueError,
     QueuePage,
     queue_page,
 )
+from reconciliation.operator import actions as operator_actions
 from reconciliation.policy import ReconcilePolicy
-from reconciliation.postings.holding_identity import HoldingIdentity, holding_identities
-from reconciliation.store.types import utcnow
+from reconciliation.postings import HoldingIdentity, holding_identities
+from reconciliation.store import utcnow
 
 AnyRequest = Request[Any, Any, Any]
 

@@ -15,7 +15,7 @@ from typing import Any, Final
 from jinja2 import Environment
 
 from foundation.money import format_money
-from reconciliation.store.types import utcnow
+from reconciliation.store import utcnow
 
 #: Words that read better in capitals when a key becomes a label.
 ACRONYMS: Final = {"id": "ID", "ref": "ref", "url": "URL", "kyc": "KYC", "sha256": "SHA-256"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from litestar.datastructures import FormMultiDict
 
-from reconciliation.operator.actions import ActionRefusedError
+from reconciliation.operator import ActionRefusedError
 
 
 def text(form: FormMultiDict, name: str) -> str:

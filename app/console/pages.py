@@ -28,41 +28,37 @@ from app.console.rendering import operator, page, policy, read
 from app.console.session import console_guard
 from app.path_ids import RowId
 from app.reporting_routes import report_headers
-from reconciliation.ledger_audit.compare import DIFFERS, MISSING, UNKNOWN
-from reconciliation.ledger_audit.summary import AuditSummary, last_audit
+from reconciliation.ledger_audit import DIFFERS, MISSING, UNKNOWN, AuditSummary, last_audit
+from reconciliation.operator import CONSOLE, Actor, Overview, read_overview, recent_audit
 from reconciliation.operator import actions as operator_actions
-from reconciliation.operator import audit_trail as audit
-from reconciliation.operator.audit_trail import CONSOLE, Actor
-from reconciliation.operator.overview import Overview, read_overview
 from reconciliation.policy import ReconcilePolicy
-from reconciliation.postings.holding_history import (
+from reconciliation.postings import (
     HoldingError,
+    HoldingIdentity,
     HoldingList,
     HoldingView,
-    holding_view,
-    list_holdings,
-)
-from reconciliation.postings.holding_identity import (
-    HoldingIdentity,
     find_holdings,
     holding_identities,
+    holding_view,
+    list_holdings,
     list_identities,
 )
 from reconciliation.reports import (
     FORMATS,
+    OPEN_ITEMS_LISTED,
     SECTION_NAMES,
+    FeeTotal,
     Report,
     ReportError,
+    ReportWindow,
     build_report,
     check_format,
+    fee_figures,
     items_listed,
     parse_window,
     render,
 )
-from reconciliation.reports.fees import fee_figures
-from reconciliation.reports.figures import OPEN_ITEMS_LISTED
-from reconciliation.reports.model import FeeTotal, ReportWindow
-from reconciliation.store.types import utcnow
+from reconciliation.store import utcnow
 
 AnyRequest = Request[Any, Any, Any]
 
@@ -347,5 +343,5 @@ class ReadPages(Controller):
         subject: FromQuery[str | None] = None,
     ) -> Template:
         """Who did what, newest first."""
-        found = read(request, audit.recent, subject=subject or None, before=before)
+        found = read(request, recent_audit, subject=subject or None, before=before)
         return page(request, "audit.html", found=found, subject=subject)

@@ -30,11 +30,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from app import state_keys
 from app.console.session import OPERATOR_STATE_KEY, Operator, csrf_token, key_of
 from app.reporting_routes import POLICY_STATE_KEY
-from reconciliation.operator.actions import ActionRefusedError, OperatorService
-from reconciliation.operator.audit_trail import CONSOLE
+from reconciliation.operator import CONSOLE, ActionRefusedError, OperatorService
 from reconciliation.policy import ReconcilePolicy
-from reconciliation.store.db import transaction
-from reconciliation.store.types import utcnow
+from reconciliation.store import transaction, utcnow
 
 #: The console's sections, in the order of its navigation bar: (path, label).
 SECTIONS: Final = (

@@ -20,7 +20,7 @@ from litestar.response import Template
 
 from app.console.rendering import page
 from app.console.session import console_guard
-from reconciliation.operator.alert_kinds import ALL_ALERT_KINDS
+from reconciliation.operator import ALL_ALERT_KINDS
 
 #: The runbook, one `## <kind>` section per alert kind.
 RUNBOOK: Final = Path(__file__).resolve().parents[2] / "docs" / "alerts.md"

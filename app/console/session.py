@@ -34,9 +34,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from app import state_keys
 from app.auth import ADMIN_TOKEN_STATE_KEY
 from foundation.secret import Secret
-from reconciliation.operator import console_sessions
-from reconciliation.operator.console_sessions import SessionRules
-from reconciliation.store.db import transaction
+from reconciliation.operator import SessionRules, live_operator
+from reconciliation.store import transaction
 
 #: The session cookie's name.
 SESSION_COOKIE: Final = "recon_console"
@@ -130,7 +129,7 @@ async def live_in_store(
 
     def look_up() -> str | None:
         with transaction(factory) as session:
-            return console_sessions.live_operator(session, operator.nonce, rules)
+            return live_operator(session, operator.nonce, rules)
 
     name = await anyio.to_thread.run_sync(look_up)
     return None if name is None else replace(operator, name=name)

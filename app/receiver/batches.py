@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from app import metrics
-from reconciliation.notifications.inbox import InboundDelivery, Outcome, Recorded
+from reconciliation.notifications import InboundDelivery, Outcome, Recorded
 
 #: Most deliveries committed in one transaction; bounds the statement size and the latency of
 #: the first delivery of a very large batch.

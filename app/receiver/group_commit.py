@@ -26,7 +26,7 @@ from app.receiver.batches import Backend, InboxUnavailableError, Resolver, Waiti
 from app.receiver.deadlines import TaskDeadlines
 from app.receiver.postgres_batches import PostgresBatches
 from app.receiver.thread_batches import ThreadBatches
-from reconciliation.notifications.inbox import InboundDelivery, Recorded
+from reconciliation.notifications import InboundDelivery, Recorded
 
 #: Seconds `stop` waits for queued deliveries to be committed before failing them.
 STOP_TIMEOUT_SECONDS: Final = 15.0

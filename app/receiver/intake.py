@@ -16,8 +16,8 @@ from typing import Any, Final
 
 import msgspec
 
-from reconciliation.notifications.inbox import InboundDelivery, stored_delivery_id
-from upstream.signatures import VerifiedSignature
+from reconciliation.notifications import InboundDelivery, stored_delivery_id
+from upstream import VerifiedSignature
 
 #: Request headers worth keeping with the row: enough to re-verify a signature later and to
 #: trace the delivery, nothing that could carry a credential of ours.

@@ -27,14 +27,14 @@ import structlog
 from sqlalchemy import Engine
 
 from app.receiver.batches import MAX_BATCH, ErrorKinds, Resolver, Waiting
-from reconciliation.notifications.inbox import (
+from reconciliation.notifications import (
     InboundDelivery,
     Recorded,
+    insert_originals_async,
     outcomes,
     plan_batch,
     record_others,
 )
-from reconciliation.notifications.inbox_insert import insert_originals_async
 
 #: Worker tasks (and connections): how many commits may overlap once they turn slow (each
 #: batch costs one round trip whatever its size, so quick commits go one at a time).

@@ -8,7 +8,7 @@ import msgspec
 from litestar.types import Send
 
 from app.correlation import REQUEST_ID_HEADER
-from reconciliation.notifications.inbox import Outcome
+from reconciliation.notifications import Outcome
 
 #: Acknowledgement bodies, encoded once: the hot path sends bytes it already has.
 ACKNOWLEDGEMENTS: Final = {

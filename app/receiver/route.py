@@ -43,9 +43,9 @@ from app.signing_keys import SigningKeys
 from foundation.logs import bind_correlation_id
 from foundation.printable import bounded
 from foundation.quiet_logs import PerReasonLimit
-from reconciliation.notifications.inbox import BODY_CONFLICT_REASON, Outcome
-from reconciliation.store.types import utcnow
-from upstream.signatures import BAD_SIGNATURE, SignatureError, VerifiedSignature
+from reconciliation.notifications import BODY_CONFLICT_REASON, Outcome
+from reconciliation.store import utcnow
+from upstream import BAD_SIGNATURE, SignatureError, VerifiedSignature
 
 #: Seconds a provider is asked to wait before retrying after a 503.
 RETRY_AFTER_SECONDS: Final = 5

@@ -18,8 +18,12 @@ import structlog
 from sqlalchemy import Connection, Engine
 
 from app.receiver.batches import MAX_BATCH, ErrorKinds, Resolver, Waiting
-from reconciliation.notifications.inbox import InboundDelivery, Recorded, record_deliveries
-from reconciliation.notifications.inbox_insert import use_statement_commits
+from reconciliation.notifications import (
+    InboundDelivery,
+    Recorded,
+    record_deliveries,
+    use_statement_commits,
+)
 
 log = structlog.get_logger(__name__)
 

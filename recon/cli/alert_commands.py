@@ -91,7 +91,7 @@ def pipe_lines(found: list[dict[str, Any]]) -> list[str]:
 
 def _known_kind(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
     """A kind recon raises, or a usage error listing them: a typo must not read "no alerts"."""
-    from reconciliation.operator.alert_kinds import UnknownAlertKindError, checked_kind
+    from reconciliation.operator import UnknownAlertKindError, checked_kind
 
     if value is None:
         return None
@@ -135,8 +135,8 @@ def list_command(
     state: str, kind: str | None, limit: int, as_json: bool, width: int | None
 ) -> None:
     """Alerts, most urgent and newest first."""
-    from reconciliation.alerts.lifecycle import alert_as_dict, list_alerts
-    from reconciliation.store.types import utcnow
+    from reconciliation.alerts import alert_as_dict, list_alerts
+    from reconciliation.store import utcnow
 
     settings = settings_or_exit(store_only=True)
     with open_store(settings) as factory, factory() as session:

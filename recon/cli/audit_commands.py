@@ -56,9 +56,9 @@ def _print_digest(title: str, digest: dict[str, Any]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def audit(holding: str | None, since: str | None, as_json: bool) -> None:
     """Re-read every holding's postings from the gateway and compare them with the store."""
-    from reconciliation.ledger_audit.run import AuditScopeError, audit_ledger, fetch_from
-    from reconciliation.postings.holding_identity import HoldingLookupError, resolve_holding
-    from reconciliation.rebuild.digest import state_digest
+    from reconciliation.ledger_audit import AuditScopeError, audit_ledger, fetch_from
+    from reconciliation.postings import HoldingLookupError, resolve_holding
+    from reconciliation.rebuild import state_digest
     from workers.runtime import build_runtime
 
     settings = settings_or_exit()
@@ -135,11 +135,9 @@ def _print_audit(summary: dict[str, Any]) -> None:
 def rebuild(dry_run: bool, swap: bool, as_json: bool) -> None:
     """Recompute every derived table from the raw facts beside the live one, and compare."""
     from reconciliation.policy import ReconcilePolicy
-    from reconciliation.rebuild.run import Mode, RebuildError
-    from reconciliation.rebuild.run import rebuild as run_rebuild
-    from reconciliation.rebuild.scratch import ScratchError
-    from reconciliation.rebuild.swap import StaleRebuildError
-    from upstream.webhooks.payloads import reader_for
+    from reconciliation.rebuild import Mode, RebuildError, ScratchError, StaleRebuildError
+    from reconciliation.rebuild import rebuild as run_rebuild
+    from upstream import reader_for
 
     if dry_run and swap:
         fail("--dry-run and --swap contradict each other: a dry run changes nothing")

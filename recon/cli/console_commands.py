@@ -27,8 +27,8 @@ def sessions() -> None:
 @sessions.command("list")
 def list_sessions() -> None:
     """How many sessions can still sign someone in."""
-    from reconciliation.operator.console_sessions import SessionRules, count_live
-    from reconciliation.store.db import transaction
+    from reconciliation.operator import SessionRules, count_live
+    from reconciliation.store import transaction
 
     settings = settings_or_exit()
     rules = SessionRules(

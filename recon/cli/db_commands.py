@@ -15,7 +15,7 @@ def _store_revision(database_url: str) -> str:
     """The revision the store is at now, as Alembic recorded it ("base" for an empty store)."""
     from alembic.runtime.migration import MigrationContext
 
-    from reconciliation.store.db import make_engine
+    from reconciliation.store import make_engine
 
     engine = make_engine(database_url)
     try:

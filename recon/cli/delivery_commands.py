@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: Largest row id the store holds (reconciliation.notifications.inbox_access.MAX_ROW_ID, not imported
+#: Largest row id the store holds (reconciliation.notifications.MAX_ROW_ID, not imported
 #: here to keep the command's start-up light): a larger one is a usage error, not a traceback.
 ROW_ID_LIMIT = 2**63 - 1
 
@@ -31,7 +31,7 @@ ROW_ID_LIMIT = 2**63 - 1
 def _session(settings: Settings) -> Iterator[Session]:
     from sqlalchemy.exc import OperationalError
 
-    from reconciliation.store.db import make_engine, make_session_factory, transaction
+    from reconciliation.store import make_engine, make_session_factory, transaction
 
     engine = make_engine(settings.store.database_url)
     try:
@@ -69,13 +69,12 @@ def list_deliveries(
     """Inbox rows, newest first."""
     import msgspec
 
-    from reconciliation.notifications import inbox_access
-    from reconciliation.notifications.inbox_views import DeliveryPageOut, summarise
+    from reconciliation.notifications import DeliveryPageOut, list_deliveries, summarise
 
     settings = settings_or_exit(store_only=True)
     with _session(settings) as session:
         page = _checked(
-            lambda: inbox_access.list_deliveries(
+            lambda: list_deliveries(
                 session, state=state, event_type=event_type, cursor=cursor, limit=limit
             )
         )
@@ -117,12 +116,11 @@ def show(row_id: int, as_json: bool) -> None:
     """One delivery: its state, the headers kept and the exact body received."""
     import msgspec
 
-    from reconciliation.notifications import inbox_access
-    from reconciliation.notifications.inbox_views import detail
+    from reconciliation.notifications import detail, get_delivery
 
     settings = settings_or_exit(store_only=True)
     with _session(settings) as session:
-        row = inbox_access.get_delivery(session, row_id)
+        row = get_delivery(session, row_id)
         if row is None:
             fail(f"no delivery with row id {row_id}: see `recon deliveries list`")
         shown = detail(row)
@@ -176,7 +174,7 @@ def replay(
     the workers first, so they read with the new settings).
     """
     from recon.cli.web_commands import delivery_enqueue
-    from reconciliation.notifications import inbox
+    from reconciliation.notifications import PENDING, QUARANTINED
     from reconciliation.operator import actions
 
     chosen = [flag for flag, on in (("--quarantined", quarantined), ("--pending", pending)) if on]
@@ -184,7 +182,7 @@ def replay(
         fail("give one ROW_ID, or --quarantined, or --pending (see `recon deliveries list`)")
     settings = settings_or_exit()
     if row_id is None:
-        state = inbox.QUARANTINED if quarantined else inbox.PENDING
+        state = QUARANTINED if quarantined else PENDING
         _replay_many(settings, by, state, limit, as_json)
         return
     row = act(settings, by, actions.replay, row_id)
@@ -210,7 +208,7 @@ def choose(row_id: int, by: str | None, reason: str) -> None:
     person to redo.
     """
     from reconciliation.operator import actions
-    from upstream.webhooks.payloads import reader_for
+    from upstream import reader_for
 
     settings = settings_or_exit()
     reader = reader_for(settings.webhooks)
@@ -223,7 +221,7 @@ def _replay_many(settings: Settings, by: str | None, state: str, limit: int, as_
     import msgspec
 
     from recon.cli.web_commands import delivery_enqueue
-    from reconciliation.notifications.inbox_views import replay_summary
+    from reconciliation.notifications import replay_summary
     from reconciliation.operator import actions
 
     done = act(settings, by, actions.replay_many, state, limit)

@@ -23,9 +23,7 @@ from recon.cli.provider_commands import (
 )
 from recon.cli.terminal import say
 from reconciliation.operator import provider_actions
-from upstream.gateway import RESUME_REASONS, SUSPEND_REASONS
-from upstream.wire.endpoints import Endpoint
-from upstream.wire.replays import WriteReplayed
+from upstream import RESUME_REASONS, SUSPEND_REASONS, Endpoint, WriteReplayed
 
 
 @click.group()

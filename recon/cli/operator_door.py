@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
 
     from foundation.settings import Settings
-    from reconciliation.operator.audit_trail import Actor
+    from reconciliation.operator import Actor
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -54,8 +54,7 @@ def act(
 ) -> T:
     """Run `action` as `by` (default: the user running the command) through the door `cli`,
     in its own transaction; a refusal ends the command with its message."""
-    from reconciliation.operator.actions import ActionRefusedError, OperatorService
-    from reconciliation.operator.audit_trail import CLI
+    from reconciliation.operator import CLI, ActionRefusedError, OperatorService
 
     name = user_running() if by is None else by
     with existing_store(settings) as store:
@@ -77,8 +76,7 @@ def act_at_provider(
     the command with its message and status 1, as every provider command's refusal does; the
     provider's own errors are left to the command's handling (`provider_errors`)."""
     from recon.cli.provider_commands import EXIT_REFUSED, exit_with
-    from reconciliation.operator.actions import ActionRefusedError, OperatorService
-    from reconciliation.operator.audit_trail import CLI
+    from reconciliation.operator import CLI, ActionRefusedError, OperatorService
 
     name = user_running() if by is None else by
     try:

@@ -30,6 +30,7 @@ from recon.cli.startup import fail, settings_or_exit
 from recon.cli.terminal import say
 from recon.gateway_holdings import HoldingNotFoundError, holding_for_account_number
 from upstream import (
+    TEST_ACCOUNT_NUMBER,
     CompanyClient,
     Forbidden,
     GatewayClient,
@@ -40,7 +41,6 @@ from upstream import (
     Unauthorized,
     Unavailable,
 )
-from upstream.company import TEST_ACCOUNT_NUMBER
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -89,8 +89,8 @@ def gateway_client(settings: Settings, *, durable_keys: bool = False) -> Iterato
 
     keys = None
     if durable_keys:
-        from reconciliation.store.db import make_engine, make_session_factory
-        from reconciliation.transfers.outbound import StoreIdempotencyKeys
+        from reconciliation.store import make_engine, make_session_factory
+        from reconciliation.transfers import StoreIdempotencyKeys
 
         engine = make_engine(settings.store.database_url)
         keys = StoreIdempotencyKeys(make_session_factory(engine))
@@ -116,7 +116,7 @@ def gateway_client(settings: Settings, *, durable_keys: bool = False) -> Iterato
 @contextmanager
 def gateway_and_store(settings: Settings) -> Iterator[tuple[GatewayClient, sessionmaker[Session]]]:
     """A gateway client keeping its keys in the store, and the store's sessions for the rest."""
-    from reconciliation.store.db import make_engine, make_session_factory
+    from reconciliation.store import make_engine, make_session_factory
 
     engine = make_engine(settings.store.database_url)
     try:

@@ -30,8 +30,7 @@ from recon.cli.terminal import shown_time
 def prune(dry_run: bool, archive_dir: Path | None, as_json: bool) -> None:
     """Remove records past their retention (RECON_RETAIN_*), in small committed batches."""
     from reconciliation import pass_lease
-    from reconciliation.retention.archive import ArchiveError
-    from reconciliation.retention.runner import run_retention
+    from reconciliation.retention import ArchiveError, run_retention
 
     settings = settings_or_exit()
     if dry_run and archive_dir is not None:

@@ -62,7 +62,7 @@ def report(
         parse_window,
         render,
     )
-    from reconciliation.store.types import utcnow
+    from reconciliation.store import utcnow
 
     settings = settings_or_exit(store_only=True)
     if output is not None and is_stdout(output):

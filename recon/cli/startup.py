@@ -265,7 +265,7 @@ def existing_store(settings: Settings) -> Iterator[sessionmaker[Session]]:
     """
     from sqlalchemy.exc import OperationalError, ProgrammingError
 
-    from reconciliation.store.db import StoreMissingError, make_engine, make_session_factory
+    from reconciliation.store import StoreMissingError, make_engine, make_session_factory
 
     shown = mask_url_password(settings.store.database_url)
     try:

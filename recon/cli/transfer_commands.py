@@ -39,12 +39,14 @@ from recon.cli.provider_commands import (
 )
 from recon.cli.terminal import say
 from reconciliation.operator import provider_actions
-from reconciliation.transfers.intents import DENIED
+from reconciliation.transfers import DENIED
 from upstream import (
+    BEARERS,
     CreditRequest,
     Destination,
     GatewayClient,
     HoldingAddress,
+    Quote,
     RateLimited,
     TransferAccepted,
     TransferDenied,
@@ -52,10 +54,10 @@ from upstream import (
     TransferRequest,
     Unavailable,
     ValueUnit,
+    WriteReplayed,
+    fee_instruction,
+    read_fees,
 )
-from upstream.wire.fees import BEARERS, fee_instruction, read_fees
-from upstream.wire.replays import WriteReplayed
-from upstream.wire.transfers import Quote
 
 F = TypeVar("F", bound=Callable[..., Any])
 

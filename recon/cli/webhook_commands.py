@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
 
     from foundation.settings import Settings
-    from reconciliation.store.models import Subscription
-    from upstream.company import CompanyClient
+    from reconciliation.store import Subscription
+    from upstream import CompanyClient
 
 T = TypeVar("T")
 
@@ -33,7 +33,7 @@ T = TypeVar("T")
 def _store_and_client(
     settings: Settings,
 ) -> Iterator[tuple[sessionmaker[Session], CompanyClient]]:
-    from reconciliation.notifications.registration import company_client
+    from reconciliation.notifications import company_client
 
     # The registration is kept in the store, so it must exist already: never create one here.
     with existing_store(settings) as factory, company_client(settings) as client:
@@ -44,8 +44,8 @@ def _run(action: Callable[[], T]) -> T:
     """Run a store + provider action; known failures end with one line, not a traceback."""
     from sqlalchemy.exc import OperationalError
 
-    from reconciliation.notifications.registration import RegistrationBusyError
-    from upstream.errors import ProviderError
+    from reconciliation.notifications import RegistrationBusyError
+    from upstream import ProviderError
 
     try:
         return action()
@@ -70,7 +70,7 @@ def webhooks() -> None:
 @BY
 def register(wait: float, by: str | None) -> None:
     """Register RECON_PUBLIC_URL + RECON_WEBHOOK_PATH unless an ACTIVE webhook points there."""
-    from reconciliation.operator.provider_actions import register_webhook
+    from reconciliation.operator import register_webhook
 
     settings = settings_or_exit(keeps_secrets=True)
     with _store_and_client(settings) as (factory, client):
@@ -86,10 +86,9 @@ def register(wait: float, by: str | None) -> None:
 @webhooks.command("list")
 def list_webhooks() -> None:
     """Show our webhooks: status, delivery counters and how many secrets are accepted."""
-    from reconciliation.notifications.registration import sync_webhooks
-    from reconciliation.notifications.subscriptions import list_subscriptions, secret_counts
-    from reconciliation.store.db import transaction
-    from upstream.errors import ProviderError
+    from reconciliation.notifications import list_subscriptions, secret_counts, sync_webhooks
+    from reconciliation.store import transaction
+    from upstream import ProviderError
 
     settings = settings_or_exit(keeps_secrets=True)
     with _store_and_client(settings) as (factory, client):
@@ -155,7 +154,7 @@ def list_webhooks() -> None:
 @BY
 def rotate(wait: float, by: str | None) -> None:
     """Register a new secret; the old ones stay accepted for RECON_WEBHOOK_ROTATION_OVERLAP_SECONDS."""
-    from reconciliation.operator.provider_actions import rotate_webhook_secret
+    from reconciliation.operator import rotate_webhook_secret
 
     settings = settings_or_exit(keeps_secrets=True)
     with _store_and_client(settings) as (factory, client):

@@ -20,7 +20,7 @@ from recon.cli.startup import (
     serving_store_or_exit,
     settings_or_exit,
 )
-from reconciliation.postings.activity import LEASE_SECONDS
+from reconciliation.postings import LEASE_SECONDS
 from workers.scheduler_lock import LOCK_SECONDS
 
 

@@ -40,14 +40,17 @@ from recon.demo.scenario import (
     ScenarioRecord,
     run_scenario,
 )
-from reconciliation.reports import render
-from reconciliation.reports.model import Report, ReportWindow
-from reconciliation.reports.query import build_report
-from reconciliation.store.db import make_engine, make_session_factory
-from reconciliation.store.models import Alert, Delivery, Transfer
-from reconciliation.store.types import utcnow
-from reconciliation.transfers.outbound import StoreIdempotencyKeys
-from upstream.gateway import GatewayClient
+from reconciliation.reports import Report, ReportWindow, build_report, render
+from reconciliation.store import (
+    Alert,
+    Delivery,
+    Transfer,
+    make_engine,
+    make_session_factory,
+    utcnow,
+)
+from reconciliation.transfers import StoreIdempotencyKeys
+from upstream import GatewayClient
 
 #: Schedules and grace periods of the demo's recon processes: a business day in a minute.
 DEMO_TIMINGS: Final[dict[str, str]] = {

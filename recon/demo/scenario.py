@@ -17,15 +17,19 @@ from typing import Any, Final
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation.transfers.intents import RESERVED
-from reconciliation.transfers.requests import request_transfer
-from upstream.gateway import GatewayClient
-from upstream.wire.balances import CreditRequest
-from upstream.wire.common import Destination, HoldingAddress, ValueUnit
-from upstream.wire.endpoints import EndpointRequest
-from upstream.wire.fees import BEARERS, fee_instruction
-from upstream.wire.replays import WriteReplayed
-from upstream.wire.transfers import TransferRequest
+from reconciliation.transfers import RESERVED, request_transfer
+from upstream import (
+    BEARERS,
+    CreditRequest,
+    Destination,
+    EndpointRequest,
+    GatewayClient,
+    HoldingAddress,
+    TransferRequest,
+    ValueUnit,
+    WriteReplayed,
+    fee_instruction,
+)
 
 #: The fiat currency of the scenario.
 NGN: Final = ValueUnit.fiat("NGN")

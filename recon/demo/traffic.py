@@ -25,14 +25,17 @@ from foundation.money import format_money
 from foundation.money_words import said_back
 from recon.demo.scenario import COLLECTION_TEMPLATE, SandboxControl
 from recon.gateway_holdings import GatewayHolding, gateway_holdings
-from reconciliation.transfers.intents import DENIED
-from reconciliation.transfers.requests import request_transfer
-from upstream import GatewayClient, HoldingAddress
-from upstream.wire.balances import CreditRequest
-from upstream.wire.common import Destination, ValueUnit
-from upstream.wire.endpoints import EndpointRequest
-from upstream.wire.replays import WriteReplayed
-from upstream.wire.transfers import TransferRequest
+from reconciliation.transfers import DENIED, request_transfer
+from upstream import (
+    CreditRequest,
+    Destination,
+    EndpointRequest,
+    GatewayClient,
+    HoldingAddress,
+    TransferRequest,
+    ValueUnit,
+    WriteReplayed,
+)
 
 #: The event a credit's webhook carries: what the delivery faults act on.
 CREDIT_EVENT: Final = "PAYMENT_RECEIVED"

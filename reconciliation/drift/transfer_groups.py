@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from foundation.money import format_money
-from upstream.wire.fees import APPLICATION_PAYS, RECEIVER_PAYS, SENDER_PAYS, SPLIT
+from upstream import APPLICATION_PAYS, RECEIVER_PAYS, SENDER_PAYS, SPLIT
 
 #: Who a leg's holding is in the transfer.
 SOURCE: Final = "source"

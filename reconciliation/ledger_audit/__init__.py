@@ -6,3 +6,19 @@ provider added behind a cursor, a stored posting the provider no longer shows, a
 changed. Each divergence is an alert (deduplicated by fingerprint, resolved by the next clean
 audit), and each audit leaves an `audit_runs` row that reports quote (`summary.last_audit`).
 """
+
+from reconciliation.ledger_audit.compare import DIFFERS, MISSING, UNKNOWN
+from reconciliation.ledger_audit.run import AuditScopeError, audit_ledger, due, fetch_from
+from reconciliation.ledger_audit.summary import AuditSummary, last_audit
+
+__all__ = [
+    "DIFFERS",
+    "MISSING",
+    "UNKNOWN",
+    "AuditScopeError",
+    "AuditSummary",
+    "audit_ledger",
+    "due",
+    "fetch_from",
+    "last_audit",
+]

@@ -31,9 +31,8 @@ from sqlalchemy.orm import Session
 
 from reconciliation.store import watermarks
 from reconciliation.store.models import ActivityCursor, Posting
-from upstream.activity import OLDEST_FIRST, ActivityPage
-from upstream.activity import ActivityCursor as WireCursor
-from upstream.activity_walk import ActivityReader, PagingTerms, ReadPosition
+from upstream import OLDEST_FIRST, ActivityPage, ActivityReader, PagingTerms, ReadPosition
+from upstream import ActivityCursor as WireCursor
 
 #: `fetch(cursor, page_size, direction)`: one activity request (the gateway client's).
 Fetch = Callable[[WireCursor | None, int, str], ActivityPage]

@@ -46,12 +46,8 @@ from reconciliation.postings.holding_identity import holding_identity
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Alert, AuditRun, Holding
 from reconciliation.store.types import utcnow
-from upstream.activity import ActivityCursor as WireCursor
-from upstream.activity import ActivityPage
-from upstream.activity_walk import PagingTerms
-from upstream.errors import ProviderError
-from upstream.gateway import GatewayClient
-from upstream.wire.common import HoldingAddress
+from upstream import ActivityCursor as WireCursor
+from upstream import ActivityPage, GatewayClient, HoldingAddress, PagingTerms, ProviderError
 
 #: Most alerts one audit raises (see the module docstring).
 ALERT_CAP: Final = 1_000

@@ -55,7 +55,7 @@ from reconciliation.notifications.shape_alerts import (
 from reconciliation.store import watermarks
 from reconciliation.store.models import Delivery
 from reconciliation.store.write_statements import refusal
-from upstream.webhooks.payloads import (
+from upstream import (
     MONEY_EVENTS,
     DeliveryNotification,
     DeliveryNotUnderstood,

@@ -44,7 +44,7 @@ from reconciliation.notifications.inbox import PENDING, PROCESSED, QUARANTINED, 
 from reconciliation.store.models import UNMATCHED, Delivery, Notification, Transfer
 from reconciliation.store.types import utcnow
 from reconciliation.store.write_statements import insert_ignoring_conflicts
-from upstream.webhooks.payloads import DeliveryNotification
+from upstream import DeliveryNotification
 
 #: How a transfer row first learned of a transfer named by a notification.
 ORIGIN_NOTIFIED: Final = "notified"

@@ -31,13 +31,13 @@ from foundation.settings import Settings
 from reconciliation.notifications import subscriptions
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Subscription
-from upstream.company import CompanyClient
-from upstream.signatures.keys import new_secret
-from upstream.wire.company_types import (
+from upstream import (
     EVENT_TYPES,
+    CompanyClient,
     Webhook,
     WebhookRequest,
     WebhookRetryPolicy,
+    new_secret,
 )
 
 #: What we ask the provider to do when a delivery fails: 12 attempts, 30 s doubling, about

@@ -31,7 +31,7 @@ from reconciliation.alerts.lifecycle import (
     resolve_alert,
 )
 from reconciliation.store.models import Alert, Delivery
-from upstream.webhooks.payloads import DeliveryNotUnderstood
+from upstream import DeliveryNotUnderstood
 
 KIND: Final = "delivery_not_understood"
 #: High: until the shape is learned, every claim of this shape is invisible to matching, so

@@ -25,7 +25,7 @@ from reconciliation.alerts.lifecycle import AUTO_RESOLVER, RESOLVED, raise_alert
 from reconciliation.alerts.lifecycle import fingerprint as alert_fingerprint
 from reconciliation.notifications.subscriptions import list_subscriptions, record_webhook
 from reconciliation.store.models import Alert, Subscription
-from upstream.wire.company_types import Webhook
+from upstream import Webhook
 
 #: The only status in which the provider delivers.
 ACTIVE: Final = "ACTIVE"

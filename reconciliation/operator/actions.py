@@ -54,7 +54,7 @@ from reconciliation.operator.console_sessions import SessionRules
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Alert, Delivery, Match
 from reconciliation.store.types import utcnow
-from upstream.webhooks.payloads import PayloadReader
+from upstream import PayloadReader
 
 P = ParamSpec("P")
 T = TypeVar("T")

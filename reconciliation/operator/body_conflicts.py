@@ -45,7 +45,7 @@ from reconciliation.notifications.processing_writes import (
 )
 from reconciliation.store.models import Alert, Delivery, Match, Notification, Posting
 from reconciliation.store.types import utcnow
-from upstream.webhooks.payloads import DeliveryNotUnderstood, PayloadReader
+from upstream import DeliveryNotUnderstood, PayloadReader
 
 #: What a match must still agree on with the true body to be kept.
 MATCH_KEYS: Final = ("transfer_ref", "receipt_ref")

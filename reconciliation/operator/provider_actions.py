@@ -50,13 +50,13 @@ from upstream import (
     CompanyClient,
     CreditRequest,
     GatewayClient,
+    LifecycleApplied,
     Result,
     Simulation,
     StaleGuard,
     TransferRequest,
+    WriteReplayed,
 )
-from upstream.wire.endpoints import LifecycleApplied
-from upstream.wire.replays import WriteReplayed
 
 #: Audit action names, as the trail shows them.
 REQUESTED_TRANSFER: Final = "requested transfer"

@@ -3,3 +3,71 @@
 Holdings discovered from the endpoint register, their activity cursors and pages of committed
 postings, and balance snapshots. This is the truth the other two streams are checked against.
 """
+
+from reconciliation.postings.activity import (
+    LEASE_SECONDS,
+    LeasedHolding,
+    LeaseLostError,
+    StoredTerms,
+    acquire_lease,
+    claim_due_holdings,
+    ensure_cursor_rows,
+    release_lease,
+    renew_lease,
+    store_page,
+    watched_without_cursor,
+)
+from reconciliation.postings.balances import (
+    clear_snapshot_failures,
+    endpoints_to_read,
+    note_snapshot_failures,
+    store_snapshot,
+)
+from reconciliation.postings.holding_history import (
+    HoldingError,
+    HoldingList,
+    HoldingView,
+    holding_view,
+    list_holdings,
+)
+from reconciliation.postings.holding_identity import (
+    HoldingIdentity,
+    HoldingLookupError,
+    find_holdings,
+    holding_identities,
+    list_identities,
+    resolve_holding,
+)
+from reconciliation.postings.holdings import known_endpoints, needs_read, store_endpoint
+
+__all__ = [
+    "LEASE_SECONDS",
+    "HoldingError",
+    "HoldingIdentity",
+    "HoldingList",
+    "HoldingLookupError",
+    "HoldingView",
+    "LeaseLostError",
+    "LeasedHolding",
+    "StoredTerms",
+    "acquire_lease",
+    "claim_due_holdings",
+    "clear_snapshot_failures",
+    "endpoints_to_read",
+    "ensure_cursor_rows",
+    "find_holdings",
+    "holding_identities",
+    "holding_view",
+    "known_endpoints",
+    "list_holdings",
+    "list_identities",
+    "needs_read",
+    "note_snapshot_failures",
+    "release_lease",
+    "renew_lease",
+    "resolve_holding",
+    "store_endpoint",
+    "store_page",
+    "store_snapshot",
+    "watched_without_cursor",
+]

@@ -45,11 +45,9 @@ from reconciliation.store.db import transaction
 from reconciliation.store.models import UNMATCHED, ActivityCursor, Holding, Posting
 from reconciliation.store.tables import postings
 from reconciliation.store.write_statements import insert_ignoring_conflicts, rows_touched
-from upstream.activity import FROM_ENTRY, FROM_GATEWAY, CursorSource
-from upstream.activity import ActivityCursor as WireCursor
-from upstream.activity_walk import ReadPosition
-from upstream.wire.balances import Posting as WirePosting
-from upstream.wire.common import HoldingAddress
+from upstream import FROM_ENTRY, FROM_GATEWAY, CursorSource, HoldingAddress, ReadPosition
+from upstream import ActivityCursor as WireCursor
+from upstream import Posting as WirePosting
 
 #: How long a lease lasts without renewal. Every stored page renews it, and a live reader's
 #: heartbeat renews it meanwhile (workers.lease_keeper), so only a worker that died (or stalled

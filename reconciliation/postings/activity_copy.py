@@ -27,8 +27,8 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql import Update
 
 from reconciliation.store.models import UNMATCHED
-from upstream.wire.balances import Posting as WirePosting
-from upstream.wire.common import ValueUnit
+from upstream import Posting as WirePosting
+from upstream import ValueUnit
 
 #: The per-connection staging table and its COPY.
 STAGE_TABLE: Final = "recon_posting_stage"

@@ -23,7 +23,7 @@ from reconciliation.alerts.lifecycle import RESOLVED, fingerprint, raise_alert, 
 from reconciliation.postings.holding_identity import holding_identities
 from reconciliation.store.models import Alert, BalanceSnapshot, Holding
 from reconciliation.store.write_statements import refusal
-from upstream.wire.balances import BalanceSnapshot as WireSnapshot
+from upstream import BalanceSnapshot as WireSnapshot
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,8 +22,8 @@ from sqlalchemy.orm import Session
 from reconciliation.postings.activity import ensure_cursor_rows
 from reconciliation.store.models import Holding, Locator
 from reconciliation.store.write_statements import insert_ignoring_conflicts
-from upstream.wire.endpoints import Endpoint, EndpointRow
-from upstream.wire.endpoints import Locator as WireLocator
+from upstream import Endpoint, EndpointRow
+from upstream import Locator as WireLocator
 
 
 @dataclass(frozen=True, slots=True)

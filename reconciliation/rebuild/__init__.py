@@ -8,3 +8,17 @@ its facts has a bug somewhere. `run.rebuild` writes a fresh copy into a scratch 
 scratch SQLite file), `compare` lists every difference, `digest` summarises each derived table
 in one line, and `swap` replaces the live derived state when the operator accepts the result.
 """
+
+from reconciliation.rebuild.digest import state_digest
+from reconciliation.rebuild.run import Mode, RebuildError, rebuild
+from reconciliation.rebuild.scratch import ScratchError
+from reconciliation.rebuild.swap import StaleRebuildError
+
+__all__ = [
+    "Mode",
+    "RebuildError",
+    "ScratchError",
+    "StaleRebuildError",
+    "rebuild",
+    "state_digest",
+]

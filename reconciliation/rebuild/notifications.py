@@ -52,7 +52,7 @@ from reconciliation.rebuild.reading import (
     notification_of,
 )
 from reconciliation.store.models import UNMATCHED
-from upstream.webhooks.payloads import DeliveryNotification, DeliveryNotUnderstood, PayloadReader
+from upstream import DeliveryNotification, DeliveryNotUnderstood, PayloadReader
 
 #: Deliveries read per round trip (and notifications written per statement).
 BATCH: Final = 5_000

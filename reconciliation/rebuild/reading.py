@@ -30,7 +30,7 @@ from uuid import UUID
 
 from reconciliation.notifications.inbox import stored_delivery_id
 from reconciliation.notifications.processing_writes import unstorable_text
-from upstream.webhooks.payloads import DeliveryNotUnderstood, PayloadReader
+from upstream import DeliveryNotUnderstood, PayloadReader
 
 #: Notification columns a body decides, in the order `copy_fields` writes them.
 BODY_COLUMNS: Final = (

@@ -52,7 +52,7 @@ from reconciliation.reconcile import LAST_PASS_AT, run_pass
 from reconciliation.store import watermarks
 from reconciliation.store.db import make_session_factory
 from reconciliation.store.types import utcnow
-from upstream.webhooks.payloads import PayloadReader
+from upstream import PayloadReader
 
 log = structlog.get_logger(__name__)
 

@@ -7,9 +7,10 @@ from collections.abc import Callable
 from typing import Final
 
 from reconciliation.reports.csv_format import render_csv
+from reconciliation.reports.fees import fee_figures
 from reconciliation.reports.figures import CSV_ITEMS_LISTED, OPEN_ITEMS_LISTED
-from reconciliation.reports.html_format import render_html
-from reconciliation.reports.model import Report, ReportWindow
+from reconciliation.reports.html_format import STYLE, render_html
+from reconciliation.reports.model import FeeTotal, Report, ReportWindow
 from reconciliation.reports.query import ReportError, build_report
 from reconciliation.reports.sections import DEFAULT_CSV_SECTION, SECTION_NAMES
 from reconciliation.reports.text import render_text
@@ -72,12 +73,16 @@ def render(
 
 __all__ = [
     "FORMATS",
+    "OPEN_ITEMS_LISTED",
     "SECTION_NAMES",
+    "STYLE",
+    "FeeTotal",
     "Report",
     "ReportError",
     "ReportWindow",
     "build_report",
     "check_format",
+    "fee_figures",
     "items_listed",
     "parse_moment",
     "parse_window",

@@ -60,7 +60,7 @@ from reconciliation.reports.model import (
 from reconciliation.store.models import EXCEPTION as MARKED_EXCEPTION
 from reconciliation.store.tables import holdings, matches, notifications, postings, transfers
 from reconciliation.transfers.lateness import late
-from upstream.wire.transfers import Stage
+from upstream import Stage
 
 #: The finality deadline the report assumes when its caller names none: the policy's default.
 FINALITY_SECONDS = ReconcilePolicy().finality_deadline_seconds

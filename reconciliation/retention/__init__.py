@@ -39,3 +39,11 @@ periodic depends on when that happens, because every periodic query reads an ind
 bounded by what is new or due, not the table, and the run vacuums every table it took rows
 from (vacuum.py), so the space is reused however the autovacuum daemon is set.
 """
+
+from reconciliation.retention.archive import ArchiveError
+from reconciliation.retention.runner import run_retention
+
+__all__ = [
+    "ArchiveError",
+    "run_retention",
+]

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from upstream.wire.fees import bearer_of, read_fees
-from upstream.wire.transfers import Fees, TransferRequest
+from upstream import Fees, TransferRequest, bearer_of, read_fees
 
 
 def instruction_bearer(request: TransferRequest) -> str | None:

@@ -23,13 +23,13 @@ from reconciliation.store.models import Transfer, TransferIntent
 from reconciliation.store.write_statements import insert_ignoring_conflicts
 from reconciliation.transfers.fees import instruction_bearer, quoted_fee
 from reconciliation.transfers.polling import ORIGIN_CREATED, record_created_transfer
-from upstream.idempotency import material_fingerprint
-from upstream.wire.transfers import (
+from upstream import (
     TransferAccepted,
     TransferCreation,
     TransferDenied,
     TransferReplayed,
     TransferRequest,
+    material_fingerprint,
 )
 
 #: Outcomes of an intent. `pending`: sent or about to be, answer unknown.

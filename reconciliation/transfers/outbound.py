@@ -26,7 +26,7 @@ from reconciliation.store.db import transaction
 from reconciliation.store.models import OutboundRequest, TransferIntent
 from reconciliation.store.types import utcnow
 from reconciliation.transfers.intents import PENDING
-from upstream.idempotency import Outcome, canonical_json, material_fingerprint
+from upstream import Outcome, canonical_json, material_fingerprint
 
 OPEN_STATES = ("pending", "sent")
 

@@ -32,8 +32,8 @@ from reconciliation.store.db import transaction
 from reconciliation.store.models import Transfer, TransferChange
 from reconciliation.store.write_statements import insert_ignoring_conflicts, rows_touched
 from reconciliation.transfers.fees import apply_fee_columns, fee_columns
-from upstream.wire.transfers import Stage, Status, TransferStatus
-from upstream.wire.transfers import Transfer as WireTransfer
+from upstream import Stage, Status, TransferStatus
+from upstream import Transfer as WireTransfer
 
 #: First wait after a non-terminal poll, and the cap the doubling stops at (seconds).
 BACKOFF_FIRST_SECONDS: Final = 2.0

@@ -33,9 +33,11 @@ from reconciliation.transfers.intents import (
     record_refusal,
 )
 from reconciliation.transfers.polling import record_imported_transfer
-from upstream.errors import Conflict, InvalidInput, NotFound
-from upstream.gateway import GatewayClient
-from upstream.wire.transfers import (
+from upstream import (
+    Conflict,
+    GatewayClient,
+    InvalidInput,
+    NotFound,
     TransferCreation,
     TransferDenied,
     TransferRequest,

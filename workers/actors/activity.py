@@ -32,7 +32,7 @@ import structlog
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
 from foundation.logs import log_item
 from foundation.settings import Settings
-from reconciliation.postings.activity import (
+from reconciliation.postings import (
     LEASE_SECONDS,
     LeasedHolding,
     LeaseLostError,
@@ -41,9 +41,7 @@ from reconciliation.postings.activity import (
     release_lease,
     store_page,
 )
-from upstream.activity import ActivityCursor, ActivityPage
-from upstream.activity_walk import ActivityReader, PagingTerms
-from upstream.errors import ProviderError
+from upstream import ActivityCursor, ActivityPage, ActivityReader, PagingTerms, ProviderError
 from workers.lease_keeper import LeaseKeeper
 from workers.middleware.metrics import PAGE_WRITE_SECONDS, POSTINGS_STORED
 from workers.queues import POLLING, PRIORITY_BULK

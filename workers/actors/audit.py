@@ -36,8 +36,8 @@ log = structlog.get_logger(__name__)
 )
 def audit_ledger() -> None:
     """Audit every watched holding, unless one finished within the interval."""
-    from reconciliation.ledger_audit.run import audit_ledger as run_audit
-    from reconciliation.ledger_audit.run import due, fetch_from
+    from reconciliation.ledger_audit import audit_ledger as run_audit
+    from reconciliation.ledger_audit import due, fetch_from
 
     rt = current_runtime()
     with rt.sessions() as session:

@@ -16,14 +16,14 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
-from reconciliation.postings.balances import (
+from reconciliation.postings import (
     clear_snapshot_failures,
     endpoints_to_read,
     note_snapshot_failures,
     store_snapshot,
 )
-from reconciliation.store.db import transaction
-from upstream.errors import ProtocolError, ProviderError
+from reconciliation.store import transaction
+from upstream import ProtocolError, ProviderError
 from workers.queues import POLLING, PRIORITY_URGENT
 from workers.retry_policy import MINUTE_MS, NOT_RETRYABLE, SECOND_MS
 from workers.runtime import Runtime, current_runtime

@@ -16,10 +16,10 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
-from reconciliation.ledger_audit.run import due
-from reconciliation.postings.holdings import known_endpoints, needs_read, store_endpoint
-from reconciliation.store.db import transaction
-from upstream.errors import NotFound
+from reconciliation.ledger_audit import due
+from reconciliation.postings import known_endpoints, needs_read, store_endpoint
+from reconciliation.store import transaction
+from upstream import NotFound
 from workers.actors.activity import poll_activity
 from workers.actors.audit import audit_ledger
 from workers.queues import POLLING, PRIORITY_URGENT

@@ -16,9 +16,9 @@ import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
 from foundation.logs import log_item
-from reconciliation.notifications.processing import ProcessOutcome, process_deliveries
-from reconciliation.store.db import transaction
-from upstream.webhooks.payloads import reader_for
+from reconciliation.notifications import ProcessOutcome, process_deliveries
+from reconciliation.store import transaction
+from upstream import reader_for
 from workers.queues import INBOX, PRIORITY_URGENT
 from workers.retry_policy import MINUTE_MS, SECOND_MS
 from workers.runtime import Runtime, current_runtime

@@ -28,7 +28,7 @@ log = structlog.get_logger(__name__)
 def prune() -> None:
     """Prune every kind of record past its configured age (RECON_RETAIN_*); one log line."""
     from reconciliation import pass_lease
-    from reconciliation.retention.runner import run_retention
+    from reconciliation.retention import run_retention
 
     rt = current_runtime()
     result = run_retention(

@@ -10,8 +10,8 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
-from reconciliation.notifications.subscription_check import CheckOutcome, check_subscriptions
-from reconciliation.store.db import transaction
+from reconciliation.notifications import CheckOutcome, check_subscriptions
+from reconciliation.store import transaction
 from workers.queues import POLLING, PRIORITY_URGENT
 from workers.retry_policy import MINUTE_MS, NOT_RETRYABLE, SECOND_MS
 from workers.runtime import Runtime, current_runtime

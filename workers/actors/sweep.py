@@ -31,17 +31,17 @@ import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
 from foundation.quiet_logs import IntervalSummary
-from reconciliation.notifications.processing import (
+from reconciliation.notifications import (
     advance_resend_mark,
     pending_deliveries,
     read_resend_mark,
 )
-from reconciliation.postings.activity import (
+from reconciliation.postings import (
     claim_due_holdings,
     ensure_cursor_rows,
     watched_without_cursor,
 )
-from reconciliation.store.db import transaction
+from reconciliation.store import transaction
 from workers.actors.activity import poll_activity, redo_after
 from workers.dispatch import RESEND_BATCH, EnqueueError, send_process_delivery
 from workers.queues import PRIORITY_URGENT, TICKS

@@ -18,14 +18,14 @@ import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
 from foundation.quiet_logs import IntervalSummary
-from reconciliation.transfers.polling import (
+from reconciliation.transfers import (
     Backoff,
     claim_due_transfers,
     record_poll_failure,
     record_status,
     release_claims,
 )
-from upstream.errors import ProviderError
+from upstream import ProviderError
 from workers.queues import POLLING, PRIORITY_URGENT
 from workers.retry_policy import MINUTE_MS, NOT_RETRYABLE
 from workers.runtime import Runtime, current_runtime, worker_identity
