@@ -1,0 +1,88 @@
+"""Facts that change behind the live store's last pass: a rebuild judges what that pass judged.
+
+A running store keeps moving between a pass and a rebuild: a posting lands behind a snapshot
+already checked (the poller's read ended just after the balance was observed), a transfer the
+pass judged turns terminal. Each test builds that moment through recon's own paths and asks
+`recon rebuild --dry-run` (the library call behind it) whether the rebuilt state is the live
+one; `tests/integration/workers/test_rebuild_while_running.py` meets the same moments by chance,
+against the sandbox, and these make them happen every time.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from reconciliation.rebuild.run import Mode, rebuild
+from reconciliation.reconcile import run_pass
+from reconciliation.store.db import transaction
+from reconciliation.store.models import (
+    ActivityCursor,
+    BalanceCheck,
+    BalanceSnapshot,
+)
+from tests.integration.audit.small_world import POLICY, T0, build_world, posting_for
+from upstream.webhooks.payloads import configured_reader
+
+READER = configured_reader()
+
+#: The snapshot `build_world` gives the external holding, and its settled amount (its postings'
+#: sum).
+FIRST_SNAPSHOT_AT = T0 + timedelta(minutes=5)
+FIRST_SETTLED = 250_000
+
+
+def test_a_posting_that_lands_behind_a_checked_snapshot_is_judged_alike(
+    engine: Engine, session_factory: sessionmaker[Session]
+) -> None:
+    """The holding's poller caught up just after its snapshot was observed, so the pass checked
+    it; a posting made a moment before the snapshot only came with the next read, and by then a
+    newer snapshot is ahead of the poller. The last pass's check of the older snapshot takes the
+    posting in, as a fresh look at the same facts (the rebuild) does."""
+    world = build_world(session_factory)  # its passes checked the first snapshot: no drift
+    late = 1_500
+    at = world.pass_at + timedelta(seconds=30)
+    with transaction(session_factory) as s:
+        s.add(
+            ActivityCursor(
+                holding_id=world.external.id,
+                last_polled_at=FIRST_SNAPSHOT_AT + timedelta(seconds=1),
+            )
+        )
+        # Within the projection's grace before the snapshot: the balance had not counted it.
+        s.add(
+            posting_for(
+                world.external,
+                uuid.uuid4(),
+                "credit",
+                late,
+                FIRST_SNAPSHOT_AT - timedelta(seconds=2),
+            )
+        )
+        s.add(  # observed after the poller's last read: not judged until it has read past it
+            BalanceSnapshot(
+                holding_id=world.external.id,
+                settled_minor=FIRST_SETTLED + late,
+                available_minor=FIRST_SETTLED + late,
+                reserved_minor=0,
+                observed_at=at,
+            )
+        )
+    run_pass(session_factory, POLICY, now=at + timedelta(seconds=5), publish=False)
+
+    result = rebuild(engine, POLICY, READER, mode=Mode.DRY_RUN)
+
+    assert result.comparison is not None and result.horizon is not None
+    assert [d.as_dict() for d in result.comparison.differences] == []
+    assert result.horizon.unjudged["balance snapshots"] == 1  # the newer one, ahead of the poller
+    with session_factory() as s:
+        check = s.scalars(
+            select(BalanceCheck).where(BalanceCheck.holding_id == world.external.id)
+        ).one()
+    # The live check says what the stored postings say: the late one is counted, and the
+    # difference it makes is the projection's lag.
+    assert (check.posted_minor, check.drift_minor) == (FIRST_SETTLED + late, -late)
+    assert check.explained_by_lag
