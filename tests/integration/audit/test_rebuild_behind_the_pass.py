@@ -10,21 +10,28 @@ against the sandbox, and these make them happen every time.
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import timedelta
 
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from reconciliation.matching.frontier import watermark_name
 from reconciliation.rebuild.run import Mode, rebuild
 from reconciliation.reconcile import run_pass
+from reconciliation.store import watermarks
 from reconciliation.store.db import transaction
 from reconciliation.store.models import (
     ActivityCursor,
     BalanceCheck,
     BalanceSnapshot,
+    Match,
+    MatchBacklog,
+    Notification,
 )
 from tests.integration.audit.small_world import POLICY, T0, build_world, posting_for
+from tests.integration.reconciliation.through_inbox import deliver_through_inbox
 from upstream.webhooks.payloads import configured_reader
 
 READER = configured_reader()
@@ -86,3 +93,58 @@ def test_a_posting_that_lands_behind_a_checked_snapshot_is_judged_alike(
     # difference it makes is the projection's lag.
     assert (check.posted_minor, check.drift_minor) == (FIRST_SETTLED + late, -late)
     assert check.explained_by_lag
+
+
+def test_a_notification_matched_before_a_pass_saw_it_waits_for_nothing(
+    engine: Engine, session_factory: sessionmaker[Session]
+) -> None:
+    """A pass reads each stream's top when it starts; a notification committed just after is
+    above its notification top, yet its rule anchored on postings (receiptRef) finds it through
+    the new posting and matches the two. The next pass sees the notification as new: it is
+    matched already, so it does not join the backlog (where no fresh pass would put it)."""
+    world = build_world(session_factory)
+    at = world.pass_at + timedelta(seconds=30)
+    receipt = uuid.uuid4()
+    with transaction(session_factory) as s:
+        s.add(posting_for(world.external, receipt, "credit", 2_500, at))
+    body = {
+        "id": "evt-just-after",
+        "event": "PAYMENT_RECEIVED",
+        "createdAt": at.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+        "data": {
+            "holdingRef": str(world.external.holding_ref),
+            "accountRef": str(world.external.account_ref),
+            "endpointRef": str(world.external.endpoint_ref),
+            "amount": "25.00",
+            "currency": "NGN",
+            "status": "SUCCESSFUL",
+            "receiptRef": str(receipt),
+        },
+    }
+    deliver_through_inbox(session_factory, [("evt-just-after", json.dumps(body).encode())], at)
+    with session_factory() as s:
+        seen = watermarks.read(s, watermark_name("notification"), 0)
+        note = s.scalars(
+            select(Notification).where(Notification.event_id == "evt-just-after")
+        ).one()
+    assert note.id > seen
+    # The first pass's notification top as it was read before the notification was committed.
+    run_pass(
+        session_factory,
+        POLICY,
+        now=at + timedelta(seconds=5),
+        publish=False,
+        ceiling={"notification": seen},
+    )
+    with session_factory() as s:
+        match = s.scalars(select(Match).where(Match.notification_id == note.id)).one()
+    assert match.rule == "receipt_ref" and match.unmatched_at is None
+    run_pass(session_factory, POLICY, now=at + timedelta(seconds=10), publish=False)
+
+    result = rebuild(engine, POLICY, READER, mode=Mode.DRY_RUN)
+
+    assert result.comparison is not None
+    assert [d.as_dict() for d in result.comparison.differences] == []
+    with session_factory() as s:
+        waiting = s.scalars(select(MatchBacklog.item_id).where(MatchBacklog.kind == "notification"))
+        assert note.id not in set(waiting)
