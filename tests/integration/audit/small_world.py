@@ -29,6 +29,7 @@ from reconciliation.store.models import (
     Match,
     Posting,
     Transfer,
+    TransferChange,
 )
 from tests.integration.reconciliation.through_inbox import deliver_through_inbox
 
@@ -125,18 +126,27 @@ def build_world(sessions: sessionmaker[Session]) -> World:
             (failed, "failed", True),
             (waiting, "awaiting_finality", False),
         ):
-            s.add(
-                Transfer(
-                    transfer_ref=ref,
-                    source_holding_ref=internal.holding_ref,
-                    dest_holding_ref=external.holding_ref,
-                    currency="NGN",
-                    amount_minor=10_000,
+            transfer = Transfer(
+                transfer_ref=ref,
+                source_holding_ref=internal.holding_ref,
+                dest_holding_ref=external.holding_ref,
+                currency="NGN",
+                amount_minor=10_000,
+                status=status,
+                is_terminal=done,
+                is_successful=status == "completed",
+                requested_at=T0,
+                origin="created",
+            )
+            s.add(transfer)
+            s.flush()
+            s.add(  # its status history, as the poller keeps it
+                TransferChange(
+                    transfer_id=transfer.id,
+                    observed_at=T0,
                     status=status,
                     is_terminal=done,
-                    is_successful=status == "completed",
-                    requested_at=T0,
-                    origin="created",
+                    is_successful=transfer.is_successful,
                 )
             )
         s.add_all(

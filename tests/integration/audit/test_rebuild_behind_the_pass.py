@@ -24,15 +24,19 @@ from reconciliation.store import watermarks
 from reconciliation.store.db import transaction
 from reconciliation.store.models import (
     ActivityCursor,
+    Alert,
     BalanceCheck,
     BalanceSnapshot,
     Match,
     MatchBacklog,
     Notification,
+    TransferChange,
 )
+from reconciliation.transfers.polling import Backoff, claim_due_transfers, record_status
 from tests.integration.audit.small_world import POLICY, T0, build_world, posting_for
 from tests.integration.reconciliation.through_inbox import deliver_through_inbox
 from upstream.webhooks.payloads import configured_reader
+from upstream.wire.transfers import TransferStatus
 
 READER = configured_reader()
 
@@ -148,3 +152,47 @@ def test_a_notification_matched_before_a_pass_saw_it_waits_for_nothing(
     with session_factory() as s:
         waiting = s.scalars(select(MatchBacklog.item_id).where(MatchBacklog.kind == "notification"))
         assert note.id not in set(waiting)
+
+
+def test_a_transfer_that_turned_terminal_after_the_pass_is_judged_as_the_pass_saw_it(
+    engine: Engine, session_factory: sessionmaker[Session]
+) -> None:
+    """The pass judged a transfer still awaiting finality (past its deadline: an alert); its
+    next status read says it completed. Until a pass has judged that, the rebuild judges the
+    transfer as the pass saw it, from its status history."""
+    world = build_world(session_factory)  # the waiting transfer is overdue: an alert is open
+    with session_factory() as s:
+        overdue = s.scalars(select(Alert.fingerprint).where(Alert.kind == "finality_overdue"))
+        assert list(overdue)
+    [claim] = claim_due_transfers(session_factory, "tester", world.pass_at, 10)
+    read = TransferStatus(
+        transfer_ref=claim.transfer_ref,
+        status="completed",
+        reason=None,
+        is_terminal=True,
+        is_successful=True,
+        revision=2,
+        fees=None,
+    )
+    at = world.pass_at + timedelta(seconds=20)
+    record_status(session_factory, claim, "tester", read, at, Backoff())
+    with session_factory() as s:
+        change = s.scalars(
+            select(TransferChange)
+            .where(TransferChange.transfer_id == claim.id)
+            .order_by(TransferChange.id.desc())
+        ).first()
+    assert change is not None and (change.is_terminal, change.is_successful) == (True, True)
+
+    waiting = rebuild(engine, POLICY, READER, mode=Mode.DRY_RUN)
+
+    assert waiting.comparison is not None and waiting.horizon is not None
+    assert [d.as_dict() for d in waiting.comparison.differences] == []
+    assert waiting.horizon.unjudged["changed transfers"] == 1
+    run_pass(session_factory, POLICY, now=at + timedelta(seconds=5), publish=False)
+    judged = rebuild(engine, POLICY, READER, mode=Mode.DRY_RUN)
+    assert judged.comparison is not None and judged.horizon is not None
+    assert [d.as_dict() for d in judged.comparison.differences] == []
+    assert judged.horizon.unjudged["changed transfers"] == 0
+    before, after = waiting.comparison.live.by_name(), judged.comparison.live.by_name()
+    assert before["open_alerts"] != after["open_alerts"]  # the next pass resolved it
