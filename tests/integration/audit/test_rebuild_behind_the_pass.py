@@ -13,11 +13,14 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import timedelta
+from typing import Any
 
+import pytest
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from reconciliation.matching.frontier import watermark_name
+from reconciliation.rebuild import run as run_module
 from reconciliation.rebuild.run import Mode, rebuild
 from reconciliation.reconcile import run_pass
 from reconciliation.store import watermarks
@@ -196,3 +199,36 @@ def test_a_transfer_that_turned_terminal_after_the_pass_is_judged_as_the_pass_sa
     assert judged.horizon.unjudged["changed transfers"] == 0
     before, after = waiting.comparison.live.by_name(), judged.comparison.live.by_name()
     assert before["open_alerts"] != after["open_alerts"]  # the next pass resolved it
+
+
+def test_the_rows_shown_are_those_of_the_moment_the_digests_compare(
+    engine: Engine, session_factory: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The live store moves while the rebuild works on its scratch (a pass, processing); the
+    digests compare the moment the facts were read, and the rows listed under a table that
+    differs are that moment's too, not rows that changed since."""
+    if engine.dialect.name != "postgresql":
+        pytest.skip("SQLite has no snapshot to share: its live rows are read as they are now")
+    build_world(session_factory)
+    receipt_matches = select(Match).where(Match.rule == "receipt_ref", Match.unmatched_at.is_(None))
+    with session_factory.begin() as s:
+        lost = s.scalars(receipt_matches).first()
+        assert lost is not None
+        lost_row = (lost.posting_id, lost.notification_id)
+        s.delete(lost)  # a difference the rebuild must find
+    derive = run_module._derive
+
+    def derive_while_the_store_moves(*args: Any, **kwargs: Any) -> None:
+        derive(*args, **kwargs)
+        with session_factory.begin() as s:  # after the rebuild read the live store
+            s.delete(s.scalars(receipt_matches).first())
+
+    monkeypatch.setattr(run_module, "_derive", derive_while_the_store_moves)
+
+    result = rebuild(engine, POLICY, READER, mode=Mode.DRY_RUN)
+
+    assert result.comparison is not None
+    [matches] = result.comparison.differences
+    assert (matches.name, matches.live_only, matches.rebuilt_only) == ("matches", 0, 1)
+    row = matches.rebuilt_sample[0]
+    assert (int(row["posting_id"]), int(row["notification_id"])) == lost_row
