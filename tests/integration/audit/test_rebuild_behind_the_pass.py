@@ -232,3 +232,46 @@ def test_the_rows_shown_are_those_of_the_moment_the_digests_compare(
     assert (matches.name, matches.live_only, matches.rebuilt_only) == ("matches", 0, 1)
     row = matches.rebuilt_sample[0]
     assert (int(row["posting_id"]), int(row["notification_id"])) == lost_row
+
+
+def test_the_check_compared_is_of_the_newest_snapshot_by_time_whatever_the_ids(
+    engine: Engine, session_factory: sessionmaker[Session]
+) -> None:
+    """Two balance reads of one holding overlapped and stored their snapshots in the other
+    order: the later observed has the lower id. Each pass checks the newest snapshot its poller
+    has caught up with; the live check and the rebuilt one compared are of that snapshot."""
+    world = build_world(session_factory)
+    later_at, earlier_at = T0 + timedelta(minutes=20), T0 + timedelta(minutes=19)
+    with transaction(session_factory) as s:
+        for observed in (later_at, earlier_at):  # the later one stored first
+            s.add(
+                BalanceSnapshot(
+                    holding_id=world.external.id,
+                    settled_minor=FIRST_SETTLED,
+                    available_minor=FIRST_SETTLED,
+                    reserved_minor=0,
+                    observed_at=observed,
+                )
+            )
+            s.flush()
+        cursor = ActivityCursor(
+            holding_id=world.external.id, last_polled_at=earlier_at + timedelta(seconds=30)
+        )
+        s.add(cursor)
+    first = world.pass_at + timedelta(minutes=10)
+    run_pass(session_factory, POLICY, now=first, publish=False)  # checks the earlier one
+    with transaction(session_factory) as s:
+        s.get_one(ActivityCursor, world.external.id).last_polled_at = later_at + timedelta(
+            seconds=30
+        )
+    run_pass(session_factory, POLICY, now=first + timedelta(seconds=5), publish=False)
+
+    result = rebuild(engine, POLICY, READER, mode=Mode.DRY_RUN)
+
+    assert result.comparison is not None
+    assert [d.as_dict() for d in result.comparison.differences] == []
+    with session_factory() as s:
+        checked = s.scalars(
+            select(BalanceCheck.observed_at).where(BalanceCheck.holding_id == world.external.id)
+        )
+        assert {later_at, earlier_at} <= set(checked)  # both judged, in turn

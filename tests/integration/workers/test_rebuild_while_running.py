@@ -89,7 +89,11 @@ def test_ten_rebuilds_of_a_running_store_all_compare_equal(
             time.sleep(3)  # the holdings discovered, their history polled, passes over it
             for _ in range(REBUILDS):
                 ran = runner.invoke(cli, ["rebuild", "--dry-run", "--json"])
-                found = json.loads(ran.stdout) if ran.stdout.startswith("{") else {}
+                found = (
+                    json.loads(ran.stdout)
+                    if ran.stdout.startswith("{")
+                    else {"unreadable": ran.stdout[:2000], "error": repr(ran.exception)}
+                )
                 outcomes.append((ran.exit_code, found))
             stop.set()
             payer.join(10)
@@ -110,6 +114,8 @@ def test_ten_rebuilds_of_a_running_store_all_compare_equal(
     ]
     print("differences:", json.dumps(shown))  # whole: the assertion's message is cut short
     assert codes == [0] * REBUILDS, shown
+    unreadable = [found for _, found in outcomes if "unreadable" in found]
+    assert not unreadable, unreadable  # each answered with its JSON alone
     horizons = [found["horizon"] for _, found in outcomes]
     # The store was moving: some rebuild found facts the last pass had not judged yet ...
     assert any(sum(h["notYetJudged"].values()) for h in horizons)  # type: ignore[index]
