@@ -10,7 +10,6 @@ against the sandbox, and these make them happen every time.
 
 from __future__ import annotations
 
-import json
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -36,7 +35,14 @@ from reconciliation.store.models import (
     TransferChange,
 )
 from reconciliation.transfers.polling import Backoff, claim_due_transfers, record_status
-from tests.integration.audit.small_world import POLICY, T0, build_world, posting_for
+from tests.integration.audit.small_world import (
+    POLICY,
+    T0,
+    build_world,
+    delivery_body,
+    money_data,
+    posting_for,
+)
 from tests.integration.reconciliation.through_inbox import deliver_through_inbox
 from upstream.webhooks.payloads import configured_reader
 from upstream.wire.transfers import TransferStatus
@@ -114,21 +120,13 @@ def test_a_notification_matched_before_a_pass_saw_it_waits_for_nothing(
     receipt = uuid.uuid4()
     with transaction(session_factory) as s:
         s.add(posting_for(world.external, receipt, "credit", 2_500, at))
-    body = {
-        "id": "evt-just-after",
-        "event": "PAYMENT_RECEIVED",
-        "createdAt": at.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
-        "data": {
-            "holdingRef": str(world.external.holding_ref),
-            "accountRef": str(world.external.account_ref),
-            "endpointRef": str(world.external.endpoint_ref),
-            "amount": "25.00",
-            "currency": "NGN",
-            "status": "SUCCESSFUL",
-            "receiptRef": str(receipt),
-        },
-    }
-    deliver_through_inbox(session_factory, [("evt-just-after", json.dumps(body).encode())], at)
+    body = delivery_body(
+        "evt-just-after",
+        "PAYMENT_RECEIVED",
+        at,
+        **money_data(world.external, "25.00", receiptRef=receipt),
+    )
+    deliver_through_inbox(session_factory, [("evt-just-after", body)], at)
     with session_factory() as s:
         seen = watermarks.read(s, watermark_name("notification"), 0)
         note = s.scalars(
