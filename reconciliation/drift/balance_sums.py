@@ -101,6 +101,9 @@ def latest_per_holding(table: Table, column: Any, *where: Any) -> Any:
         .where(table.c.holding_id == holdings.c.id, *where)
         .order_by(table.c.observed_at.desc(), table.c.id.desc())
         .limit(1)
+        # Correlated to everything around it but the probed table: nested in another probe,
+        # it would otherwise take `holdings` into its own FROM and read every holding's rows.
+        .correlate_except(table)
         .scalar_subquery()
     )
 

@@ -108,6 +108,46 @@ def test_a_posting_that_lands_behind_a_checked_snapshot_is_judged_alike(
     assert check.explained_by_lag
 
 
+def test_each_holding_is_judged_on_the_newest_snapshot_its_own_poller_has_caught_up_with(
+    engine: Engine, session_factory: sessionmaker[Session]
+) -> None:
+    """The internal holding's poller has read past its older snapshot, not its newer one (which
+    is still older than the external holding's check): the older one is judged, whatever other
+    holdings' checks say, and the newer one waits."""
+    world = build_world(session_factory)  # the external holding's snapshot is checked
+    older, newer = (
+        FIRST_SNAPSHOT_AT - timedelta(minutes=2),
+        FIRST_SNAPSHOT_AT - timedelta(minutes=1),
+    )
+    with transaction(session_factory) as s:
+        s.add(
+            ActivityCursor(
+                holding_id=world.internal.id, last_polled_at=older + timedelta(seconds=1)
+            )
+        )
+        for observed in (older, newer):
+            s.add(
+                BalanceSnapshot(
+                    holding_id=world.internal.id,
+                    settled_minor=-10_000,
+                    available_minor=-10_000,
+                    reserved_minor=0,
+                    observed_at=observed,
+                )
+            )
+    run_pass(session_factory, POLICY, now=world.pass_at + timedelta(seconds=30), publish=False)
+
+    with session_factory() as s:
+        checked = s.scalars(
+            select(BalanceCheck.observed_at).where(BalanceCheck.holding_id == world.internal.id)
+        )
+        assert list(checked) == [older]
+    result = rebuild(engine, POLICY, READER, mode=Mode.DRY_RUN)
+    assert result.comparison is not None and result.horizon is not None
+    assert [d.as_dict() for d in result.comparison.differences] == []
+    assert result.horizon.unjudged["balance snapshots"] == 1  # the newer one
+
+
 def test_a_notification_matched_before_a_pass_saw_it_waits_for_nothing(
     engine: Engine, session_factory: sessionmaker[Session]
 ) -> None:
