@@ -1,6 +1,7 @@
 """balance_mismatch: a holding's balance snapshot is not the sum of its postings.
 
-For each holding's latest snapshot, the posted sum (credits minus debits, by balanceEffect) of
+For each holding's newest snapshot its activity poller has caught up with (a newer one waits
+until the poller has read past it), the posted sum (credits minus debits, by balanceEffect) of
 every posting up to the snapshot's time is compared with the snapshot's settled amount
 (drift.balance_sums reads both in one consistent read, incrementally). The gateway warns that a
 balance lags its postings while the projection catches up, so postings in the last
@@ -8,8 +9,11 @@ balance lags its postings while the projection catches up, so postings in the la
 consistent when it equals the sum up to any point inside that grace (the sum before the grace,
 plus the grace's postings one by one in ledger order). Anything else is drift.
 
-Each comparison is kept in balance_checks (reports draw drift over time from it). A holding
-whose poller has not read past the snapshot's time yet is left undecided. The highest posting id
+Each comparison is kept in balance_checks (reports draw drift over time from it), and brought
+up to date while its snapshot is still the one judged: a posting that arrives late (behind a
+snapshot already checked) changes that check, so the check always says what the postings stored
+now say. A holding whose poller has not read past any of its snapshots yet is left undecided.
+The highest posting id
 the read saw is kept too (`POSTINGS_READ`): a rebuild copies the postings up to it, so its sums
 are made of the postings this pass summed.
 """

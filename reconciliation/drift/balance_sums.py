@@ -1,8 +1,8 @@
-"""The posted sum behind each holding's latest snapshot, read incrementally and consistently.
+"""The posted sum behind each holding's judged snapshot, read incrementally and consistently.
 
-Per holding: its latest snapshot and its latest balance check (both by an index probe, so the
-cost does not grow with the history). The sum is then built on the previous check instead of
-summing the ledger again:
+Per holding: the snapshot to judge (the newest its poller has caught up with) and its latest
+balance check (each by an index probe, so the cost does not grow with the history). The sum is
+then built on the previous check instead of summing the ledger again:
 
     posted = previous check's sum
            + postings between the previous snapshot's time and this one's
@@ -84,31 +84,67 @@ class Basis:
     posted: int = 0
 
 
-def latest_per_holding(table: Table, column: Any) -> Any:
+def latest_per_holding(table: Table, column: Any, *where: Any) -> Any:
     """`column` of the holding's newest row of `table` (snapshots or checks: by `observed_at`,
-    then id), correlated to `holdings`: one probe of the (holding_id, observed_at) index per
-    holding, so the cost does not grow with the history."""
+    then id) that meets `where`, correlated to `holdings`: one probe of the (holding_id,
+    observed_at) index per holding, so the cost does not grow with the history."""
     return (
         select(column)
-        .where(table.c.holding_id == holdings.c.id)
+        .where(table.c.holding_id == holdings.c.id, *where)
         .order_by(table.c.observed_at.desc(), table.c.id.desc())
         .limit(1)
+        # Correlated to everything around it but the probed table: nested in another probe,
+        # it would otherwise take `holdings` into its own FROM and read every holding's rows.
+        .correlate_except(table)
         .scalar_subquery()
     )
 
 
+def _judged_snapshot() -> Any:
+    """Per holding (correlated to `holdings` and its outer-joined `cursors` row): the snapshot
+    to judge, the newest one its poller has caught up with, else (none yet: undecided) its
+    newest.
+
+    Not simply the newest: while the poller is behind the newest snapshot, postings that belong
+    to an older one still arrive (a read that ended just after a snapshot was taken, a page
+    committed late), and the snapshot judged last must take them in, or its check says what no
+    fresh look at the same facts would (`recon rebuild` takes exactly that fresh look). A
+    snapshot already checked counts as caught up whatever the cursor says now, so the judged
+    one is never older than the last checked (whose check is then brought up to date).
+    """
+    s, c = snapshots, checks
+    newest_checked_at = latest_per_holding(c, c.c.observed_at)
+    caught_up = latest_per_holding(
+        s,
+        s.c.id,
+        or_(
+            cursors.c.holding_id.is_(None),
+            s.c.observed_at <= cursors.c.last_polled_at,
+            s.c.observed_at <= newest_checked_at,
+        ),
+    )
+    return func.coalesce(caught_up, latest_per_holding(s, s.c.id))
+
+
 def _basis_select() -> Any:
     s, c, h = snapshots, checks, holdings
-    latest_snapshot = latest_per_holding(s, s.c.id)
     latest_check = latest_per_holding(c, c.c.id)
-    latest = select(
-        h.c.id.label("holding_id"),
-        latest_snapshot.label("snapshot_id"),
-        latest_check.label("check_id"),
-    ).subquery("latest")
+    latest = (
+        select(
+            h.c.id.label("holding_id"),
+            _judged_snapshot().label("snapshot_id"),
+            latest_check.label("check_id"),
+        )
+        .select_from(h.outerjoin(cursors, cursors.c.holding_id == h.c.id))
+        .subquery("latest")
+    )
     prev = c.alias("prev")
     usable = prev.c.observed_at <= s.c.observed_at
-    caught_up = or_(cursors.c.holding_id.is_(None), cursors.c.last_polled_at >= s.c.observed_at)
+    caught_up = or_(
+        cursors.c.holding_id.is_(None),
+        cursors.c.last_polled_at >= s.c.observed_at,
+        prev.c.snapshot_id == s.c.id,
+    )
     return select(
         latest.c.holding_id,
         h.c.holding_ref,

@@ -84,12 +84,12 @@ def enqueue_residue(
     it can be:
     - postings: only rule 1's leftovers (no notification names their receipt) can be waiting,
       less the few rule 3 matched; the rest of the new postings are not read at all;
-    - notifications: an item new to this pass can only be named by a row of this pass (id
-      above frontier.first_row): a person can only match what a pass has seen; so the new ids
-      are set against this pass's rows (one hash anti-join on a full pass, index probes on an
-      incremental one);
-    - transfers: against every active row, since a transfer new to this pass may have been
-      attached to an older row (matching.transfers.attach_transfers).
+    - notifications and transfers: against every active row (one hash anti-join on a full
+      pass, index probes on an incremental one). An item new to this pass may already be named
+      by an older row: a rule anchored on postings reads the notifications a receipt names
+      whatever the notification frontier, so a notification committed just after an earlier
+      pass read its tops can be matched by that pass before any pass "sees" it; a transfer new
+      to this pass may have been attached to an older row (matching.transfers.attach_transfers).
     """
     parts = []
     if leftovers is not None and frontier.has_new("posting"):
@@ -103,15 +103,12 @@ def enqueue_residue(
         )
     if frontier.has_new("notification"):
         lo, hi = frontier.new("notification")
-        n, column = STREAMS["notification"]
-        named_here = exists().where(
-            matches.c[column] == n.c.id,
-            matches.c.id > frontier.first_row,
-            matches.c.unmatched_at.is_(None),
-        )
+        n, _ = STREAMS["notification"]
         parts.append(
             select(literal("notification").label("kind"), n.c.id.label("item_id")).where(
-                n.c.id.between(lo, hi), _eligible("notification"), ~named_here
+                n.c.id.between(lo, hi),
+                _eligible("notification"),
+                ~active_row("notification", n.c.id),
             )
         )
     if frontier.has_new("transfer"):

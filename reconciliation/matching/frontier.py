@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session
 
 from reconciliation.store import watermarks
 from reconciliation.store.tables import match_backlog as backlog
-from reconciliation.store.tables import matches, notifications, postings, transfers
+from reconciliation.store.tables import notifications, postings, transfers
 
 #: Stream -> (its table, its column in matches).
 STREAMS: Final[dict[str, tuple[Table, str]]] = {
@@ -76,13 +76,11 @@ def watermark_name(stream: str) -> str:
 class Frontier:
     """Per stream: the highest id seen by earlier passes, and the top this pass goes to.
 
-    first_row: the highest match row id before this pass (rows above it are this pass's).
     waiting: the backlog kinds that had entries when the pass began (the others need no look).
     """
 
     seen: dict[str, int]
     top: dict[str, int]
-    first_row: int = 0
     waiting: frozenset[str] = frozenset(BACKLOG_KINDS)
 
     def new(self, stream: str) -> tuple[int, int]:
@@ -99,23 +97,20 @@ def read_frontier(session: Session, ceiling: Mapping[str, int] | None = None) ->
     PostgreSQL, after in-flight writers. `ceiling`: per stream, the highest id to go to."""
     seen = {s: watermarks.read(session, watermark_name(s), 0) for s in STREAMS}
     tops = [
-        select(func.coalesce(func.max(t.c.id), 0)).scalar_subquery()
-        for t in (*(t for t, _ in STREAMS.values()), matches)
+        select(func.coalesce(func.max(t.c.id), 0)).scalar_subquery() for t, _ in STREAMS.values()
     ]
     queued = [exists().where(backlog.c.kind == kind) for kind in BACKLOG_KINDS]
     row = session.execute(select(*tops, *queued)).one()
     top = {s: int(value) for s, value in zip(STREAMS, row, strict=False)}
     if ceiling is not None:
         top = {s: min(value, ceiling.get(s, value)) for s, value in top.items()}
-    first_row = int(row[len(STREAMS)])
-    flags = row[len(STREAMS) + 1 :]
+    flags = row[len(STREAMS) :]
     waiting = frozenset(kind for kind, flag in zip(BACKLOG_KINDS, flags, strict=True) if flag)
     if session.get_bind().dialect.name == "postgresql":
         _wait_for_writers(session)
     return Frontier(
         seen=seen,
         top={s: max(top[s], seen[s]) for s in STREAMS},
-        first_row=first_row,
         waiting=waiting,
     )
 

@@ -304,20 +304,24 @@ def release_lease(
     next_poll_at: datetime | None,
     *,
     caught_up_at: datetime | None = None,
+    completed: bool | None = None,
     error: str | None = None,
 ) -> None:
     """Give the lease back and say when the holding is due again; record an error if any.
 
-    `caught_up_at` marks a read that reached the last page (it counts in `reads_completed`).
-    `next_poll_at` None leaves the due time as the last renewal set it. A release by a worker
-    that no longer holds the lease changes nothing.
+    `caught_up_at` is the moment the read has stored every posting up to (`last_polled_at`,
+    which the balance check trusts: a snapshot observed later waits for a later read). A read
+    that reached the last page counts in `reads_completed` (`completed`; by default, whether
+    `caught_up_at` is given). `next_poll_at` None leaves the due time as the last renewal set
+    it. A release by a worker that no longer holds the lease changes nothing.
     """
+    done = caught_up_at is not None if completed is None else completed
     params = {
         "holding": lease.holding_id,
         "owner": lease.owner,
         "next_poll_at": next_poll_at,
         "caught_up_at": caught_up_at,
-        "completed": 0 if caught_up_at is None else 1,
+        "completed": 1 if done else 0,
         "failed": 0 if error is None else 1,
         "error": None if error is None else error[:ERROR_TEXT_LIMIT],
     }

@@ -109,7 +109,8 @@ MOVE_CURSOR: Final = (
 )
 
 #: Give the lease back, if still ours (params: holding, owner). NULL keeps a stored value:
-#: `next_poll_at`, `caught_up_at` (sets last_polled_at) and `error` (sets last_error);
+#: `next_poll_at`, `caught_up_at` (the moment the read stored everything up to: sets
+#: last_polled_at) and `error` (sets last_error);
 #: `completed` and `failed` (0 or 1) count a finished read and an error.
 RELEASE_LEASE: Final = (
     update(ActivityCursor)

@@ -3,22 +3,29 @@
 Digests are cheap (one aggregate per table); only a table whose digests disagree is subtracted
 both ways (`EXCEPT`, in the database), and only the first rows of each side are fetched to show,
 with the full counts beside them. Rows are the facets' rendered rows
-(`reconciliation.rebuild.facets`), so what differs is what a person would call different.
+(`reconciliation.rebuild.facets`), so what differs is what a person would call different. The
+live side's rows are those of the moment its digest describes when the caller can copy them
+(`live_copies`: PostgreSQL, `live_digest`), else the live tables as they are now.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, Table, func, select
 
 from reconciliation.rebuild.digest import StateDigest, state_digest
-from reconciliation.rebuild.facets import FACETS, Facet, facet_rows
+from reconciliation.rebuild.facets import FACETS, Facet, Rows, facet_rows
 from reconciliation.rebuild.horizon import Horizon
 
 #: Rows shown per side of each table that differs (the counts are always exact).
 SHOWN: Final = 20
+
+#: Copies the live rows of the named facets (as of the live digest's moment) and gives back
+#: the tables holding them, by facet name.
+LiveCopies: TypeAlias = Callable[[Sequence[str]], Mapping[str, Table]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,18 +70,9 @@ class Comparison:
 
 
 def _one_way(
-    connection: Connection,
-    facet: Facet,
-    sides: tuple[str | None, str | None],
-    shown: int,
-    horizon: Horizon | None,
+    connection: Connection, first: Rows, second: Rows, shown: int
 ) -> tuple[int, list[dict[str, str]]]:
-    dialect = connection.dialect
-    first, second = sides
-    only = facet_rows(facet, first, dialect, horizon).except_(
-        facet_rows(facet, second, dialect, horizon)
-    )
-    rows = only.subquery("only")
+    rows = first.except_(second).subquery("only")
     count = int(connection.execute(select(func.count()).select_from(rows)).scalar_one())
     sample = [
         dict(r._mapping) for r in connection.execute(select(rows).order_by(*rows.c).limit(shown))
@@ -88,10 +86,17 @@ def table_difference(
     schema: str,
     shown: int = SHOWN,
     horizon: Horizon | None = None,
+    live_copy: Table | None = None,
 ) -> TableDifference:
-    """Subtract one table both ways: live minus rebuilt, rebuilt minus live."""
-    live_only, live_sample = _one_way(connection, facet, (None, schema), shown, horizon)
-    rebuilt_only, rebuilt_sample = _one_way(connection, facet, (schema, None), shown, horizon)
+    """Subtract one table both ways: live minus rebuilt, rebuilt minus live. The live rows are
+    `live_copy`'s when given, else the live tables' as they are now."""
+    dialect = connection.dialect
+    live = (
+        select(*live_copy.c) if live_copy is not None else facet_rows(facet, None, dialect, horizon)
+    )
+    rebuilt = facet_rows(facet, schema, dialect, horizon)
+    live_only, live_sample = _one_way(connection, live, rebuilt, shown)
+    rebuilt_only, rebuilt_sample = _one_way(connection, rebuilt, live, shown)
     return TableDifference(facet.name, live_only, rebuilt_only, live_sample, rebuilt_sample)
 
 
@@ -101,17 +106,20 @@ def compare(
     shown: int = SHOWN,
     live: StateDigest | None = None,
     horizon: Horizon | None = None,
+    live_copies: LiveCopies | None = None,
 ) -> Comparison:
     """Digest both states (the live one unless given: `live_digest`), within `horizon` when
-    given; list the rows of every table whose digests differ (read from the live tables as they
-    are now)."""
+    given; list the rows of every table whose digests differ, the live ones from `live_copies`
+    when given (else read from the live tables as they are now)."""
     live = live if live is not None else state_digest(connection, None, horizon)
     rebuilt = state_digest(connection, schema, horizon)
-    differences = []
     mine, theirs = live.by_name(), rebuilt.by_name()
-    for facet in FACETS:
-        if mine[facet.name] != theirs[facet.name]:
-            # Appended even when neither side has a row the other lacks: then the same rows
-            # appear a different number of times (a duplicated match, say), still a difference.
-            differences.append(table_difference(connection, facet, schema, shown, horizon))
-    return Comparison(live, rebuilt, tuple(differences))
+    # A table appears even when neither side has a row the other lacks: then the same rows
+    # appear a different number of times (a duplicated match, say), still a difference.
+    differing = [facet for facet in FACETS if mine[facet.name] != theirs[facet.name]]
+    copies = live_copies([f.name for f in differing]) if live_copies is not None else {}
+    differences = tuple(
+        table_difference(connection, facet, schema, shown, horizon, copies.get(facet.name))
+        for facet in differing
+    )
+    return Comparison(live, rebuilt, differences)

@@ -172,14 +172,23 @@ def _exceptions(t: dict[str, Table], dialect: Dialect, _horizon: Horizon | None)
 
 def _balance_checks(t: dict[str, Table], dialect: Dialect, _horizon: Horizon | None) -> Rows:
     """Each holding's check of its newest checked snapshot: a snapshot no pass has checked yet
-    (its holding's poller behind it, or it came after the pass) is not yet judged."""
-    checks = t["balance_checks"]
-    latest = select(func.max(checks.c.snapshot_id)).group_by(checks.c.holding_id)
+    (its holding's poller behind it, or it came after the pass) is not yet judged. Newest as
+    the balance rule orders snapshots (by `observed_at`, then id), not by id alone: two
+    snapshot reads of one holding may store their rows in the other order."""
+    checks, holdings = t["balance_checks"], t["holdings"]
+    # One probe of the (holding_id, observed_at) index per holding, whatever the history.
+    newest = (
+        select(checks.c.id)
+        .where(checks.c.holding_id == holdings.c.id)
+        .order_by(checks.c.observed_at.desc(), checks.c.snapshot_id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
     columns = ("snapshot_id", "holding_id", "settled_minor", "posted_minor", "drift_minor")
     return select(
         *(render(checks.c[c], dialect).label(c) for c in columns),
         render(checks.c.explained_by_lag, dialect).label("explained_by_lag"),
-    ).where(checks.c.snapshot_id.in_(latest))
+    ).where(checks.c.id.in_(select(newest).select_from(holdings)))
 
 
 #: Every derived table, in the order reports print them.

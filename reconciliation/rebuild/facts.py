@@ -16,7 +16,9 @@ from the net amount removed, not from nothing). Items are copied
 `unmatched`; an item a person took apart becomes an exception again, as `recon unmatch` left it.
 
 Postings, deliveries, transfers and balance snapshots are copied up to the live pass's marks
-(`reconciliation.rebuild.horizon`): the rebuild judges what that pass judged, no more.
+(`reconciliation.rebuild.horizon`): the rebuild judges what that pass judged, no more. A
+transfer whose status changed after that pass is put back as the pass saw it, from its status
+history (`as_the_pass_saw_them`); its later changes are copied, and counted as not yet judged.
 """
 
 from __future__ import annotations
@@ -24,14 +26,31 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from sqlalchemy import Connection, Table, and_, exists, func, literal, or_, select, update
+from sqlalchemy import (
+    Connection,
+    Table,
+    and_,
+    case,
+    exists,
+    false,
+    func,
+    literal,
+    or_,
+    select,
+    update,
+)
 
 from reconciliation.alerts.lifecycle import AUTO_RESOLVER
 from reconciliation.drift import ALERT_KINDS
 from reconciliation.matching.vocabulary import PEOPLES_RULES
 from reconciliation.notifications.shape_alerts import KIND as SHAPE_ALERT
 from reconciliation.rebuild.facets import tables_in
-from reconciliation.rebuild.horizon import Horizon, checked_snapshot, judged_transfer
+from reconciliation.rebuild.horizon import (
+    Horizon,
+    changed_after_the_pass,
+    checked_snapshot,
+    judged_transfer,
+)
 from reconciliation.store.models import EXCEPTION, UNMATCHED
 
 #: Alert kinds a rebuild derives again (the pass's and processing's); others are facts.
@@ -125,6 +144,9 @@ def copy_facts(connection: Connection, schema: str, horizon: Horizon) -> CopiedF
             *_within(live, name, horizon),
             status=name in ITEMS,
         )
+    copied.rows["transfers (as the pass saw them)"] = as_the_pass_saw_them(
+        connection, scratch, horizon
+    )
     notes = live["notifications"]
     copied.rows["notifications (no delivery)"] = _copy(
         connection, notes, scratch["notifications"], notes.c.delivery_pk.is_(None), status=True
@@ -162,6 +184,46 @@ def copy_facts(connection: Connection, schema: str, horizon: Horizon) -> CopiedF
                 f"(SELECT max(id) FROM {schema}.{name}), 1))"
             )
     return copied
+
+
+def as_the_pass_saw_them(
+    connection: Connection, scratch: dict[str, Table], horizon: Horizon
+) -> int:
+    """Put each copied transfer whose status changed after the live pass back as that pass saw
+    it: stage, status, reason, revision and outcome from its last change observed by then
+    (`is_terminal` NULL: a change recorded before outcomes were kept, not terminal). Only the
+    status history says what the transfer was; what it is now is for the next pass to judge.
+    Returns how many transfers were put back."""
+    if horizon.passed_at is None:
+        return 0
+    t, c = scratch["transfers"], scratch["transfer_changes"]
+    history = c.alias("history")
+    then = (
+        select(history.c.id)
+        .where(history.c.transfer_id == t.c.id, history.c.observed_at <= horizon.passed_at)
+        .order_by(history.c.observed_at.desc(), history.c.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+
+    def as_then(column: Any) -> Any:
+        return select(column).where(c.c.id == then).scalar_subquery()
+
+    terminal = func.coalesce(as_then(c.c.is_terminal), false())
+    moved = connection.execute(
+        update(t)
+        .where(changed_after_the_pass(t, c, horizon.passed_at), then.is_not(None))
+        .values(
+            stage=as_then(c.c.stage),
+            status=as_then(c.c.status),
+            reason=as_then(c.c.reason),
+            revision=as_then(c.c.revision),
+            is_terminal=terminal,
+            is_successful=as_then(c.c.is_successful),
+            terminal_at=case((terminal, t.c.terminal_at), else_=None),
+        )
+    )
+    return int(moved.rowcount or 0)
 
 
 def restore_unmatched_exceptions(connection: Connection, schema: str) -> None:

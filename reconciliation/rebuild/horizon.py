@@ -14,7 +14,9 @@ snapshot as the facts, and goes exactly as far:
 - notifications and transfers above the frontier: only those a pass already took as a
   counterpart (named by a match); the other notifications are dropped from the scratch once
   read again, the other transfers (and their status history) are not copied;
-- balance snapshots: only those the live store holds a check of (a pass judged them).
+- balance snapshots: only those the live store holds a check of (a pass judged them);
+- transfer status changes observed after the pass: copied, but the transfer is judged as its
+  history says it stood when the pass ran (`facts.as_the_pass_saw_them`).
 
 What lies beyond is counted (`unjudged`) and shown as "not yet judged by a pass", never as a
 difference. Notifications the rebuild finds and the live store lacks altogether (ids above
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import Connection, Table, and_, exists, func, not_, or_, select
+from sqlalchemy import Connection, Table, and_, exists, false, func, not_, or_, select
 
 from reconciliation.drift.balance import POSTINGS_READ
 from reconciliation.matching.frontier import STREAMS, watermark_name
@@ -98,6 +100,14 @@ def judged_transfer(tables: dict[str, Table], horizon: Horizon) -> Any:
     return or_(t.c.id <= horizon.seen["transfer"], exists().where(m.c.transfer_id == t.c.id))
 
 
+def changed_after_the_pass(transfers: Table, changes: Table, passed_at: datetime) -> Any:
+    """SQL over `transfers`: the transfer's status history has a change observed after the
+    pass that ran at `passed_at`."""
+    return exists().where(
+        changes.c.transfer_id == transfers.c.id, changes.c.observed_at > passed_at
+    )
+
+
 def checked_snapshot(tables: dict[str, Table]) -> Any:
     """SQL over `tables`: a balance snapshot some pass wrote a check of."""
     s, c = tables["balance_snapshots"], tables["balance_checks"]
@@ -118,6 +128,12 @@ def read_horizon(connection: Connection) -> Horizon:
     )
     p, d, t = LIVE["postings"], LIVE["deliveries"], LIVE["transfers"]
     n, s, c = LIVE["notifications"], LIVE["balance_snapshots"], LIVE["balance_checks"]
+    changes = LIVE["transfer_changes"]
+    changed = (
+        [judged_transfer(LIVE, horizon), changed_after_the_pass(t, changes, horizon.passed_at)]
+        if horizon.passed_at is not None
+        else [false()]
+    )
     newest_checked = (
         select(func.max(c.c.snapshot_id)).where(c.c.holding_id == s.c.holding_id).scalar_subquery()
     )
@@ -127,6 +143,7 @@ def read_horizon(connection: Connection) -> Horizon:
             "deliveries": _count(connection, d, d.c.id > horizon.deliveries),
             "notifications": _count(connection, n, not_(judged_notification(LIVE, horizon))),
             "transfers": _count(connection, t, not_(judged_transfer(LIVE, horizon))),
+            "changed transfers": _count(connection, t, *changed),
             "balance snapshots": _count(
                 connection,
                 s,

@@ -6,6 +6,12 @@ the derived state of exactly the store the facts came from, even if a pass commi
 It is computed on that connection, in a thread, while this process runs the pass on the
 scratch: that pass keeps one CPU busy, and the digest is the database's work on the other.
 
+Rows are shown only for a table whose digests differ, and they must be that same moment's rows
+too, or a store that kept moving lists rows no digest disagreed about (its newer backlog, say)
+and hides the one that did. So the connection keeps its snapshot after the digest until the
+comparison asks for the rows of the tables that differ (`copy_rows`): it copies them into the
+scratch, where the comparison subtracts them from the rebuilt ones.
+
 SQLite has no snapshot to share; there the live digest is taken after the pass, as before
 (`compare.compare` without a digest).
 """
@@ -14,12 +20,15 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Final
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine, Table
+from sqlalchemy.schema import CreateTableAs
 
 from reconciliation.rebuild.digest import StateDigest, state_digest
+from reconciliation.rebuild.facets import BY_NAME, facet_rows
 from reconciliation.rebuild.horizon import Horizon
 
 #: Longest wait for the second connection to import the snapshot (it normally takes
@@ -27,6 +36,8 @@ from reconciliation.rebuild.horizon import Horizon
 IMPORT_TIMEOUT_SECONDS: Final = 30.0
 #: What `pg_export_snapshot()` returns (hex groups and dashes): the only text put in the SET.
 _SNAPSHOT_ID: Final = re.compile(r"[0-9A-Fa-f-]{1,64}")
+#: Prefix of the scratch tables holding the live rows of a table that differs.
+COPY_PREFIX: Final = "live_"
 
 
 class LiveDigestError(Exception):
@@ -34,10 +45,11 @@ class LiveDigestError(Exception):
 
 
 class SnapshotDigest:
-    """Imports the snapshot on `start`, digests after `go`, hands the digest to `result`.
+    """Imports the snapshot on `start`, digests after `go`, hands the digest to `result`, then
+    copies the rows `copy_rows` asks for (or none: `done`).
 
-    Use as a context manager: leaving it without `result` (an error in the rebuild) abandons
-    the digest and ends the thread and its transaction.
+    Use as a context manager: leaving it before `done` (an error in the rebuild) abandons what
+    is left and ends the thread and its transaction.
     """
 
     def __init__(self, live: Engine, snapshot: str, horizon: Horizon | None = None) -> None:
@@ -45,7 +57,9 @@ class SnapshotDigest:
             raise LiveDigestError(f"{snapshot!r} is not a snapshot id")
         self._live, self._snapshot, self._horizon = live, snapshot, horizon
         self._imported, self._go = threading.Event(), threading.Event()
+        self._digested, self._asked = threading.Event(), threading.Event()
         self._abandoned = False
+        self._wanted: list[CreateTableAs] | None = None
         self._digest: StateDigest | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="rebuild-live-digest", daemon=True)
@@ -58,12 +72,22 @@ class SnapshotDigest:
                 connection.exec_driver_sql(f"SET TRANSACTION SNAPSHOT '{self._snapshot}'")
                 self._imported.set()
                 self._go.wait()
-                if not self._abandoned:
-                    self._digest = state_digest(connection, None, self._horizon)
+                if self._abandoned:
+                    return
+                self._digest = state_digest(connection, None, self._horizon)
+                self._digested.set()
+                self._asked.wait()
+                if self._wanted is not None and not self._abandoned:
+                    self._copy(connection, self._wanted)
         except Exception as exc:  # noqa: BLE001 - not lost: `result` raises it in the rebuild's thread
             self._error = exc
         finally:
             self._imported.set()
+            self._digested.set()
+
+    def _copy(self, connection: Connection, builds: Sequence[CreateTableAs]) -> None:
+        for build in builds:
+            connection.execute(build)
 
     def __enter__(self) -> SnapshotDigest:
         self._thread.start()
@@ -86,7 +110,12 @@ class SnapshotDigest:
     def _abandon(self) -> None:
         self._abandoned = True
         self._go.set()
+        self._asked.set()
         self._thread.join()
+
+    def _failed(self) -> None:
+        if self._error is not None:
+            raise LiveDigestError(f"the live digest failed: {self._error}") from self._error
 
     def go(self) -> None:
         """Start digesting (the facts are read; the pass on the scratch is about to run)."""
@@ -95,8 +124,29 @@ class SnapshotDigest:
     def result(self) -> StateDigest:
         """The digest (waits for it)."""
         self._go.set()
-        self._thread.join()
-        if self._error is not None:
-            raise LiveDigestError(f"the live digest failed: {self._error}") from self._error
+        self._digested.wait()
+        self._failed()
         assert self._digest is not None
         return self._digest
+
+    def copy_rows(self, schema: str, names: Sequence[str]) -> dict[str, Table]:
+        """Copy the named facets' live rows, as of the snapshot, into tables of the scratch
+        `schema` (`live_<facet>`), and end the snapshot's transaction; the tables by facet."""
+        dialect = self._live.dialect
+        builds = {
+            name: CreateTableAs(
+                facet_rows(BY_NAME[name], None, dialect, self._horizon),
+                f"{COPY_PREFIX}{name}",
+                schema=schema,
+            )
+            for name in names
+        }
+        self._wanted = list(builds.values())
+        self.done()
+        return {name: build.table for name, build in builds.items()}
+
+    def done(self) -> None:
+        """End the snapshot's transaction (after any rows asked for are copied)."""
+        self._asked.set()
+        self._thread.join()
+        self._failed()

@@ -30,6 +30,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
+from functools import partial
 from typing import Any, Final
 
 import structlog
@@ -237,6 +238,11 @@ def rebuild(
                         scratch.schema,
                         live=live_digest.result() if live_digest is not None else None,
                         horizon=result.horizon,
+                        live_copies=(
+                            partial(live_digest.copy_rows, scratch.schema)
+                            if live_digest is not None
+                            else None
+                        ),
                     )
                 result.seconds["compare"] = time.perf_counter() - clock
             lease.give_back()

@@ -118,6 +118,8 @@ def record_created_transfer(session: Session, created: WireTransfer, now: dateti
                 status=values["status"],
                 reason=created.denial_reason,
                 revision=created.revision,
+                is_terminal=denied,
+                is_successful=values["is_successful"],
             )
         )
         return int(inserted)
@@ -168,16 +170,25 @@ def record_status(
 ) -> bool:
     """Store what the status read said, note any change, and schedule the next poll (or none).
 
-    Returns True when stage, status, reason or revision changed. Does nothing if the claim was
-    lost (another worker will record its own read).
+    Returns True when stage, status, reason, revision or the outcome (terminal, successful)
+    changed. Does nothing if the claim was lost (another worker will record its own read).
     """
     with transaction(factory) as session:
         transfer = _still_claimed(session, claimed, owner)
         if transfer is None:
             return False
         stage = _stage_after(transfer, status)
-        before = (transfer.stage, transfer.status, transfer.reason, transfer.revision)
-        after = (stage, status.status, status.reason, status.revision)
+        terminal = bool(transfer.is_terminal) or status.is_terminal
+        successful = status.is_successful if status.is_terminal else transfer.is_successful
+        before = (
+            transfer.stage,
+            transfer.status,
+            transfer.reason,
+            transfer.revision,
+            bool(transfer.is_terminal),
+            transfer.is_successful,
+        )
+        after = (stage, status.status, status.reason, status.revision, terminal, successful)
         changed = before != after
         if changed:
             session.add(
@@ -188,9 +199,11 @@ def record_status(
                     status=status.status,
                     reason=status.reason,
                     revision=status.revision,
+                    is_terminal=terminal,
+                    is_successful=successful,
                 )
             )
-        transfer.stage, transfer.status, transfer.reason, transfer.revision = after
+        transfer.stage, transfer.status, transfer.reason, transfer.revision = after[:4]
         apply_fee_columns(transfer, status.fees)
         transfer.last_polled_at = now
         transfer.lease_owner = None
@@ -256,6 +269,8 @@ def record_imported_transfer(session: Session, status: TransferStatus, now: date
             status=status.status,
             reason=status.reason,
             revision=status.revision,
+            is_terminal=status.is_terminal,
+            is_successful=status.is_successful if status.is_terminal else None,
         )
     )
     return True

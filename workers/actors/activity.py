@@ -114,6 +114,12 @@ def read_activity(
         )
 
     reader = ActivityReader(fetch, lease.position, terms)
+    # Every posting made before this moment is in the pages this read asks for from now on,
+    # unless they continue a newest-first walk begun by an earlier read: that walk's listing
+    # began then, and it holds nothing made since (the next walk does). So the moment a read
+    # caught up to is taken here, not when it ends: a balance observed while the pages were
+    # being read is judged only once a read that began after it has caught up.
+    listed_from = None if lease.position.walk_top is not None else rt.clock()
     deadline = time.monotonic() + time_budget
     try:
         # One connection for the whole read: each page's transaction then costs no pool
@@ -172,7 +178,7 @@ def read_activity(
     now = rt.clock()
     if result.caught_up:
         interval = timedelta(seconds=settings.schedules.poll_activity_seconds)
-        release_lease(rt.sessions, lease, now + interval, caught_up_at=now)
+        release_lease(rt.sessions, lease, now + interval, caught_up_at=listed_from, completed=True)
     elif result.stopped:
         release_lease(rt.sessions, lease, now)  # due at once, for whichever worker is left
         result.continues = True

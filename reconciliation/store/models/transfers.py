@@ -113,7 +113,14 @@ class Transfer(Base):
 
 
 class TransferChange(Base):
-    """Each stage, status or revision change we observed, for the audit trail."""
+    """Each stage, status or revision change we observed, for the audit trail.
+
+    It carries what the status read meant too (`is_terminal`, `is_successful`: recon decides
+    from these, never from the status's name), so the transfer as it stood at any moment can be
+    told from its history: a rebuild judges a transfer that changed after the live pass as that
+    pass saw it. NULL in both: a change recorded before they were kept (a transfer is polled
+    only until terminal, so such a change was not terminal unless it is the transfer's last).
+    """
 
     __tablename__ = "transfer_changes"
 
@@ -124,6 +131,8 @@ class TransferChange(Base):
     status: Mapped[str | None] = mapped_column(String(64))
     reason: Mapped[str | None] = mapped_column(String(64))
     revision: Mapped[int | None] = mapped_column(Integer)
+    is_terminal: Mapped[bool | None] = mapped_column(Boolean)
+    is_successful: Mapped[bool | None] = mapped_column(Boolean)
 
 
 class TransferIntent(Base):

@@ -29,6 +29,7 @@ from reconciliation.store.models import (
     Match,
     Posting,
     Transfer,
+    TransferChange,
 )
 from tests.integration.reconciliation.through_inbox import deliver_through_inbox
 
@@ -52,13 +53,13 @@ class World:
     pass_at: datetime
 
 
-def _body(event_id: str, kind: str, at: datetime, **data: object) -> bytes:
+def delivery_body(event_id: str, kind: str, at: datetime, **data: object) -> bytes:
     stamp = at.strftime("%Y-%m-%dT%H:%M:%S.000Z")
     payload = {"id": event_id, "event": kind, "createdAt": stamp, "data": data}
     return json.dumps(payload).encode()
 
 
-def _money(holding: Holding, amount: str, **refs: object) -> dict[str, object]:
+def money_data(holding: Holding, amount: str, **refs: object) -> dict[str, object]:
     return {
         "accountRef": str(holding.account_ref),
         "endpointRef": str(holding.endpoint_ref),
@@ -125,18 +126,27 @@ def build_world(sessions: sessionmaker[Session]) -> World:
             (failed, "failed", True),
             (waiting, "awaiting_finality", False),
         ):
-            s.add(
-                Transfer(
-                    transfer_ref=ref,
-                    source_holding_ref=internal.holding_ref,
-                    dest_holding_ref=external.holding_ref,
-                    currency="NGN",
-                    amount_minor=10_000,
+            transfer = Transfer(
+                transfer_ref=ref,
+                source_holding_ref=internal.holding_ref,
+                dest_holding_ref=external.holding_ref,
+                currency="NGN",
+                amount_minor=10_000,
+                status=status,
+                is_terminal=done,
+                is_successful=status == "completed",
+                requested_at=T0,
+                origin="created",
+            )
+            s.add(transfer)
+            s.flush()
+            s.add(  # its status history, as the poller keeps it
+                TransferChange(
+                    transfer_id=transfer.id,
+                    observed_at=T0,
                     status=status,
                     is_terminal=done,
-                    is_successful=status == "completed",
-                    requested_at=T0,
-                    origin="created",
+                    is_successful=transfer.is_successful,
                 )
             )
         s.add_all(
@@ -162,58 +172,58 @@ def build_world(sessions: sessionmaker[Session]) -> World:
     bodies = [
         (
             "evt-completed",
-            _body(
+            delivery_body(
                 "evt-completed",
                 "TRANSACTION_COMPLETED",
                 at,
-                **_money(internal, "100.00", transferRef=settled, receiptRef=r_settled),
+                **money_data(internal, "100.00", transferRef=settled, receiptRef=r_settled),
             ),
         ),
         (
             "evt-failed",
-            _body(
+            delivery_body(
                 "evt-failed",
                 "TRANSACTION_FAILED",
                 at,
-                **_money(internal, "100.00", transferRef=failed, receiptRef=None)
+                **money_data(internal, "100.00", transferRef=failed, receiptRef=None)
                 | {"status": "FAILED"},
             ),
         ),
         (
             "evt-credit",
-            _body(
+            delivery_body(
                 "evt-credit",
                 "PAYMENT_RECEIVED",
                 at,
-                **_money(external, "500.00", receiptRef=r_credit),
+                **money_data(external, "500.00", receiptRef=r_credit),
             ),
         ),
         (
             "evt-altered",
-            _body(
+            delivery_body(
                 "evt-altered",
                 "PAYMENT_RECEIVED",
                 at,
-                **_money(external, "900.01", receiptRef=r_altered),
+                **money_data(external, "900.01", receiptRef=r_altered),
             ),
         ),
         (
             "evt-window",
-            _body(
+            delivery_body(
                 "evt-window",
                 "PAYMENT_RECEIVED",
                 at,
-                **_money(external, "300.00", accountNumber=ACCOUNT_NUMBER),
+                **money_data(external, "300.00", accountNumber=ACCOUNT_NUMBER),
             ),
         ),
         ("evt-shape", json.dumps({"kind": "something", "when": "later"}).encode()),
         (
             "evt-credit",
-            _body(
+            delivery_body(
                 "evt-credit",
                 "PAYMENT_RECEIVED",
                 at,
-                **_money(external, "501.00", receiptRef=r_credit),
+                **money_data(external, "501.00", receiptRef=r_credit),
             ),
         ),
     ]

@@ -337,6 +337,7 @@ def test_facts_that_came_after_the_last_pass_are_not_yet_judged_never_a_differen
         "deliveries": 1,
         "notifications": 2,
         "transfers": 1,
+        "changed transfers": 0,
         "balance snapshots": 1,
     }
 
