@@ -3,8 +3,8 @@ successful, so a transfer's state at any moment can be told from its history (a 
 a transfer that changed after the live pass as that pass saw it). Changes recorded before keep
 NULL: nothing says what they meant, and a transfer is polled only until terminal.
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0008
+Revises: 0007
 Create Date: 2026-11-27 05:45:18.364358
 """
 
@@ -16,8 +16,8 @@ from alembic import op
 import reconciliation.store.types
 
 
-revision: str = "0006"
-down_revision: str | None = "0005"
+revision: str = "0008"
+down_revision: str | None = "0007"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
