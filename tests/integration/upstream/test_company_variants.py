@@ -140,8 +140,9 @@ def test_retry_after_on_503_is_waited(
     assert wire.count("/webhooks") == 2
     [waited] = slept
     if variant_of(sandbox).retry_after_on_503:
-        # An HTTP date has whole-second resolution: at least one second of the two is certain.
-        assert 1.0 <= waited <= 2.0
+        # An HTTP date has whole-second resolution and is measured against the answer's Date
+        # header, which the web server refreshes once a second: 1 to 3 s of the two asked.
+        assert 1.0 <= waited <= 3.0
     else:
         assert waited <= FAST.max_delay  # the policy's own backoff
 
@@ -167,7 +168,9 @@ def test_retry_after_on_429_is_waited_in_either_form(
     control.fault("GET /company/v1/accounts/name-enquiry", "rate_limit_429", count=1, seconds=2)
     assert company.name_enquiry().success
     [waited] = slept
-    assert 1.0 <= waited <= 2.0
+    # As a delta: exactly 2 s. As an HTTP date (whole seconds) measured against the answer's
+    # Date header, which the web server refreshes once a second: 1 to 3 s, never 0, never more.
+    assert 1.0 <= waited <= 3.0
     assert wire.count("/name-enquiry") == 2
 
 
