@@ -28,7 +28,16 @@ from sqlalchemy.orm import Session, sessionmaker
 from foundation.secret import Secret
 from foundation.secret_key import SecretBox
 from foundation.settings import Settings
-from reconciliation.notifications import subscriptions
+from reconciliation.notifications.subscriptions import (
+    REGISTRATION_LEASE,
+    link_secret,
+    list_subscriptions,
+    record_webhook,
+    release_lease,
+    retire_all_but,
+    store_secret,
+    take_lease,
+)
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Subscription
 from upstream import (
@@ -101,9 +110,7 @@ def registration_lease(
     deadline = time.monotonic() + wait_seconds
     while True:
         with transaction(factory) as session:
-            taken = subscriptions.take_lease(
-                session, subscriptions.REGISTRATION_LEASE, owner, LEASE_TTL
-            )
+            taken = take_lease(session, REGISTRATION_LEASE, owner, LEASE_TTL)
         if taken:
             break
         if time.monotonic() >= deadline:
@@ -115,7 +122,7 @@ def registration_lease(
         yield
     finally:
         with transaction(factory) as session:
-            subscriptions.release_lease(session, subscriptions.REGISTRATION_LEASE, owner)
+            release_lease(session, REGISTRATION_LEASE, owner)
 
 
 def ensure_registered(
@@ -138,7 +145,7 @@ def ensure_registered(
             found = RegistrationResult(existing[0].webhook_id, url, existing[0].status, False)
             with transaction(factory) as session:
                 for webhook in existing:
-                    subscriptions.record_webhook(session, webhook, registered_by_recon=False)
+                    record_webhook(session, webhook, registered_by_recon=False)
                 if with_registration is not None:
                     with_registration(session, found)
             _warn_if_incomplete(existing[0])
@@ -184,11 +191,11 @@ def sync_webhooks(
     url = receiver_url(settings)
     listing = client.list_webhooks()
     with transaction(factory) as session:
-        known = {s.webhook_id for s in subscriptions.list_subscriptions(session)}
+        known = {s.webhook_id for s in list_subscriptions(session)}
         for webhook in listing.webhooks:
             if webhook.webhook_id in known or _same_url(webhook.url, url):
-                subscriptions.record_webhook(session, webhook, registered_by_recon=False)
-        return subscriptions.list_subscriptions(session)
+                record_webhook(session, webhook, registered_by_recon=False)
+        return list_subscriptions(session)
 
 
 def _register(
@@ -203,7 +210,7 @@ def _register(
     box = SecretBox(settings.store.secret_keys)
     secret = Secret(new_secret(settings.webhooks.signature_scheme), name="webhook secret")
     with transaction(factory) as session:
-        secret_id = subscriptions.store_secret(session, box, secret).id
+        secret_id = store_secret(session, box, secret).id
     webhook = client.register_webhook(
         WebhookRequest(
             url=url,
@@ -215,10 +222,10 @@ def _register(
     )
     made = RegistrationResult(webhook.webhook_id, url, webhook.status, True)
     with transaction(factory) as session:
-        row = subscriptions.record_webhook(session, webhook, registered_by_recon=True)
-        subscriptions.link_secret(session, secret_id, row.id)
+        row = record_webhook(session, webhook, registered_by_recon=True)
+        link_secret(session, secret_id, row.id)
         if retire_after is not None:
-            subscriptions.retire_all_but(
+            retire_all_but(
                 session, keep_secret_id=secret_id, keep_subscription_id=row.id, overlap=retire_after
             )
         if with_registration is not None:

@@ -29,6 +29,7 @@ from typing import Concatenate, Final, ParamSpec, TypeVar
 
 from sqlalchemy.orm import Session, sessionmaker
 
+import reconciliation.operator.audit_trail as audit
 from reconciliation.alerts.changes import AlertOutcome, Assessment, apply_assessments
 from reconciliation.alerts.lifecycle import (
     AlertError,
@@ -46,11 +47,14 @@ from reconciliation.matching.manual import (
 )
 from reconciliation.notifications import inbox_access
 from reconciliation.notifications.inbox_access import BulkReplay
-from reconciliation.operator import audit_trail as audit
-from reconciliation.operator import console_sessions
 from reconciliation.operator.audit_trail import Actor, AuditError
 from reconciliation.operator.body_conflicts import BodyChoiceError, TrueBodyChosen, choose_true_body
-from reconciliation.operator.console_sessions import SessionRules
+from reconciliation.operator.console_sessions import (
+    SessionRules,
+    end_all,
+    end_session,
+    open_session,
+)
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Alert, Delivery, Match
 from reconciliation.store.types import utcnow
@@ -143,19 +147,19 @@ def _delivery(session: Session, row_id: int) -> Delivery:
 
 def sign_in(session: Session, actor: Actor, secret: str, rules: SessionRules) -> None:
     """Open a console session (its cookie carries `secret`)."""
-    console_sessions.open_session(session, actor.name, secret, rules)
+    open_session(session, actor.name, secret, rules)
     audit.record(session, actor=actor, action=SIGNED_IN, subject="console")
 
 
 def sign_out(session: Session, actor: Actor, secret: str) -> None:
     """End the console session whose cookie carries `secret`."""
-    console_sessions.end_session(session, secret)
+    end_session(session, secret)
     audit.record(session, actor=actor, action=SIGNED_OUT, subject="console")
 
 
 def end_all_sessions(session: Session, actor: Actor) -> int:
     """End every console session at once (a cookie may have been copied); how many ended."""
-    ended = console_sessions.end_all(session)
+    ended = end_all(session)
     audit.record(
         session, actor=actor, action=ENDED_ALL_SESSIONS, subject="console", reason=f"{ended} ended"
     )

@@ -31,6 +31,7 @@ from typing import Any, Final
 
 from sqlalchemy.orm import Session, sessionmaker
 
+import reconciliation.operator.audit_trail as audit
 from foundation.money import format_money
 from foundation.settings import Settings
 from reconciliation.notifications.registration import (
@@ -40,7 +41,6 @@ from reconciliation.notifications.registration import (
     process_owner,
     rotate_secret,
 )
-from reconciliation.operator import audit_trail as audit
 from reconciliation.operator.actions import ActionRefusedError
 from reconciliation.operator.audit_trail import Actor
 from reconciliation.store.db import transaction

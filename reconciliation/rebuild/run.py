@@ -36,10 +36,10 @@ from typing import Any, Final
 import structlog
 from sqlalchemy import Connection, Engine
 
+import reconciliation.rebuild.scratch as scratch_store
 from reconciliation import pass_lease
 from reconciliation.notifications.shape_alerts import raise_shape_alerts
 from reconciliation.policy import ReconcilePolicy
-from reconciliation.rebuild import scratch as scratch_store
 from reconciliation.rebuild.compare import Comparison, compare
 from reconciliation.rebuild.digest import StateDigest, state_digest
 from reconciliation.rebuild.facets import tables_in
