@@ -171,7 +171,9 @@ def _run(
         progress.phase("drift rules", len(RULES))
         assessments = []
         for rule in RULES:
+            rule_clock = time.perf_counter()
             assessments.append(rule.assess(ctx))
+            result.seconds[f"drift.{rule.kinds[0]}"] = time.perf_counter() - rule_clock
             progress.advance(1)
         progress.done()
         result.seconds["drift"] = time.perf_counter() - clock

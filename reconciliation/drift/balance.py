@@ -13,9 +13,12 @@ Each comparison is kept in balance_checks (reports draw drift over time from it)
 up to date while its snapshot is still the one judged: a posting that arrives late (behind a
 snapshot already checked) changes that check, so the check always says what the postings stored
 now say. A holding whose poller has not read past any of its snapshots yet is left undecided.
-The highest posting id
-the read saw is kept too (`POSTINGS_READ`): a rebuild copies the postings up to it, so its sums
-are made of the postings this pass summed.
+The highest posting id the read saw is kept too (`POSTINGS_READ`): a rebuild copies the
+postings up to it, so its sums are made of the postings this pass summed.
+
+Only holdings whose verdict can have moved since the last pass are summed again
+(drift.balance_changes says which and why); every other holding's latest check is its verdict
+as stored, and raises the same finding the sum would.
 """
 
 from __future__ import annotations
@@ -29,16 +32,47 @@ from sqlalchemy.orm import Session
 from foundation.money import format_money
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
+from reconciliation.drift.balance_changes import Comparison, find_changes
 from reconciliation.drift.balance_sums import Basis, consistent_read, grace_postings, read_bases
 from reconciliation.drift.base import DriftContext
-from reconciliation.postings.holding_identity import holding_identities
+from reconciliation.postings.holding_identity import HoldingIdentity, holding_identities
 from reconciliation.store import watermarks
 from reconciliation.store.tables import balance_checks as checks
 
 KIND: Final = "balance_mismatch"
 #: Watermark: the highest posting id the last pass's balance read saw.
 POSTINGS_READ: Final = "balance.postings_read"
+#: Watermark: the same, one pass earlier: new postings are looked for above it (one read back,
+#: so a page committed after a read began but numbered below what it saw is still found).
+POSTINGS_READ_BEFORE: Final = "balance.postings_read_before"
+#: Watermark: the projection grace the standing checks were judged under; another grace (a
+#: changed RECON_* setting) judges every holding again.
+GRACE_JUDGED: Final = "balance.grace_seconds"
 SEVERITY: Final = "critical"
+
+
+def _finding(seen: Comparison, holding: HoldingIdentity, grace: int) -> Finding:
+    drift = seen.settled - seen.posted
+    return Finding(
+        kind=KIND,
+        severity=SEVERITY,
+        subject=(
+            f"{holding.phrase}: balance {format_money(seen.settled, seen.currency)} but its "
+            f"postings sum to {format_money(seen.posted, seen.currency)} "
+            f"(drift {format_money(drift, seen.currency, signed=True)})"
+        ),
+        fingerprint=fingerprint(KIND, seen.holding_ref),
+        evidence={
+            **holding.as_evidence(),
+            "currency": seen.currency,
+            "snapshotId": seen.snapshot_id,
+            "observedAt": seen.observed_at.isoformat(),
+            "settledMinor": str(seen.settled),
+            "postedMinor": str(seen.posted),
+            "driftMinor": str(drift),
+            "projectionGraceSeconds": grace,
+        },
+    )
 
 
 def explained_by_lag(settled: int, posted: int, in_grace: list[int]) -> bool:
@@ -59,50 +93,41 @@ class BalanceMismatch:
     def assess(self, ctx: DriftContext) -> Assessment:
         grace = ctx.policy.projection_grace_seconds
         with consistent_read(ctx.factory) as read:
-            bases, through = read_bases(read)
+            floor = watermarks.read(read, POSTINGS_READ_BEFORE)
+            judge_all = watermarks.read(read, GRACE_JUDGED, -1) != grace
+            changes = find_changes(read, floor, judge_all=judge_all)
+            bases, through = read_bases(read, changes.to_judge)
             # Only a holding whose sum differs needs its last postings, to see if lag explains it.
             differing = [b for b in bases if b.caught_up and b.settled != b.posted]
             in_grace = grace_postings(read, differing, grace)
         undecided = frozenset(fingerprint(KIND, b.holding_ref) for b in bases if not b.caught_up)
-        found = []
         checked: list[tuple[Basis, int, bool]] = []
-        names = holding_identities(ctx.session, [b.holding_ref for b in differing])
+        drifting = [s.comparison for s in changes.standing if not s.consistent]
         for basis in bases:
             if not basis.caught_up:
                 continue
-            posted = basis.posted
             lagging = in_grace.get(basis.holding_id, [])
-            consistent = explained_by_lag(basis.settled, posted, lagging)
-            checked.append((basis, posted, consistent))
-            if consistent:
-                continue
-            drift = basis.settled - posted
-            holding = names[basis.holding_ref]
-            found.append(
-                Finding(
-                    kind=KIND,
-                    severity=SEVERITY,
-                    subject=(
-                        f"{holding.phrase}: balance "
-                        f"{format_money(basis.settled, basis.currency)} but its postings sum to "
-                        f"{format_money(posted, basis.currency)} "
-                        f"(drift {format_money(drift, basis.currency, signed=True)})"
-                    ),
-                    fingerprint=fingerprint(KIND, basis.holding_ref),
-                    evidence={
-                        **holding.as_evidence(),
-                        "currency": basis.currency,
-                        "snapshotId": basis.snapshot_id,
-                        "observedAt": basis.observed_at.isoformat(),
-                        "settledMinor": str(basis.settled),
-                        "postedMinor": str(posted),
-                        "driftMinor": str(drift),
-                        "projectionGraceSeconds": grace,
-                    },
+            consistent = explained_by_lag(basis.settled, basis.posted, lagging)
+            checked.append((basis, basis.posted, consistent))
+            if not consistent:
+                drifting.append(
+                    Comparison(
+                        basis.holding_ref,
+                        basis.currency,
+                        basis.snapshot_id,
+                        basis.observed_at,
+                        basis.settled,
+                        basis.posted,
+                    )
                 )
-            )
+        names = holding_identities(ctx.session, [seen.holding_ref for seen in drifting])
+        found = [_finding(seen, names[seen.holding_ref], grace) for seen in drifting]
         self._record(ctx.session, checked, through, ctx.now)
+        watermarks.write(
+            ctx.session, POSTINGS_READ_BEFORE, watermarks.read(ctx.session, POSTINGS_READ), ctx.now
+        )
         watermarks.write(ctx.session, POSTINGS_READ, through, ctx.now)
+        watermarks.write(ctx.session, GRACE_JUDGED, grace, ctx.now)
         return Assessment(kinds=self.kinds, findings=found, undecided=undecided)
 
     def _record(

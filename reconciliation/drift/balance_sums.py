@@ -126,18 +126,17 @@ def _judged_snapshot() -> Any:
     return func.coalesce(caught_up, latest_per_holding(s, s.c.id))
 
 
-def _basis_select() -> Any:
+def _basis_select(only: frozenset[int] | None) -> Any:
     s, c, h = snapshots, checks, holdings
     latest_check = latest_per_holding(c, c.c.id)
-    latest = (
-        select(
-            h.c.id.label("holding_id"),
-            _judged_snapshot().label("snapshot_id"),
-            latest_check.label("check_id"),
-        )
-        .select_from(h.outerjoin(cursors, cursors.c.holding_id == h.c.id))
-        .subquery("latest")
-    )
+    judged = select(
+        h.c.id.label("holding_id"),
+        _judged_snapshot().label("snapshot_id"),
+        latest_check.label("check_id"),
+    ).select_from(h.outerjoin(cursors, cursors.c.holding_id == h.c.id))
+    if only is not None:
+        judged = judged.where(h.c.id.in_(sorted(only)))
+    latest = judged.subquery("latest")
     prev = c.alias("prev")
     usable = prev.c.observed_at <= s.c.observed_at
     caught_up = or_(
@@ -165,9 +164,13 @@ def _basis_select() -> Any:
     )
 
 
-def read_bases(session: Session) -> tuple[list[Basis], int]:
-    """Every holding with a snapshot, its posted sum filled in; and the highest posting id read."""
-    build = CreateTableAs(_basis_select(), "balance_basis", temporary=True)
+def read_bases(session: Session, only: frozenset[int] | None = None) -> tuple[list[Basis], int]:
+    """Every holding with a snapshot (or those of `only`), its posted sum filled in; and the
+    highest posting id read."""
+    through_query = select(func.coalesce(func.max(postings.c.id), 0))
+    if only is not None and not only:
+        return [], int(session.execute(through_query).scalar_one())
+    build = CreateTableAs(_basis_select(only), "balance_basis", temporary=True)
     session.execute(build)
     basis = build.table
     if session.get_bind().dialect.name == "postgresql":
@@ -189,9 +192,7 @@ def read_bases(session: Session) -> tuple[list[Basis], int]:
             )
             for r in session.execute(select(basis))
         }
-        through = int(
-            session.execute(select(func.coalesce(func.max(postings.c.id), 0))).scalar_one()
-        )
+        through = int(session.execute(through_query).scalar_one())
         for holding_id, amount in _sums(session, basis):
             found[holding_id].posted += amount
         for holding_id, amount in _pruned_nets(session):

@@ -1,0 +1,130 @@
+"""Which holdings' balance verdicts can have moved since the last pass, and the standing rest.
+
+A holding's verdict is a function of its judged snapshot and the postings at or before that
+snapshot's time. It can move only when:
+
+- a snapshot newer than its latest check exists (a new one, or one waiting for the poller to
+  read past it: the cursor moving is what makes it judgeable), or the holding was never
+  checked at all;
+- a posting stored since the last read landed at or before its latest check's time, numbered
+  above the postings that check summed (a late one: it changes the checked sum);
+- the projection grace changed (it decides whether a difference is lag).
+
+A posting after the check's time moves nothing until a snapshot after it arrives, and then the
+first case re-judges the holding. So an incremental pass after 10,000 records sums the
+postings of the few holdings above, not a thousand holdings' bases; every other holding's
+verdict is its latest check, as stored (`Standing`). The scan for new postings starts one read
+earlier than the last (`floor`): a page committed just after a pass's read began, numbered
+below postings that read saw, is still looked at by the next pass (and summed when its number
+is above what its holding's check summed, as drift.balance_sums sums late postings).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from reconciliation.drift.balance_sums import latest_per_holding
+from reconciliation.store.tables import balance_checks as checks
+from reconciliation.store.tables import balance_snapshots as snapshots
+from reconciliation.store.tables import holdings, postings
+from reconciliation.store.types import to_amount
+
+#: Past this many holdings to judge, the read judges every holding: the set would be bound as
+#: that many parameters (SQLite takes a few thousand per statement), and a read of every
+#: holding costs little more than one of most of them.
+MOST: Final = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """A snapshot's settled amount against its holding's posted sum: judged now, or standing
+    from the latest check (told the same way either way: an alert's subject and evidence do not
+    change because a pass had no need to sum again)."""
+
+    holding_ref: str
+    currency: str
+    snapshot_id: int
+    observed_at: datetime
+    settled: int
+    posted: int
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """A holding's latest balance check, still its verdict (nothing since can move it)."""
+
+    comparison: Comparison
+    consistent: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """The holdings to judge again (None: every one) and the verdicts that stand."""
+
+    to_judge: frozenset[int] | None
+    standing: list[Standing]
+
+
+def find_changes(session: Session, floor: int, *, judge_all: bool) -> Changes:
+    """Split holdings with a snapshot into those to judge again and those whose check stands,
+    reading per holding two index probes and the postings stored above `floor` (an id)."""
+    c, s = checks, snapshots
+    newest = latest_per_holding(s, s.c.id).label("newest_snapshot_id")
+    latest_check = latest_per_holding(c, c.c.id).label("check_id")
+    per_holding = select(
+        holdings.c.id, holdings.c.holding_ref, holdings.c.currency, newest, latest_check
+    ).subquery()
+    rows = session.execute(
+        select(
+            per_holding,
+            c.c.snapshot_id,
+            c.c.observed_at,
+            c.c.settled_minor,
+            c.c.posted_minor,
+            c.c.explained_by_lag,
+            c.c.postings_through_id,
+        )
+        .select_from(per_holding.outerjoin(c, c.c.id == per_holding.c.check_id))
+        .where(per_holding.c.newest_snapshot_id.is_not(None))
+    ).all()
+    to_judge: set[int] = set()
+    standing: dict[int, tuple[Standing, int]] = {}
+    for row in rows:
+        if row.snapshot_id is None or row.snapshot_id != row.newest_snapshot_id:
+            to_judge.add(row.id)  # never checked, or a newer snapshot to judge (or wait for)
+            continue
+        comparison = Comparison(
+            holding_ref=str(row.holding_ref),
+            currency=row.currency,
+            snapshot_id=row.snapshot_id,
+            observed_at=row.observed_at,
+            settled=to_amount(row.settled_minor),
+            posted=to_amount(row.posted_minor),
+        )
+        consistent = comparison.settled == comparison.posted or bool(row.explained_by_lag)
+        standing[row.id] = (Standing(comparison, consistent), int(row.postings_through_id))
+    if standing:
+        # Late postings: stored above the floor, at or before their holding's checked snapshot,
+        # and numbered above what that check summed. The bounds keep the rest in the database:
+        # postings after every check (the usual case), and those every check has summed (all of
+        # them, the first pass after a full one).
+        behind = max(check.comparison.observed_at for check, _ in standing.values())
+        above = max(floor, min(through for _, through in standing.values()))
+        late = session.execute(
+            select(postings.c.holding_id, postings.c.id, postings.c.posted_at).where(
+                postings.c.id > above, postings.c.posted_at <= behind
+            )
+        )
+        for holding_id, posting_id, posted_at in late:
+            check, through = standing.get(holding_id, (None, 0))
+            if check and posting_id > through and posted_at <= check.comparison.observed_at:
+                to_judge.add(holding_id)
+    if judge_all or len(to_judge) > MOST:
+        return Changes(to_judge=None, standing=[])
+    kept = [check for h, (check, _) in standing.items() if h not in to_judge]
+    return Changes(to_judge=frozenset(to_judge), standing=kept)
