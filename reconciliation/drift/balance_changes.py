@@ -72,13 +72,17 @@ class Changes:
 
 def find_changes(session: Session, floor: int, *, judge_all: bool) -> Changes:
     """Split holdings with a snapshot into those to judge again and those whose check stands,
-    reading per holding two index probes and the postings stored above `floor` (an id)."""
+    reading per holding its newest snapshot's id and check (two index probes) and the postings
+    stored above `floor` (an id)."""
     c, s = checks, snapshots
     newest = latest_per_holding(s, s.c.id).label("newest_snapshot_id")
-    latest_check = latest_per_holding(c, c.c.id).label("check_id")
-    per_holding = select(
-        holdings.c.id, holdings.c.holding_ref, holdings.c.currency, newest, latest_check
-    ).subquery()
+    # OFFSET 0 keeps PostgreSQL from pulling the subquery up into the join, which would run
+    # the probe once per place it is named instead of once per holding.
+    per_holding = (
+        select(holdings.c.id, holdings.c.holding_ref, holdings.c.currency, newest)
+        .offset(0)
+        .subquery()
+    )
     rows = session.execute(
         select(
             per_holding,
@@ -89,14 +93,14 @@ def find_changes(session: Session, floor: int, *, judge_all: bool) -> Changes:
             c.c.explained_by_lag,
             c.c.postings_through_id,
         )
-        .select_from(per_holding.outerjoin(c, c.c.id == per_holding.c.check_id))
+        .select_from(per_holding.outerjoin(c, c.c.snapshot_id == per_holding.c.newest_snapshot_id))
         .where(per_holding.c.newest_snapshot_id.is_not(None))
     ).all()
     to_judge: set[int] = set()
     standing: dict[int, tuple[Standing, int]] = {}
     for row in rows:
-        if row.snapshot_id is None or row.snapshot_id != row.newest_snapshot_id:
-            to_judge.add(row.id)  # never checked, or a newer snapshot to judge (or wait for)
+        if row.snapshot_id is None:
+            to_judge.add(row.id)  # its newest snapshot is not checked: judge it (or wait for it)
             continue
         comparison = Comparison(
             holding_ref=str(row.holding_ref),

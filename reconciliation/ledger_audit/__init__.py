@@ -8,7 +8,13 @@ audit), and each audit leaves an `audit_runs` row that reports quote (`summary.l
 """
 
 from reconciliation.ledger_audit.compare import DIFFERS, MISSING, UNKNOWN
-from reconciliation.ledger_audit.run import AuditScopeError, audit_ledger, due, fetch_from
+from reconciliation.ledger_audit.run import (
+    AuditScopeError,
+    audit_ledger,
+    due,
+    fetch_from,
+    first_reads_done,
+)
 from reconciliation.ledger_audit.summary import AuditSummary, last_audit
 
 __all__ = [
@@ -20,5 +26,6 @@ __all__ = [
     "audit_ledger",
     "due",
     "fetch_from",
+    "first_reads_done",
     "last_audit",
 ]

@@ -32,6 +32,7 @@ import structlog
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
 from foundation.logs import log_item
 from foundation.settings import Settings
+from reconciliation.ledger_audit import due, first_reads_done
 from reconciliation.postings import (
     LEASE_SECONDS,
     LeasedHolding,
@@ -42,6 +43,7 @@ from reconciliation.postings import (
     store_page,
 )
 from upstream import ActivityCursor, ActivityPage, ActivityReader, PagingTerms, ProviderError
+from workers.actors.audit import audit_ledger
 from workers.lease_keeper import LeaseKeeper
 from workers.middleware.metrics import PAGE_WRITE_SECONDS, POSTINGS_STORED
 from workers.queues import POLLING, PRIORITY_BULK
@@ -200,6 +202,18 @@ def paging_terms(found: StoredTerms, configured_page_size: int) -> PagingTerms:
     )
 
 
+def _first_audit_when_every_holding_is_read(rt: Runtime) -> None:
+    """After a newly discovered holding's first read (discovery sends it with after_reads 0):
+    the ledger audit, if this was the last holding to be read and one is due. Checked only on
+    first reads, so the routine reads of every holding cost no query for it."""
+    with rt.sessions() as session:
+        now_due = first_reads_done(session) and due(
+            session, rt.settings.schedules.audit_seconds, rt.clock()
+        )
+    if now_due:
+        audit_ledger.send()
+
+
 def _release_after_crash(rt: Runtime, lease: LeasedHolding, exc: BaseException) -> None:
     """Best effort: free the lease at once; if the store is down too, it expires by itself."""
     try:
@@ -219,9 +233,12 @@ def _release_after_crash(rt: Runtime, lease: LeasedHolding, exc: BaseException) 
 )
 def poll_activity(holding_id: int, after_reads: int | None = None) -> None:
     """Read a holding's new postings; send the next message if the catch-up is not done."""
-    result = read_activity(current_runtime(), holding_id, after_reads)
+    rt = current_runtime()
+    result = read_activity(rt, holding_id, after_reads)
     if result.continues:
         poll_activity.send(holding_id, after_reads)
+    if result.caught_up and after_reads == 0:
+        _first_audit_when_every_holding_is_read(rt)
     if result.pages or result.error or result.lease_lost:
         fields = {
             "holding_id": holding_id,

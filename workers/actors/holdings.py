@@ -3,9 +3,8 @@
 The list is followed page by page (`afterEndpointRef`) until a short page. An endpoint is read
 (for its holding ref and locators, which list rows do not carry) only when it is new or its
 locator count changed (reconciliation.postings.holdings). New holdings are watched at once: their
-activity read is sent right away rather than waiting for the next tick, and so is the ledger
-audit when one is due (the first one, on a store that had no holding when the processes started,
-comes here rather than a day later).
+activity read is sent right away rather than waiting for the next tick. The first ledger
+audit follows their first reads (workers.actors.activity), not a day later.
 """
 
 from __future__ import annotations
@@ -16,12 +15,10 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
-from reconciliation.ledger_audit import due
 from reconciliation.postings import known_endpoints, needs_read, store_endpoint
 from reconciliation.store import transaction
 from upstream import NotFound
 from workers.actors.activity import poll_activity
-from workers.actors.audit import audit_ledger
 from workers.queues import POLLING, PRIORITY_URGENT
 from workers.retry_policy import MINUTE_MS, NOT_RETRYABLE, SECOND_MS
 from workers.runtime import Runtime, current_runtime
@@ -78,13 +75,10 @@ def discover_holdings() -> None:
     """Store new holdings and locators, and start reading the new holdings' postings."""
     rt = current_runtime()
     result = discover(rt)
+    # Their first read (after_reads 0) sends the first audit once it is done (workers.actors
+    # .activity): not now, while their ledgers are being read.
     for holding_id in result.new_holdings:
         poll_activity.send(holding_id, 0)
-    if result.new_holdings:
-        with rt.sessions() as session:
-            audit_now = due(session, rt.settings.schedules.audit_seconds, rt.clock())
-        if audit_now:
-            audit_ledger.send()
     log.info(
         "holdings.discovered",
         listed=result.listed,

@@ -1,6 +1,7 @@
 """The scheduled ledger audit waits for holdings: started on an empty register, the processes
-record no audit of nothing, and the first audit runs once discovery has stored holdings (not a
-day later, when the daily tick comes round again).
+record no audit of nothing, and the first audit runs once discovery has stored holdings and
+their first reads are done (not a day later, when the daily tick comes round again; not while
+the pollers are still reading the same ledgers).
 """
 
 from __future__ import annotations
