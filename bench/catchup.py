@@ -153,6 +153,13 @@ def all_stored(engine: Engine, target: int) -> bool:
         return int(conn.scalar(select(func.count()).select_from(Posting)) or 0) >= target
 
 
+def all_read(engine: Engine) -> bool:
+    """Has every holding's read ended (its cursor counts a completed read)?"""
+    with engine.connect() as conn:
+        unread = select(ActivityCursor.holding_id).where(ActivityCursor.reads_completed == 0)
+        return conn.scalar(unread.limit(1)) is None
+
+
 def verify(engine: Engine, expected: Summary) -> tuple[bool, float]:
     """Exactly once per holding (count, sum, checksum); also the first-to-last stored span."""
     got: dict[str, list[int]] = {}
@@ -201,6 +208,11 @@ def run_inprocess(args: argparse.Namespace, kind: str, variant: ProviderVariant)
                 stored = partial(all_stored, engine, args.postings)
                 wait_until(stored, 3600, "the catch-up", POLL_STORED_SECONDS)
                 seconds = time.monotonic() - started
+                # The requests of the catch-up: counted once every holding's read has ended.
+                # The first ledger audit is sent only then (reconciliation.ledger_audit
+                # .first_audit) and reads every ledger again, which is the audit's cost.
+                wait_until(partial(all_read, engine), 600, "the last reads", 0.05)
+                catch_up_requests = counts[ACTIVITY_PATH]
             finally:
                 embedded.stop()
             exactly_once, span = verify(engine, expected)
@@ -210,7 +222,8 @@ def run_inprocess(args: argparse.Namespace, kind: str, variant: ProviderVariant)
     name = f"in-process transport, {LABELS[kind]}, {variant.name}"
     goal = GOAL_INPROCESS_POSTGRES_RATE if kind == "postgres" else None
     found = figures(name, args.postings, span or seconds, goal)
-    found["activity_requests"] = asked = counts.pop(ACTIVITY_PATH, 0)
+    found["activity_requests"] = asked = catch_up_requests
+    found["activity_requests_with_first_audit"] = counts.pop(ACTIVITY_PATH, 0)
     found["minimum_requests"] = least = minimum_requests(expected, variant)
     found["ratio_to_goal.requests"] = round(asked / least / GOAL_REQUESTS_RATIO, 4)
     found["other_requests"] = dict(counts)

@@ -8,13 +8,8 @@ audit), and each audit leaves an `audit_runs` row that reports quote (`summary.l
 """
 
 from reconciliation.ledger_audit.compare import DIFFERS, MISSING, UNKNOWN
-from reconciliation.ledger_audit.run import (
-    AuditScopeError,
-    audit_ledger,
-    due,
-    fetch_from,
-    first_reads_done,
-)
+from reconciliation.ledger_audit.first_audit import claim_first_audit, first_reads_done
+from reconciliation.ledger_audit.run import AuditScopeError, audit_ledger, due, fetch_from
 from reconciliation.ledger_audit.summary import AuditSummary, last_audit
 
 __all__ = [
@@ -24,6 +19,7 @@ __all__ = [
     "AuditScopeError",
     "AuditSummary",
     "audit_ledger",
+    "claim_first_audit",
     "due",
     "fetch_from",
     "first_reads_done",

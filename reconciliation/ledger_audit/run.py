@@ -23,7 +23,7 @@ from typing import Any, Final
 from uuid import UUID
 
 import structlog
-from sqlalchemy import or_, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from reconciliation.alerts.lifecycle import (
@@ -44,7 +44,7 @@ from reconciliation.ledger_audit.ledger import Fetch, gateway_lines, read_horizo
 from reconciliation.postings.activity_statements import READ_TERMS
 from reconciliation.postings.holding_identity import holding_identity
 from reconciliation.store.db import transaction
-from reconciliation.store.models import ActivityCursor, Alert, AuditRun, Holding
+from reconciliation.store.models import Alert, AuditRun, Holding
 from reconciliation.store.types import utcnow
 from upstream import ActivityCursor as WireCursor
 from upstream import ActivityPage, GatewayClient, HoldingAddress, PagingTerms, ProviderError
@@ -84,7 +84,7 @@ def due(session: Session, interval_seconds: float, now: datetime) -> bool:
     at least one holding finished within 90% of the interval. A tick sent twice, or at every
     scheduler start, then costs no gateway request; and a start before any holding is
     discovered audits nothing (it would prove nothing: the first audit follows the first reads
-    of the holdings discovery stored, `workers.actors.activity`)."""
+    of the holdings discovery stored, `first_audit`)."""
     if session.scalar(select(Holding.id).where(Holding.watched.is_(True)).limit(1)) is None:
         return False
     latest = session.scalar(
@@ -99,26 +99,6 @@ def due(session: Session, interval_seconds: float, now: datetime) -> bool:
         .limit(1)
     )
     return latest is None or (now - latest).total_seconds() >= 0.9 * interval_seconds
-
-
-def first_reads_done(session: Session) -> bool:
-    """Whether every watched holding's postings have been read to the end at least once.
-
-    The first audit waits for it: an audit while the pollers are still reading a new holding's
-    ledger reads every page of it a second time at once (twice the gateway requests of a first
-    catch-up, sharing the rate limit with it) and can only say what the catch-up is about to
-    store. A holding whose reads keep failing holds the first audit back only until the
-    scheduled tick, which audits whatever the store has."""
-    never_read = (
-        select(Holding.id)
-        .outerjoin(ActivityCursor, ActivityCursor.holding_id == Holding.id)
-        .where(
-            Holding.watched.is_(True),
-            or_(ActivityCursor.holding_id.is_(None), ActivityCursor.reads_completed == 0),
-        )
-        .limit(1)
-    )
-    return session.scalar(never_read) is None
 
 
 class AuditScopeError(Exception):

@@ -32,7 +32,7 @@ import structlog
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
 from foundation.logs import log_item
 from foundation.settings import Settings
-from reconciliation.ledger_audit import due, first_reads_done
+from reconciliation.ledger_audit import claim_first_audit
 from reconciliation.postings import (
     LEASE_SECONDS,
     LeasedHolding,
@@ -204,13 +204,9 @@ def paging_terms(found: StoredTerms, configured_page_size: int) -> PagingTerms:
 
 def _first_audit_when_every_holding_is_read(rt: Runtime) -> None:
     """After a newly discovered holding's first read (discovery sends it with after_reads 0):
-    the ledger audit, if this was the last holding to be read and one is due. Checked only on
-    first reads, so the routine reads of every holding cost no query for it."""
-    with rt.sessions() as session:
-        now_due = first_reads_done(session) and due(
-            session, rt.settings.schedules.audit_seconds, rt.clock()
-        )
-    if now_due:
+    the store's first ledger audit, sent by the read that completes the set (and by it alone).
+    Asked only on first reads, so the routine reads of every holding cost no query for it."""
+    if claim_first_audit(rt.sessions, rt.settings.schedules.audit_seconds, rt.clock()):
         audit_ledger.send()
 
 

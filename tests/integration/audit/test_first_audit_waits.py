@@ -1,7 +1,7 @@
 """The first ledger audit waits until every watched holding has been read to the end once.
 
 An audit while a holding's first catch-up runs reads its whole ledger a second time, at once.
-`first_reads_done` is what the activity actor asks after a first read before it sends the
+`claim_first_audit` is what the activity actor asks after a first read before it sends the
 audit (tests/integration/workers/test_first_audit.py runs the whole path with the sandbox).
 """
 
@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation.ledger_audit import first_reads_done
+from reconciliation.ledger_audit import claim_first_audit, first_reads_done
 from reconciliation.store.db import transaction
 from reconciliation.store.models import ActivityCursor, Holding
 
@@ -54,3 +54,20 @@ def test_every_watched_holding_must_have_finished_a_read(
         s.add(ActivityCursor(holding_id=new.id, reads_completed=2, last_polled_at=NOW))
     with session_factory() as s:
         assert first_reads_done(s)
+
+
+def test_the_first_audit_is_claimed_once_when_the_last_holding_is_read(
+    session_factory: sessionmaker[Session],
+) -> None:
+    """Several holdings' first reads can end in the same instant: one of them sends it."""
+    with transaction(session_factory) as s:
+        first, last = _holding(s), _holding(s)
+        s.add(ActivityCursor(holding_id=first.id, reads_completed=1, last_polled_at=NOW))
+        s.add(ActivityCursor(holding_id=last.id, reads_completed=0))
+    assert not claim_first_audit(session_factory, 86_400, NOW)
+    with transaction(session_factory) as s:
+        cursor = s.get(ActivityCursor, last.id)
+        assert cursor is not None
+        cursor.reads_completed = 1
+    claims = [claim_first_audit(session_factory, 86_400, NOW) for _ in range(3)]
+    assert claims == [True, False, False]
