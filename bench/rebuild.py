@@ -302,7 +302,7 @@ def summary(kind: str, size: int, rounds: list[dict[str, Any]]) -> str:
     }
     same = all(r["rebuilt_equals_live"] for r in rounds)
     return (
-        f"{kind}: {size:,} per stream, {len(rounds)} rounds (min / median / max)\n"
+        f"{kind}: {size:,} per stream; min / median / max over {len(rounds)} round(s)\n"
         f"  rebuild / floor = {spread([r['ratio_rebuild_to_floor'] for r in rounds])}x "
         f"(goal <= {FLOOR_GOAL}x); rebuild / full pass = "
         f"{spread([r['ratio_rebuild_to_pass'] for r in rounds])}x\n"

@@ -54,20 +54,16 @@ def wait_for(condition: Callable[[], bool], seconds: float = 10.0) -> None:
 
 
 @pytest.fixture(params=["in-process", "redis"])
-def broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Broker]:
+def broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
     """The worker's broker as `install_broker` builds it, with its own middleware stack."""
-    if request.param == "in-process":
-        yield install_broker(None)
-        install_broker(None)
-        return
-    if not PrivateRedis.available():
-        pytest.skip("redis-server is not installed")
-    server = PrivateRedis(tmp_path / "redis").start()
+    redis_url = None
+    if request.param == "redis":
+        server: PrivateRedis = request.getfixturevalue("private_redis")
+        redis_url = server.url
     try:
-        yield install_broker(server.url)
+        yield install_broker(redis_url)
     finally:
         install_broker(None)
-        server.stop()
 
 
 def test_a_message_that_freed_a_peak_gives_it_back(broker: Broker) -> None:
