@@ -9,9 +9,11 @@ imported (tests, tooling, `recon --help`); each process then calls `install_brok
 at start-up, which builds the configured broker and moves every declared actor onto it.
 Configuration comes from `Settings` only, never from os.environ directly.
 
-Middleware, in order: TimeLimit (no message runs forever), Retries (limits chosen per actor;
-the default here is small so nothing retries for days by accident), structlog context and
-Prometheus metrics (workers.middleware).
+Middleware, in order: MemoryTrim (first, so its after-hook runs last: Dramatiq runs them in
+reverse; the message's time, log lines and retry are settled before memory is given back),
+TimeLimit (no message runs forever), Retries (limits chosen per actor; the default here is small
+so nothing retries for days by accident), structlog context and Prometheus metrics
+(workers.middleware).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dramatiq.brokers.redis import RedisBroker
 from dramatiq.brokers.stub import StubBroker
 from dramatiq.middleware import Middleware, Retries, TimeLimit
 
+from workers.middleware.memory_trim import MemoryTrim
 from workers.middleware.metrics import WorkerMetrics
 from workers.middleware.structlog_context import StructlogContext
 
@@ -62,6 +65,7 @@ class _Installed:
 def build_middleware() -> list[Middleware]:
     """A fresh middleware stack (each broker needs its own instances)."""
     return [
+        MemoryTrim(),
         TimeLimit(time_limit=DEFAULT_TIME_LIMIT_MS),
         Retries(
             max_retries=DEFAULT_MAX_RETRIES,
