@@ -4,7 +4,8 @@ The audit itself is `reconciliation.ledger_audit.run.audit_ledger`; this actor h
 runtime's gateway client, whose transport takes every request from the shared rate limiter
 (`workers.gateway_rate_limit`), so the audit and the pollers together stay under
 RECON_GATEWAY_RPS. The scheduler sends it every RECON_AUDIT_SECONDS (and at each start), and
-discovery sends it when it stores new holdings; a message arriving when no holding is known yet,
+the first read that completes the discovered holdings' first catch-up sends the store's first
+(reconciliation.ledger_audit.first_audit); a message arriving when no holding is known yet,
 or when a whole-store audit finished recently, is skipped, so a duplicate costs nothing
 (invariant 4) and an audit of nothing is never recorded as clean.
 """
