@@ -63,9 +63,9 @@ class Resolver:
         """Resolve each request's future (once per event loop), then hand on new row ids."""
         now = time.perf_counter()
         metrics.BATCH_SIZE.observe(len(batch))
+        metrics.COMMIT_WAIT_SECONDS.observe_each([now - w.queued_at for w in batch])
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Waiting, Recorded]]] = {}
         for waiting, result in zip(batch, results, strict=True):
-            metrics.COMMIT_WAIT_SECONDS.observe(now - waiting.queued_at)
             by_loop.setdefault(waiting.loop, []).append((waiting, result))
         for loop, pairs in by_loop.items():
             _call_in_loop(loop, _set_results, pairs)
