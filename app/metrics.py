@@ -1,14 +1,15 @@
 """Prometheus instruments of the web process, in a registry of our own.
 
 A registry of our own (not the global default) keeps library collectors out of /metrics and
-lets tests create several apps in one process. Counter children are bound once here, so the
-receiver's hot path does a single increment, not a label lookup.
+lets tests create several apps in one process. Every delivery outcome's count is bound once here,
+so the receiver's hot path does a single increment, not a label lookup.
 
-The receiver's histograms are `HotPathHistogram`s rather than the client's `Histogram`: the
-client's `observe` takes two locks and walks the buckets in Python, about a microsecond and a
-half per observation, and a delivery made two of them (docs/decisions.md, "Figures behind the
-code's choices"). Ours finds the bucket with `bisect` and takes one lock, and a batch's commit
-waits are observed under that one lock together; /metrics shows the same series either way.
+The receiver's instruments are `HotPath...` collectors rather than the client's `Histogram` and
+`Counter`: the client's `observe` takes two locks and walks the buckets in Python, about a
+microsecond and a half per observation, and a delivery made two of them besides its count
+(docs/decisions.md, "Figures behind the code's choices"). Ours find the bucket with `bisect`
+and take one lock, and a batch's commit waits are observed under that one lock together;
+/metrics shows the same series either way (tests/unit/app/test_metrics.py compares them).
 """
 
 from __future__ import annotations
@@ -22,7 +23,12 @@ from itertools import accumulate
 from typing import Final, cast
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
-from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
@@ -60,9 +66,7 @@ class HotPathHistogram(Collector):
         self._sum = 0.0
         self._lock = threading.Lock()
         self._created = time.time()
-        self._with_created = os.environ.get(
-            "PROMETHEUS_DISABLE_CREATED_SERIES", "False"
-        ).lower() not in ("true", "1", "t")
+        self._with_created = _created_series_wanted()
         registry.register(self)
 
     def observe(self, amount: float) -> None:
@@ -96,6 +100,64 @@ class HotPathHistogram(Collector):
             yield GaugeMetricFamily(self._name + "_created", self._documentation, self._created)
 
 
+class HotPathCount:
+    """One label value of a `HotPathCounter`: what the receiver increments."""
+
+    __slots__ = ("_lock", "value")
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self._lock = lock
+        self.value = 0.0
+
+    def inc(self) -> None:
+        """Count one (the client's `inc` checks its argument and state first: a third more)."""
+        with self._lock:
+            self.value += 1
+
+
+class HotPathCounter(Collector):
+    """A counter with one label whose values are all known in advance, cheap to increment.
+
+    Its /metrics series are those of the client's `Counter` with every child bound at start:
+    `<name>_total` and `<name>_created` per label value.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        label: str,
+        values: Sequence[str],
+        *,
+        registry: CollectorRegistry,
+    ) -> None:
+        self._name = name
+        self._documentation = documentation
+        self._label = label
+        lock = threading.Lock()
+        self.children: Final = {value: HotPathCount(lock) for value in values}
+        self._created = time.time() if _created_series_wanted() else None
+        registry.register(self)
+
+    def describe(self) -> Iterable[Metric]:
+        """The names this collector owns, for the registry's clash check (no samples)."""
+        return [CounterMetricFamily(self._name, self._documentation, labels=[self._label])]
+
+    def collect(self) -> Iterator[Metric]:
+        """The counter as the client's `Counter` would render it."""
+        family = CounterMetricFamily(self._name, self._documentation, labels=[self._label])
+        for value, count in self.children.items():
+            family.add_metric([value], count.value, created=self._created)
+        yield family
+
+
+def _created_series_wanted() -> bool:
+    """Whether to show `_created` series: unless PROMETHEUS_DISABLE_CREATED_SERIES says not
+    to, as the client reads it."""
+    setting = os.environ.get("PROMETHEUS_DISABLE_CREATED_SERIES", "False")
+    return setting.lower() not in ("true", "1", "t")
+
+
 #: Every outcome a webhook delivery can have at the receiver (the label values of DELIVERIES).
 OUTCOMES: Final = (
     "accepted",
@@ -116,14 +178,15 @@ OUTCOMES: Final = (
 REGISTRY: Final = CollectorRegistry(auto_describe=True)
 
 #: Deliveries by outcome: what was stored, what was refused and why.
-DELIVERIES: Final = Counter(
+DELIVERIES: Final = HotPathCounter(
     "recon_webhook_deliveries",
     "Webhook deliveries received, by outcome.",
-    ["outcome"],
+    "outcome",
+    OUTCOMES,
     registry=REGISTRY,
 )
-#: Pre-bound children, one per outcome.
-DELIVERY_OUTCOMES: Final = {outcome: DELIVERIES.labels(outcome) for outcome in OUTCOMES}
+#: One count per outcome, bound once.
+DELIVERY_OUTCOMES: Final = DELIVERIES.children
 
 #: Time spent verifying a signature (all keys tried), successful or not.
 VERIFICATION_SECONDS: Final = HotPathHistogram(
