@@ -7,7 +7,7 @@ so the receiver's hot path does a single increment, not a label lookup.
 The receiver's instruments are `HotPath...` collectors rather than the client's `Histogram` and
 `Counter`: the client's `observe` takes two locks and walks the buckets in Python, about a
 microsecond and a half per observation, and a delivery made two of them besides its count
-(docs/decisions.md, "Figures behind the code's choices"). Ours find the bucket with `bisect`
+(docs/decisions.md, "Receiver per-delivery cost"). Ours find the bucket with `bisect`
 and take one lock, and a batch's commit waits are observed under that one lock together;
 /metrics shows the same series either way (tests/unit/app/test_metrics.py compares them).
 """
