@@ -60,15 +60,28 @@ class Resolver:
         self._on_committed = on_committed
 
     def committed(self, batch: list[Waiting], results: list[Recorded]) -> None:
-        """Resolve each request's future (once per event loop), then hand on new row ids."""
+        """Resolve each request's future (once per event loop), then hand on new row ids.
+
+        A web process runs one event loop, so a batch whose requests all came from one loop
+        (the only case there) is handed back whole, without sorting it by loop.
+        """
+        if len(batch) != len(results):
+            raise ValueError(f"{len(results)} outcomes for a batch of {len(batch)}")
         now = time.perf_counter()
         metrics.BATCH_SIZE.observe(len(batch))
-        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Waiting, Recorded]]] = {}
-        for waiting, result in zip(batch, results, strict=True):
-            metrics.COMMIT_WAIT_SECONDS.observe(now - waiting.queued_at)
-            by_loop.setdefault(waiting.loop, []).append((waiting, result))
-        for loop, pairs in by_loop.items():
-            _call_in_loop(loop, _set_results, pairs)
+        metrics.COMMIT_WAIT_SECONDS.observe_each([now - w.queued_at for w in batch])
+        first_loop = batch[0].loop if batch else None
+        if all(w.loop is first_loop for w in batch):
+            if first_loop is not None:
+                _call_in_loop(first_loop, _set_results, batch, results)
+        else:
+            by_loop: dict[asyncio.AbstractEventLoop, tuple[list[Waiting], list[Recorded]]] = {}
+            for waiting, result in zip(batch, results, strict=True):
+                waits, outcomes = by_loop.setdefault(waiting.loop, ([], []))
+                waits.append(waiting)
+                outcomes.append(result)
+            for loop, (waits, outcomes) in by_loop.items():
+                _call_in_loop(loop, _set_results, waits, outcomes)
         if self._on_committed is not None:
             accepted = [r.row_id for r in results if r.outcome is Outcome.ACCEPTED and r.row_id]
             if accepted:
@@ -132,8 +145,8 @@ def _call_in_loop(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *arg
         log.warning("inbox.loop_closed", detail="a request's event loop closed before its commit")
 
 
-def _set_results(pairs: list[tuple[Waiting, Recorded]]) -> None:
-    for waiting, result in pairs:
+def _set_results(batch: list[Waiting], results: list[Recorded]) -> None:
+    for waiting, result in zip(batch, results, strict=True):
         if not waiting.future.done():
             waiting.future.set_result(result)
 

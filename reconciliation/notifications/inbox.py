@@ -21,7 +21,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Final
+from typing import Final, NamedTuple
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
@@ -93,12 +93,19 @@ class InboundDelivery:
             self.body_sha256 = hashlib.sha256(self.body).hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
-class Recorded:
-    """The outcome for one delivery; `row_id` is set when a new row was stored."""
+class Recorded(NamedTuple):
+    """The outcome for one delivery; `row_id` is set when a new row was stored.
+
+    Immutable as a named tuple rather than a frozen dataclass: the receiver makes one per
+    delivery, and a frozen dataclass's constructor costs several times as much.
+    """
 
     outcome: Outcome
     row_id: int | None
+
+
+#: The outcome of every duplicate (they differ in nothing): made once.
+_DUPLICATE: Final = Recorded(Outcome.DUPLICATE, None)
 
 
 def stored_delivery_id(delivery_id: str) -> str:
@@ -146,12 +153,14 @@ class BatchPlan:
 def plan_batch(deliveries: Sequence[InboundDelivery]) -> BatchPlan:
     """Sort a batch: first body of each id, further bodies, and what each would be if new."""
     plan = BatchPlan([], [], {})
-    seen: dict[str, set[str]] = {}
+    planned = plan.planned
+    # Ids met so far; `planned` holds each (id, body) met, so no set of bodies per id is built.
+    ids: set[str] = set()
     for d in deliveries:
-        bodies = seen.setdefault(d.delivery_id, set())
-        if d.body_sha256 in bodies:
+        key = (d.delivery_id, d.body_sha256)
+        if key in planned:
             continue
-        if bodies:
+        if d.delivery_id in ids:
             plan.others.append(NewRow(d, QUARANTINED, BODY_CONFLICT_REASON))
             outcome = Outcome.CONFLICT
         elif d.quarantine_reason is not None:
@@ -160,8 +169,8 @@ def plan_batch(deliveries: Sequence[InboundDelivery]) -> BatchPlan:
         else:
             plan.originals.append(NewRow(d, PENDING, None))
             outcome = Outcome.ACCEPTED
-        bodies.add(d.body_sha256)
-        plan.planned[(d.delivery_id, d.body_sha256)] = outcome
+        ids.add(d.delivery_id)
+        planned[key] = outcome
     return plan
 
 
@@ -194,19 +203,20 @@ def outcomes(
 ) -> list[Recorded]:
     """One Recorded per delivery, in order, from what went in."""
     inserted, conflicted = dict(inserted), dict(conflicted)
+    planned = plan.planned
     results: list[Recorded] = []
     for d in deliveries:
         key = (d.delivery_id, d.body_sha256)
         new_row = inserted.pop(key, None)
         if new_row is not None:
-            results.append(Recorded(plan.planned[key], new_row))
+            results.append(Recorded(planned[key], new_row))
             continue
         other_row = conflicted.pop(key, None)
         if other_row is not None:
             results.append(Recorded(Outcome.CONFLICT, other_row))
         else:
             # Stored before, or earlier in this batch.
-            results.append(Recorded(Outcome.DUPLICATE, None))
+            results.append(_DUPLICATE)
     return results
 
 

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import base64
 import binascii
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from upstream.signatures.verification import BAD_SIGNATURE, SignatureError, read_unix_seconds
 
@@ -16,14 +14,25 @@ TIMESTAMP_HEADER: Final = "webhook-timestamp"
 SIGNATURE_HEADER: Final = "webhook-signature"
 
 
-@dataclass(frozen=True, slots=True)
-class SignedMessage:
-    """The id, the timestamp, the exact bytes that were signed, and the offered signatures."""
+class SignedMessage(NamedTuple):
+    """The id, the timestamp, what was signed, and the offered signatures.
+
+    What was signed is `prefix` (`id.timestamp.`) followed by `body`, kept in two parts: an
+    HMAC takes them one after the other, so the body (the bulk) is never copied to join them.
+    A named tuple rather than a frozen dataclass: it is built on every delivery, and a frozen
+    dataclass's constructor costs a microsecond of the receiver's budget.
+    """
 
     delivery_id: str
     signed_at: int
-    signed_bytes: bytes
+    prefix: bytes
+    body: bytes
     signatures: tuple[bytes, ...]
+
+    @property
+    def signed_bytes(self) -> bytes:
+        """The signed message in one piece (for Ed25519, which takes nothing else)."""
+        return self.prefix + self.body
 
 
 def read_signed_message(
@@ -46,7 +55,8 @@ def read_signed_message(
     for part in signature.split(" "):
         if part.startswith(prefix):
             try:
-                offered.append(base64.b64decode(part[len(prefix) :], validate=True))
+                # base64.b64decode(validate=True) is this call behind a Python wrapper.
+                offered.append(binascii.a2b_base64(part[len(prefix) :], strict_mode=True))
             except (binascii.Error, ValueError):
                 continue
     if not offered:
@@ -55,8 +65,8 @@ def read_signed_message(
             f"{SIGNATURE_HEADER} carries no readable {version} signature "
             f"(RECON_SIGNATURE_SCHEME={scheme})",
         )
-    signed = f"{delivery_id}.{timestamp}.".encode("latin-1") + body
-    return SignedMessage(delivery_id, signed_at, signed, tuple(offered))
+    signed_prefix = f"{delivery_id}.{timestamp}.".encode("latin-1")
+    return SignedMessage(delivery_id, signed_at, signed_prefix, body, tuple(offered))
 
 
 def _missing(

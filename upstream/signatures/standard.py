@@ -19,16 +19,21 @@ from upstream.signatures.verification import (
 
 
 class StandardVerifier:
-    """Accepts a delivery whose `v1` signature matches any of the keys."""
+    """Accepts a delivery whose `v1` signature matches any of the keys.
+
+    Each key's HMAC state is made once, with the key already absorbed, and copied per delivery:
+    a fresh HMAC per delivery would set the key up again every time (two hash blocks and a
+    digest lookup), a third of what verifying a small delivery costs.
+    """
 
     scheme = "standard"
 
     def __init__(
         self, keys: Sequence[bytes], tolerance_seconds: int, *, secret_count: int | None = None
     ) -> None:
-        self._keys = tuple(keys)
+        self._keyed = tuple(hmac.new(key, digestmod="sha256") for key in keys)
         self._tolerance = tolerance_seconds
-        self._secret_count = len(self._keys) if secret_count is None else secret_count
+        self._secret_count = len(self._keyed) if secret_count is None else secret_count
 
     @property
     def key_count(self) -> int:
@@ -36,8 +41,11 @@ class StandardVerifier:
 
     def verify(self, headers: Mapping[str, str], body: bytes, now: float) -> VerifiedSignature:
         message = read_signed_message(headers, body, "v1", self.scheme)
-        for key in self._keys:
-            expected = hmac.digest(key, message.signed_bytes, "sha256")
+        for keyed in self._keyed:
+            mac = keyed.copy()
+            mac.update(message.prefix)
+            mac.update(body)
+            expected = mac.digest()
             for offered in message.signatures:
                 if hmac.compare_digest(expected, offered):
                     check_timestamp(message.signed_at, now, self._tolerance, TIMESTAMP_HEADER)

@@ -58,10 +58,14 @@ def batches() -> float:
     return metrics.REGISTRY.get_sample_value("recon_webhook_commit_batch_size_count") or 0.0
 
 
+def commit_waits() -> float:
+    return metrics.REGISTRY.get_sample_value("recon_webhook_commit_wait_seconds_count") or 0.0
+
+
 def test_concurrent_writes_share_commits(
     engine: Engine, session_factory: sessionmaker[Session], committed: list[int]
 ) -> None:
-    before = batches()
+    before, waits_before = batches(), commit_waits()
 
     async def burst(writer: GroupCommitWriter) -> list[Recorded]:
         return await asyncio.gather(*(writer.write(delivery()) for _ in range(40)))
@@ -70,6 +74,7 @@ def test_concurrent_writes_share_commits(
     assert all(r.outcome is Outcome.ACCEPTED for r in results)
     assert len(stored(session_factory)) == 40
     assert batches() - before < 40 / 4  # far fewer transactions than deliveries
+    assert commit_waits() - waits_before == 40  # one wait per delivery, observed per batch
     assert sorted(committed) == sorted(r.row_id for r in results if r.row_id)
 
 

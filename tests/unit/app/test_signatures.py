@@ -223,3 +223,19 @@ def test_generated_secrets_are_usable_and_distinct(scheme: str) -> None:
     assert first != second
     assert key_problem(scheme, Secret(first)) is None
     assert first.startswith("whsk_" if scheme == "ed25519" else "whsec_")
+
+
+@pytest.mark.parametrize("scheme", ["standard", *RAW_SCHEMES])
+def test_keyed_hmac_state_is_not_spent_by_earlier_deliveries(scheme: str) -> None:
+    """Each key's HMAC state is prepared once and copied per delivery: a delivery verified (or
+    refused) before must leave nothing behind in it, whichever key matched."""
+    old, new = new_secret(scheme), new_secret(scheme)
+    check = verifier(scheme, old, new)
+    bodies = [BODY, b'{"id":"evt_2"}', BODY + b" ", b"{}" * 5000]
+    for number, body in enumerate(bodies * 2):
+        secret = (old, new)[number % 2]
+        headers = sign_delivery(scheme, secret, delivery_id=f"e{number}", timestamp=NOW, body=body)
+        check.verify(lower(headers), body, NOW)
+        with pytest.raises(SignatureError):
+            check.verify(lower(headers), body + b"x", NOW)
+        check.verify(lower(headers), body, NOW)
