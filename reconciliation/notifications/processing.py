@@ -84,6 +84,10 @@ class ProcessOutcome:
     processed: list[int] = field(default_factory=list)
     quarantined: list[int] = field(default_factory=list)
     transfers_named: list[uuid.UUID] = field(default_factory=list)
+    #: The holdings the batch's notifications name (holdingRef, endpointRef): one the store
+    #: does not have asks for discovery (reconciliation.postings.discovery_asks).
+    holdings_named: set[uuid.UUID] = field(default_factory=set)
+    endpoints_named: set[uuid.UUID] = field(default_factory=set)
     #: Alerts opened or refreshed for deliveries no shape reads, and alerts that cleared.
     shape_alerts: list[int] = field(default_factory=list)
     resolved_alerts: list[int] = field(default_factory=list)
@@ -156,6 +160,10 @@ def process_deliveries(
         outcome.processed.append(row.id)
         if result.transfer_ref is not None:
             outcome.transfers_named.append(result.transfer_ref)
+        if result.holding_ref is not None:
+            outcome.holdings_named.add(result.holding_ref)
+        if result.endpoint_ref is not None:
+            outcome.endpoints_named.add(result.endpoint_ref)
     _store_isolating_refusals(writes, fresh, done, now, outcome)
     writes.record_transfers(outcome.transfers_named, now)
     if problems or earlier_problems:

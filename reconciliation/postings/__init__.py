@@ -23,6 +23,7 @@ from reconciliation.postings.balances import (
     note_snapshot_failures,
     store_snapshot,
 )
+from reconciliation.postings.discovery_asks import ask_for_discovery
 from reconciliation.postings.holding_history import (
     HoldingError,
     HoldingList,
@@ -51,6 +52,7 @@ __all__ = [
     "LeasedHolding",
     "StoredTerms",
     "acquire_lease",
+    "ask_for_discovery",
     "claim_due_holdings",
     "clear_snapshot_failures",
     "endpoints_to_read",

@@ -17,8 +17,10 @@ import structlog
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
 from foundation.logs import log_item
 from reconciliation.notifications import ProcessOutcome, process_deliveries
+from reconciliation.postings import ask_for_discovery
 from reconciliation.store import transaction
 from upstream import reader_for
+from workers.actors.holdings import discover_holdings
 from workers.queues import INBOX, PRIORITY_URGENT
 from workers.retry_policy import MINUTE_MS, SECOND_MS
 from workers.runtime import Runtime, current_runtime
@@ -54,5 +56,11 @@ def handle_deliveries(rt: Runtime, delivery_pks: Sequence[int]) -> ProcessOutcom
     time_limit=MINUTE_MS,
 )
 def process_delivery(delivery_pks: list[int]) -> None:
-    """Turn the deliveries with these row ids into notifications (skipping any already done)."""
-    handle_deliveries(current_runtime(), delivery_pks)
+    """Turn the deliveries with these row ids into notifications (skipping any already done);
+    ask for discovery when one names a holding the store does not have yet."""
+    rt = current_runtime()
+    outcome = handle_deliveries(rt, delivery_pks)
+    named = (outcome.holdings_named, outcome.endpoints_named)
+    if ask_for_discovery(rt.sessions, *named, rt.clock()):
+        log.info("holdings.discovery_asked", reason="a notification names an unknown holding")
+        discover_holdings.send()

@@ -1,0 +1,74 @@
+"""A notification naming a holding recon has not discovered asks for discovery at once.
+
+Without it a new account's first credit waited for the discovery tick (five minutes by
+default) before recon read a posting for it. The end-to-end case runs the workers with no
+scheduler at all, so only the inbox can have asked.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from foundation.settings import load_settings
+from reconciliation.postings import ask_for_discovery
+from reconciliation.store.db import transaction
+from reconciliation.store.models import Holding
+from sandbox.server import SandboxServer
+from tests.integration.workers.inbox_receiver import inbox_receiver
+from tests.integration.workers.scenario import move_money, prepare
+from workers.embedded import start_embedded
+
+NOW = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
+
+
+def test_an_unknown_holding_asks_once_per_interval_and_a_known_one_never(
+    session_factory: sessionmaker[Session],
+) -> None:
+    with transaction(session_factory) as s:
+        known = Holding(
+            account_ref=uuid.uuid4(),
+            endpoint_ref=uuid.uuid4(),
+            holding_ref=uuid.uuid4(),
+            currency="NGN",
+        )
+        s.add(known)
+    stranger = uuid.uuid4()
+
+    def ask(holdings: set[uuid.UUID], endpoints: set[uuid.UUID], at: datetime) -> bool:
+        return ask_for_discovery(session_factory, holdings, endpoints, at)
+
+    assert not ask({known.holding_ref}, {known.endpoint_ref}, NOW)
+    assert not ask(set(), set(), NOW)
+    assert ask({known.holding_ref}, {stranger}, NOW)  # an endpoint nobody has
+    assert not ask({stranger}, set(), NOW + timedelta(seconds=10))  # asked 10 s ago
+    assert ask({stranger}, set(), NOW + timedelta(seconds=31))
+    assert not ask({known.holding_ref}, set(), NOW + timedelta(minutes=5))
+
+
+def test_a_credit_to_an_undiscovered_holding_has_it_discovered_without_the_tick(
+    worker_env: dict[str, str], sandbox: SandboxServer
+) -> None:
+    settings = load_settings({**worker_env, "RECON_DISCOVER_HOLDINGS_SECONDS": "3600"})
+    embedded = start_embedded(settings, with_scheduler=False)
+    try:
+        sessions = embedded.running.runtime.sessions
+        with inbox_receiver(sessions) as url:
+            scenario = prepare(sandbox, url)
+            with sessions() as s:
+                assert s.scalar(select(func.count()).select_from(Holding)) == 0
+            move_money(sandbox, scenario, sessions)  # its notifications name the holdings
+            deadline = time.monotonic() + 60
+            while True:
+                with sessions() as s:
+                    found = s.scalar(select(func.count()).select_from(Holding))
+                if found == len(scenario.holdings):
+                    break
+                assert time.monotonic() < deadline, f"{found} holdings discovered, not 3"
+                time.sleep(0.2)
+    finally:
+        embedded.stop()
