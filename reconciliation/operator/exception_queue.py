@@ -9,7 +9,8 @@ Every pass leaves each item it has seen matched, in the match backlog, or marked
 (`reconciliation.matching.backlog`); a manual unmatch marks what it leaves alone. So an item
 that is not matched is in one of three index-driven branches, disjoint by construction:
 
-- marked: `match_status = 'exception'` (the `(match_status, id)` index);
+- marked: `match_status = 'exception'` (the `(match_status, id)` index; postings keep only the
+  exceptions' ids, `ix_postings_exception_id`);
 - waiting in the backlog: the backlog's primary key, ids at or below the stream's watermark;
 - new: ids above the watermark, which no pass has seen yet (a range of the primary key).
 

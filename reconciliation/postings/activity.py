@@ -31,7 +31,7 @@ from typing import Any, Final
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation.postings.activity_copy import compile_move, copy_page
+from reconciliation.postings.activity_copy import compile_move, copy_page, page_transaction
 from reconciliation.postings.activity_statements import (
     MOVE_CURSOR,
     READ_LEASED,
@@ -287,7 +287,7 @@ def store_page(
         "advanced_at": now if entries else None,
         "read": len(entries),
     }
-    with session.begin():
+    with page_transaction(session):
         if entries and session.get_bind().dialect.name == "postgresql":
             moved = copy_page(session, entries, _COPY_PAGE, params | {"now": now})
         else:

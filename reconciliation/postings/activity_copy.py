@@ -12,13 +12,16 @@ per-row Python beyond handing the driver a tuple:
 4. COMMIT.
 
 The staging table is temporary (one per connection, created on first use) and empties itself
-at commit. The cursor UPDATE is the one `reconciliation.postings.activity` runs on SQLite, compiled
+at commit. It is created inside the first page's transaction, so a page that does not commit
+(a lost lease, an error) takes the table with it: `page_transaction` then forgets it, and the
+connection's next page creates it again. The cursor UPDATE is the one `reconciliation.postings.activity` runs on SQLite, compiled
 once for PostgreSQL, so the two paths cannot drift apart.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -89,6 +92,25 @@ def compile_move(move_cursor: Update) -> PageStatement:
     """Step 3's statement: the staged move, then `move_cursor` as compiled for PostgreSQL."""
     compiled = move_cursor.compile(dialect=psycopg_dialect())  # type: ignore[no-untyped-call]
     return PageStatement(sql=_MOVE_STAGE + str(compiled), fixed=dict(compiled.params))
+
+
+@contextmanager
+def page_transaction(session: Session) -> Iterator[None]:
+    """`session.begin()` for one page's write; if it does not commit, the stage is forgotten.
+
+    The connection's info outlives the transaction (it lives as long as the database
+    connection, across the pool): a mark left after the CREATE was rolled back would fail
+    every later page on that connection with "relation does not exist".
+    """
+    info: dict[Any, Any] | None = None
+    try:
+        with session.begin():
+            info = session.connection().info
+            yield
+    except BaseException:
+        if info is not None:
+            info.pop(STAGE_TABLE, None)
+        raise
 
 
 def copy_page(

@@ -16,10 +16,11 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from reconciliation.store.models.base import UNMATCHED, Base
+from reconciliation.store.models.base import EXCEPTION, UNMATCHED, Base
 from reconciliation.store.types import UNIT_CODE_LENGTH, Amount, BigId, utcnow
 
 
@@ -107,20 +108,39 @@ class ActivityCursor(Base):
 
 
 class Posting(Base):
-    """A committed ledger line behind a holding's balance: the ledger's truth."""
+    """A committed ledger line behind a holding's balance: the ledger's truth.
+
+    The catch-up writes a million of these, so every index entry is one its readers need:
+    the primary key; (journal_ref, line_ref), the conflict target that makes a page read twice
+    land once; receipt_ref, for the operator's candidates of a notification or a transfer
+    (`reconciliation.matching.candidates`); (holding_id, posted_at), for the balance check's
+    sums, the ledger audit and a holding's history. `match_status` is indexed only where it is
+    'exception': that is what every reader of it asks for (the exception queue, the taken-apart
+    rule, the rebuild), and every posting is written 'unmatched', so a full index would hold a
+    million entries of which its readers skip all but a few.
+    """
 
     __tablename__ = "postings"
     __table_args__ = (
         UniqueConstraint("journal_ref", "line_ref"),
         Index("ix_postings_holding_posted", "holding_id", "posted_at"),
-        Index("ix_postings_match_status_id", "match_status", "id"),
+        Index(
+            "ix_postings_exception_id",
+            "id",
+            postgresql_where=text(f"match_status = '{EXCEPTION}'"),
+            sqlite_where=text(f"match_status = '{EXCEPTION}'"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     journal_ref: Mapped[uuid.UUID]
     line_ref: Mapped[uuid.UUID]
     receipt_ref: Mapped[uuid.UUID] = mapped_column(index=True)
-    holding_id: Mapped[int] = mapped_column(ForeignKey("holdings.id"))
+    # No foreign key (migration 0009): a posting is written only by the page write of the
+    # reader holding its holding's lease, whose cursor row references the holding, and holdings
+    # are never deleted (docs/decisions.md, "The postings' holding without a foreign key").
+    # PostgreSQL checked the key row by row, about 6 us a posting of a catch-up.
+    holding_id: Mapped[int]
     posted_at: Mapped[datetime]
     side: Mapped[str] = mapped_column(String(16))
     effect: Mapped[str] = mapped_column(String(16))

@@ -14,14 +14,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Final
+from typing import Any, Final
 
 import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from foundation.settings.timing import RetentionSettings
+from reconciliation.ledger_audit.ledger import stored_lines
+from reconciliation.matching.candidates import explain
 from reconciliation.notifications.processing import pending_deliveries
+from reconciliation.operator.exception_queue import queue_page
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.postings.activity import (
     acquire_lease,
@@ -30,6 +33,7 @@ from reconciliation.postings.activity import (
     watched_without_cursor,
 )
 from reconciliation.postings.balances import endpoints_to_read
+from reconciliation.postings.holding_history import holding_view
 from reconciliation.reconcile import run_pass
 from reconciliation.retention.runner import run_retention
 from reconciliation.store.db import make_engine, make_session_factory, transaction
@@ -56,6 +60,9 @@ GROWING: Final = frozenset(
         "audit_events",
     }
 )
+
+#: The table whose indexes migration 0009 thinned.
+POSTINGS: Final = frozenset({"postings"})
 
 NOW: Final = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 RETENTION: Final = RetentionSettings(
@@ -155,4 +162,50 @@ def test_no_periodic_job_reads_a_growing_table_whole(history: History) -> None:
     )
     assert not offenders, f"{len(offenders)} statements read a growing table whole:\n\n" + (
         "\n\n".join(offenders)
+    )
+
+
+def _index_names(node: dict[str, Any]) -> Iterator[str]:
+    if "Index Name" in node:
+        yield node["Index Name"]
+    for key in ("Plans", "InitPlan", "SubPlan"):
+        for child in node.get(key, ()):
+            yield from _index_names(child)
+
+
+def test_every_reader_of_a_postings_index_still_reads_through_one(history: History) -> None:
+    """Migration 0009 left `postings` three secondary indexes: receipt_ref, (holding_id,
+    posted_at) and the exceptions' ids (partial). Their readers outside the periodic jobs (the
+    console's exception queue, a notification's and a transfer's candidates, a holding's page,
+    the ledger audit's stored lines) still read postings through an index, and the queue's
+    marked branch through the partial one."""
+    with history.factory() as session:
+        notification = session.scalar(
+            text("SELECT id FROM notifications WHERE receipt_ref IS NOT NULL ORDER BY id LIMIT 1")
+        )
+        transfer = session.scalar(text("SELECT id FROM transfers ORDER BY id DESC LIMIT 1"))
+        holding = session.scalar(text("SELECT min(id) FROM holdings"))
+    assert notification is not None and transfer is not None and holding is not None
+    labels = ("exception queue", "candidates", "holding page", "ledger audit")
+    with history.plans.running(labels[0]), history.factory() as session:
+        queue_page(session, now=NOW, grace_seconds=600, stream="posting")
+    with history.plans.running(labels[1]), history.factory() as session:
+        explain(session, "notification", int(notification), window_seconds=3600)
+        explain(session, "transfer", int(transfer), window_seconds=3600)
+    with history.plans.running(labels[2]), history.factory() as session:
+        holding_view(session, int(holding))
+    with history.plans.running(labels[3]), history.factory() as session:
+        list(stored_lines(session, int(holding), NOW - timedelta(days=1)))
+    ran = [e for e in history.plans.explained if e.label in labels]
+    reading = [e for e in ran if any(rel == "postings" for _, rel in e.scans)]
+    assert {e.label for e in reading} == set(labels), "a reader ran no statement on postings"
+    whole = [f"{e.label}: {e.statement[:400]}" for e in reading if e.seq_scans_of(POSTINGS)]
+    assert not whole, "postings read whole:\n\n" + "\n\n".join(whole)
+    marked = [
+        e for e in reading if e.label == labels[0] and "postings.match_status = " in e.statement
+    ]
+    assert marked, "the exception queue asked for no marked postings"
+    assert any("ix_postings_exception_id" in _index_names(e.plan) for e in marked), (
+        "the exception queue's marked branch does not read the exceptions' index:\n"
+        + "\n\n".join(e.statement[:400] for e in marked)
     )

@@ -61,9 +61,23 @@ def assert_store_matches(state: SandboxState, factory: sessionmaker[Session]) ->
         assert sorted(got) == sorted(want), f"holding {ref}: {len(got)} stored, {len(want)} posted"
     extra = set(stored) - set(expected)
     assert not any(stored[r] for r in extra), f"postings of unknown holdings: {extra}"
+    # No foreign key says so (migration 0009): the page write's lease check must have.
+    assert orphan_count(factory) == 0, "postings whose holding the store does not hold"
     total = sum(len(v) for v in expected.values())
     assert stored_count(factory) == total
     return total
+
+
+def orphan_count(factory: sessionmaker[Session]) -> int:
+    """Postings whose holding row is missing."""
+    with factory() as session:
+        query = (
+            select(func.count())
+            .select_from(Posting)
+            .outerjoin(Holding, Holding.id == Posting.holding_id)
+            .where(Holding.id.is_(None))
+        )
+        return int(session.scalar(query) or 0)
 
 
 def _key(p: dict[str, Any]) -> PostingKey:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from reconciliation.postings.activity import (
@@ -88,14 +89,48 @@ def test_a_worker_that_lost_its_lease_writes_nothing(
     fresh = acquire_lease(session_factory, holding, "worker-b", NOW + timedelta(seconds=6))
     assert fresh is not None
     page = postings(3)
+    connection = session_factory()
     with pytest.raises(LeaseLostError):
-        store_page(session_factory(), stale, page, cursor_after(page[-1], "x"), NOW)
+        store_page(connection, stale, page, cursor_after(page[-1], "x"), NOW)
     with transaction(session_factory) as session:
         assert stored_postings_count(session, holding) == 0
         row = session.get(ActivityCursor, holding)
         assert row is not None
         assert row.after_posted_at is None
         assert row.lease_owner == "worker-b"
+    # The rolled-back page was that connection's first (on PostgreSQL its CREATE of the stage
+    # table went with it): its next page is stored all the same.
+    store_page(connection, fresh, page, cursor_after(page[-1], "x"), NOW)
+    with transaction(session_factory) as session:
+        assert stored_postings_count(session, holding) == 3
+
+
+def test_a_page_for_a_holding_the_store_does_not_hold_is_refused_and_nothing_is_stored(
+    session_factory: sessionmaker[Session],
+) -> None:
+    """Postings carry no foreign key to their holding (migration 0009): the page write's own
+    lease check is what keeps a posting from naming a holding that is not there. A lease for
+    a holding id the store does not hold (forged from a real one) finds no cursor row to
+    move, so the page is rolled back whole, as for a lost lease."""
+    holding = make_holding(session_factory)
+    lease = acquire_lease(session_factory, holding, "worker-a", NOW)
+    assert lease is not None
+    unknown = replace(lease, holding_id=holding + 1000)
+    page = postings(3)
+    session = session_factory()
+    with pytest.raises(LeaseLostError):
+        store_page(session, unknown, page, cursor_after(page[-1], "x"), NOW)
+    # The same session goes on to store the true holding's page (nothing half-done is left).
+    store_page(session, lease, page, cursor_after(page[-1], "x"), NOW)
+    with transaction(session_factory) as check:
+        assert stored_postings_count(check) == 3
+        orphans = check.scalar(
+            select(func.count())
+            .select_from(Posting)
+            .outerjoin(Holding, Holding.id == Posting.holding_id)
+            .where(Holding.id.is_(None))
+        )
+        assert orphans == 0
 
 
 def test_a_page_and_its_cursor_are_stored_together_exactly_as_issued(

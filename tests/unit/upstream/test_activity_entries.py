@@ -120,3 +120,17 @@ def test_timestamps_mean_what_the_field_reader_says(posted_at: str) -> None:
 def test_unknown_fields_are_ignored_like_the_reader_does() -> None:
     items = [entry(somethingNew={"a": 1})]
     assert parse_postings(items, PATH) == one_by_one(items)
+
+
+@pytest.mark.parametrize(
+    "posted_at", ["2026-11-22T05:48:01.120+05:00", "2026-11-22T00:48:01-00:00", "2026-11-22T00:48Z"]
+)
+def test_the_bulk_read_takes_every_offset_the_reader_takes(posted_at: str) -> None:
+    """The bulk read tells an aware timestamp by its `tzinfo` alone (see `_postings_fast`):
+    whatever offset `fromisoformat` read, it is the reader's posting, read in bulk."""
+    items = [entry(postedAt=posted_at)]
+    assert _postings_fast(items) == one_by_one(items)
+
+
+def test_the_bulk_read_leaves_a_timestamp_without_offset_to_the_reader() -> None:
+    assert _postings_fast([entry(), entry(postedAt="2026-11-22T00:48:01.120")]) is None
