@@ -8,7 +8,6 @@ exactly as it was judged.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -21,36 +20,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from reconciliation.alerts.lifecycle import OPEN, RESOLVED, fingerprint
 from reconciliation.reconcile import run_pass
 from reconciliation.store.db import transaction
-from reconciliation.store.models import ActivityCursor, Alert, BalanceSnapshot, Holding
-from tests.integration.audit.small_world import POLICY, T0, posting_for
+from reconciliation.store.models import ActivityCursor, Alert, Holding
+from tests.integration.audit.small_world import POLICY
+from tests.integration.reconciliation.builders import T0, Store
 
 SNAPSHOT_AT = T0 + timedelta(minutes=10)
-
-
-def _holding(s: Session) -> Holding:
-    holding = Holding(
-        account_ref=uuid.uuid4(),
-        endpoint_ref=uuid.uuid4(),
-        holding_ref=uuid.uuid4(),
-        currency="NGN",
-    )
-    s.add(holding)
-    s.flush()
-    return holding
-
-
-def _snapshot(holding: Holding, settled: int, at: datetime) -> BalanceSnapshot:
-    return BalanceSnapshot(
-        holding_id=holding.id,
-        settled_minor=settled,
-        available_minor=settled,
-        reserved_minor=0,
-        observed_at=at,
-    )
-
-
-def _credit(holding: Holding, amount: int, at: datetime) -> Any:
-    return posting_for(holding, uuid.uuid4(), "credit", amount, at)
 
 
 def _alert(sessions: sessionmaker[Session], holding: Holding) -> Alert | None:
@@ -87,18 +61,18 @@ def _basis_reads(engine: Engine) -> Iterator[list[str]]:
 def test_a_standing_drift_is_reported_every_pass_as_judged_until_a_snapshot_agrees(
     session_factory: sessionmaker[Session],
 ) -> None:
-    with transaction(session_factory) as s:
-        drifting, quiet = _holding(s), _holding(s)
-        s.add_all([_credit(drifting, 10_000, T0), _snapshot(drifting, 15_000, SNAPSHOT_AT)])
-        s.add_all([_credit(quiet, 7_000, T0), _snapshot(quiet, 7_000, SNAPSHOT_AT)])
+    store = Store(session_factory)
+    drifting, quiet = store.holding(), store.holding()
+    store.posting(drifting, 10_000), store.snapshot(drifting, 15_000, observed=SNAPSHOT_AT)
+    store.posting(quiet, 7_000), store.snapshot(quiet, 7_000, observed=SNAPSHOT_AT)
     _pass(session_factory, 11)
     first = _alert(session_factory, drifting)
     assert first is not None and first.state == OPEN
     assert first.evidence["postedMinor"] == "10000" and first.evidence["driftMinor"] == "5000"
 
-    with transaction(session_factory) as s:  # postings after every snapshot: nothing moves
-        s.add_all([_credit(drifting, 1_000, T0 + timedelta(minutes=12))])
-        s.add_all([_credit(quiet, 2_000, T0 + timedelta(minutes=12))])
+    # Postings after every snapshot: nothing moves.
+    store.posting(drifting, 1_000, posted=T0 + timedelta(minutes=12))
+    store.posting(quiet, 2_000, posted=T0 + timedelta(minutes=12))
     second_at = _pass(session_factory, 13)
     second = _alert(session_factory, drifting)
     assert second is not None and second.state == OPEN
@@ -106,8 +80,7 @@ def test_a_standing_drift_is_reported_every_pass_as_judged_until_a_snapshot_agre
     assert second.last_seen_at == second_at
     assert _alert(session_factory, quiet) is None
 
-    with transaction(session_factory) as s:  # the provider's balance now says 11,000 too
-        s.add(_snapshot(drifting, 11_000, T0 + timedelta(minutes=14)))
+    store.snapshot(drifting, 11_000, observed=T0 + timedelta(minutes=14))  # it agrees now
     _pass(session_factory, 15)
     third = _alert(session_factory, drifting)
     assert third is not None and third.state == RESOLVED
@@ -116,13 +89,13 @@ def test_a_standing_drift_is_reported_every_pass_as_judged_until_a_snapshot_agre
 def test_a_posting_behind_a_standing_check_moves_its_verdict(
     session_factory: sessionmaker[Session],
 ) -> None:
-    with transaction(session_factory) as s:
-        holding = _holding(s)
-        s.add_all([_credit(holding, 10_000, T0), _snapshot(holding, 10_000, SNAPSHOT_AT)])
+    store = Store(session_factory)
+    holding = store.holding()
+    store.posting(holding, 10_000), store.snapshot(holding, 10_000, observed=SNAPSHOT_AT)
     _pass(session_factory, 11)
     assert _alert(session_factory, holding) is None
-    with transaction(session_factory) as s:  # found late, well before the snapshot's grace
-        s.add(_credit(holding, 3_000, T0 + timedelta(minutes=1)))
+    # Found late, well before the snapshot's grace.
+    store.posting(holding, 3_000, posted=T0 + timedelta(minutes=1))
     _pass(session_factory, 12)
     alert = _alert(session_factory, holding)
     assert alert is not None and alert.state == OPEN
@@ -132,12 +105,10 @@ def test_a_posting_behind_a_standing_check_moves_its_verdict(
 def test_a_snapshot_is_judged_once_its_poller_reads_past_it_with_nothing_else_new(
     session_factory: sessionmaker[Session],
 ) -> None:
-    with transaction(session_factory) as s:
-        holding = _holding(s)
-        s.add(
-            ActivityCursor(holding_id=holding.id, last_polled_at=SNAPSHOT_AT - timedelta(minutes=1))
-        )
-        s.add_all([_credit(holding, 10_000, T0), _snapshot(holding, 12_000, SNAPSHOT_AT)])
+    store = Store(session_factory)
+    holding = store.holding()
+    store.cursor(holding, polled=SNAPSHOT_AT - timedelta(minutes=1))
+    store.posting(holding, 10_000), store.snapshot(holding, 12_000, observed=SNAPSHOT_AT)
     _pass(session_factory, 11)
     assert _alert(session_factory, holding) is None  # undecided: the poller is behind it
     with transaction(session_factory) as s:
@@ -152,16 +123,12 @@ def test_a_snapshot_is_judged_once_its_poller_reads_past_it_with_nothing_else_ne
 def test_a_changed_projection_grace_judges_every_standing_check_again(
     session_factory: sessionmaker[Session],
 ) -> None:
-    with transaction(session_factory) as s:
-        holding = _holding(s)
-        # Ten seconds before the snapshot: inside a 60 s grace, the balance may not count it.
-        s.add_all(
-            [
-                _credit(holding, 10_000, T0),
-                _credit(holding, 500, SNAPSHOT_AT - timedelta(seconds=10)),
-                _snapshot(holding, 10_000, SNAPSHOT_AT),
-            ]
-        )
+    store = Store(session_factory)
+    holding = store.holding()
+    store.posting(holding, 10_000)
+    # Ten seconds before the snapshot: inside a 60 s grace, the balance may not count it.
+    store.posting(holding, 500, posted=SNAPSHOT_AT - timedelta(seconds=10))
+    store.snapshot(holding, 10_000, observed=SNAPSHOT_AT)
     _pass(session_factory, 11, projection_grace_seconds=60)
     assert _alert(session_factory, holding) is None
     _pass(session_factory, 12, projection_grace_seconds=60)
@@ -174,20 +141,19 @@ def test_a_changed_projection_grace_judges_every_standing_check_again(
 def test_a_pass_after_postings_past_every_check_sums_no_holding_again(
     engine: Engine, session_factory: sessionmaker[Session]
 ) -> None:
-    with transaction(session_factory) as s:
-        holdings = [_holding(s) for _ in range(3)]
-        for h in holdings:
-            s.add_all([_credit(h, 10_000, T0), _snapshot(h, 10_000, SNAPSHOT_AT)])
+    store = Store(session_factory)
+    holdings = [store.holding() for _ in range(3)]
+    for h in holdings:
+        store.posting(h, 10_000), store.snapshot(h, 10_000, observed=SNAPSHOT_AT)
     with _basis_reads(engine) as first:
         _pass(session_factory, 11)
     assert len(first) == 1
-    with transaction(session_factory) as s:
-        s.add_all([_credit(h, 1_000, T0 + timedelta(minutes=12)) for h in holdings])
+    for h in holdings:
+        store.posting(h, 1_000, posted=T0 + timedelta(minutes=12))
     with _basis_reads(engine) as second:
         _pass(session_factory, 13)
     assert second == []
-    with transaction(session_factory) as s:
-        s.add(_credit(holdings[1], 1_000, T0 + timedelta(minutes=2)))
+    store.posting(holdings[1], 1_000, posted=T0 + timedelta(minutes=2))
     with _basis_reads(engine) as third:
         _pass(session_factory, 14)
     assert len(third) == 1

@@ -16,9 +16,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from foundation.settings import load_settings
 from reconciliation.postings import ask_for_discovery
-from reconciliation.store.db import transaction
 from reconciliation.store.models import Holding
 from sandbox.server import SandboxServer
+from tests.integration.reconciliation.builders import Store
 from tests.integration.workers.inbox_receiver import inbox_receiver
 from tests.integration.workers.scenario import move_money, prepare
 from workers.embedded import start_embedded
@@ -29,14 +29,7 @@ NOW = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
 def test_an_unknown_holding_asks_once_per_interval_and_a_known_one_never(
     session_factory: sessionmaker[Session],
 ) -> None:
-    with transaction(session_factory) as s:
-        known = Holding(
-            account_ref=uuid.uuid4(),
-            endpoint_ref=uuid.uuid4(),
-            holding_ref=uuid.uuid4(),
-            currency="NGN",
-        )
-        s.add(known)
+    known = Store(session_factory).holding(locator=False)
     stranger = uuid.uuid4()
 
     def ask(holdings: set[uuid.UUID], endpoints: set[uuid.UUID], at: datetime) -> bool:
