@@ -72,6 +72,8 @@ SETTLE_SECONDS: Final = 180.0
 TABLE_GROWTH_GOAL: Final = 0.10
 RSS_GOAL_MB_PER_HOUR: Final = 5.0
 RSS_WARMUP_SECONDS: Final = 600.0
+#: Windows the worker's RSS curve is shown in (its slope within each).
+RSS_WINDOW_SECONDS: Final = 600.0
 LOG_GOAL_MB_PER_HOUR: Final = 1.0
 #: The allocator setting docs/deploy.md gives production ("Worker memory"), so the soak
 #: measures the worker as deployed; `--malloc-arena-max 0` measures glibc's default beside it.
@@ -121,6 +123,19 @@ def per_hour(points: list[tuple[float, float]], since: float = 0.0) -> float:
     mx, my = (sum(p[i] for p in points) / len(points) for i in (0, 1))
     den = sum((x - mx) ** 2 for x, _ in points) or 1.0
     return sum((x - mx) * (y - my) for x, y in points) / den * 3600
+
+
+def rss_windows(samples: Samples) -> str:
+    """The worker's RSS at the end of each window and its slope within it, in order."""
+    points = samples["worker.rss_mb"]
+    shown = []
+    start = 0.0
+    while start < points[-1][0]:
+        inside = [(t, v) for t, v in points if start <= t < start + RSS_WINDOW_SECONDS]
+        if len(inside) >= 2:
+            shown.append(f"{inside[-1][1]:.0f} MB ({per_hour(inside):+.1f}/h)")
+        start += RSS_WINDOW_SECONDS
+    return ", ".join(shown)
 
 
 def process_figures(pid: int) -> dict[str, float]:
@@ -250,6 +265,9 @@ def report_goals(samples: Samples, times: list[float], first_cycle: float) -> No
             f"goal: worker RSS < {RSS_GOAL_MB_PER_HOUR:g} MB/h {warm}: {rss:+.2f} MB/h, "
             f"ratio to goal {rss / RSS_GOAL_MB_PER_HOUR:.2f} (under 1.00 meets it), {ok}"
         )
+        # The curve's shape: a worker still filling its caches grows early and then levels
+        # off, a leak keeps its slope; one slope over the whole run cannot tell them apart.
+        print(f"worker RSS by {RSS_WINDOW_SECONDS / 60:g}-minute window: {rss_windows(samples)}")
     for process in RECON_PROCESSES:
         if f"log.{process}_mb" in samples:
             rate = per_hour(samples[f"log.{process}_mb"])
