@@ -9,7 +9,13 @@ audit), and each audit leaves an `audit_runs` row that reports quote (`summary.l
 
 from reconciliation.ledger_audit.compare import DIFFERS, MISSING, UNKNOWN
 from reconciliation.ledger_audit.first_audit import claim_first_audit, first_reads_done
-from reconciliation.ledger_audit.run import AuditScopeError, audit_ledger, due, fetch_from
+from reconciliation.ledger_audit.run import (
+    AuditScopeError,
+    AuditStoppedError,
+    audit_ledger,
+    due,
+    fetch_from,
+)
 from reconciliation.ledger_audit.summary import AuditSummary, last_audit
 
 __all__ = [
@@ -17,6 +23,7 @@ __all__ = [
     "MISSING",
     "UNKNOWN",
     "AuditScopeError",
+    "AuditStoppedError",
     "AuditSummary",
     "audit_ledger",
     "claim_first_audit",

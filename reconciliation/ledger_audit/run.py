@@ -60,6 +60,8 @@ RUNNING: Final = "running"
 CLEAN: Final = "clean"
 DIVERGED: Final = "diverged"
 FAILED: Final = "failed"
+#: Ended early because its process was stopping: no verdict, and an audit is still due.
+STOPPED: Final = "stopped"
 
 log = structlog.get_logger(__name__)
 
@@ -94,11 +96,16 @@ def due(session: Session, interval_seconds: float, now: datetime) -> bool:
             AuditRun.holding_ref.is_(None),
             AuditRun.since.is_(None),
             AuditRun.holdings > 0,
+            AuditRun.status != STOPPED,
         )
         .order_by(AuditRun.finished_at.desc())
         .limit(1)
     )
     return latest is None or (now - latest).total_seconds() >= 0.9 * interval_seconds
+
+
+class AuditStoppedError(Exception):
+    """The audit ended early because its process is stopping; it has no verdict."""
 
 
 class AuditScopeError(Exception):
@@ -210,8 +217,13 @@ def audit_ledger(
     since: datetime | None = None,
     page_size: int = DEFAULT_PAGE_SIZE,
     clock: Callable[[], datetime] = utcnow,
+    stop: Callable[[], bool] = lambda: False,
 ) -> AuditResult:
-    """Audit every watched holding (or one), record the run, raise and resolve its alerts."""
+    """Audit every watched holding (or one), record the run, raise and resolve its alerts.
+
+    `stop` is asked before each holding: True ends the audit there (AuditStoppedError, the run
+    recorded as stopped), so a worker asked to stop does not hold its shutdown for the hours a
+    whole audit can take at the gateway's rate."""
     with transaction(factory) as session:
         scope = _holdings(session, holding_ref)
         terms = paging_terms(session, page_size)
@@ -223,6 +235,11 @@ def audit_ledger(
     seen: set[str] = set()
     try:
         for holding_id, address in scope:
+            if stop():
+                raise AuditStoppedError(
+                    f"stopped after {len(result.holdings)} of {len(scope)} holdings: the "
+                    "process is shutting down"
+                )
             audit, found = _audit_one(factory, holding_id, address, fetch_for, terms, since)
             result.holdings.append(audit)
             result.postings += audit.read
@@ -239,7 +256,7 @@ def audit_ledger(
             result.alerts_resolved = _resolve_cleared(factory, seen, holding_ref, since)
         result.status = FAILED if failed else (DIVERGED if result.total_divergences else CLEAN)
     except BaseException as exc:
-        result.status = FAILED
+        result.status = STOPPED if isinstance(exc, AuditStoppedError) else FAILED
         _finish(factory, result, clock(), checksums, error=f"{type(exc).__name__}: {exc}")
         raise
     _finish(factory, result, clock(), checksums)

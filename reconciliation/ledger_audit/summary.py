@@ -114,7 +114,10 @@ def last_audit(session: Session) -> AuditSummary | None:
     """The newest finished audit of at least one holding, or None when none has finished."""
     run = session.scalars(
         select(AuditRun)
-        .where(AuditRun.finished_at.is_not(None), AuditRun.holdings > 0)
+        # A stopped audit (its worker was shutting down) has no verdict to quote.
+        .where(
+            AuditRun.finished_at.is_not(None), AuditRun.holdings > 0, AuditRun.status != "stopped"
+        )
         .order_by(AuditRun.finished_at.desc(), AuditRun.id.desc())
         .limit(1)
     ).first()

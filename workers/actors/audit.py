@@ -19,6 +19,7 @@ import workers.broker  # noqa: F401 - the broker is installed before any actor i
 from workers.queues import POLLING, PRIORITY_BULK
 from workers.retry_policy import MINUTE_MS, NOT_RETRYABLE
 from workers.runtime import current_runtime
+from workers.stop_signal import stopping
 
 #: A whole audit reads every posting at the gateway rate: hours for a large store at a low rate.
 TIME_LIMIT_MS = 6 * 60 * MINUTE_MS
@@ -37,8 +38,8 @@ log = structlog.get_logger(__name__)
 )
 def audit_ledger() -> None:
     """Audit every watched holding, unless one finished within the interval."""
+    from reconciliation.ledger_audit import AuditStoppedError, due, fetch_from
     from reconciliation.ledger_audit import audit_ledger as run_audit
-    from reconciliation.ledger_audit import due, fetch_from
 
     rt = current_runtime()
     with rt.sessions() as session:
@@ -48,9 +49,15 @@ def audit_ledger() -> None:
                 reason="no holding known yet, or a whole-store audit finished within the interval",
             )
             return
-    run_audit(
-        rt.sessions,
-        fetch_from(rt.gateway),
-        page_size=rt.settings.provider.activity_page_size,
-        clock=rt.clock,
-    )
+    try:
+        run_audit(
+            rt.sessions,
+            fetch_from(rt.gateway),
+            page_size=rt.settings.provider.activity_page_size,
+            clock=rt.clock,
+            stop=stopping,
+        )
+    except AuditStoppedError as stopped:
+        # Whichever worker is left (or the next to start) audits again from the start.
+        log.info("audit.stopped", detail=str(stopped))
+        audit_ledger.send()

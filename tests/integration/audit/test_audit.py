@@ -22,7 +22,7 @@ from sqlalchemy import delete, select, update
 
 from foundation.settings import load_settings
 from reconciliation.ledger_audit.compare import DIFFERS, MISSING, UNKNOWN
-from reconciliation.ledger_audit.run import audit_ledger, fetch_from
+from reconciliation.ledger_audit.run import AuditStoppedError, audit_ledger, due, fetch_from
 from reconciliation.ledger_audit.summary import last_audit, last_audit_line
 from reconciliation.store.models import ActivityCursor, Alert, AuditRun, Holding, Posting
 from sandbox.variants import PRESETS, parse_variant
@@ -241,5 +241,33 @@ def test_the_scheduled_actor_audits_once_per_interval(
         with rt.sessions() as s:
             runs = list(s.scalars(select(AuditRun)))
         assert [(r.status, r.holdings, r.postings) for r in runs] == [("clean", 2, 65)]
+    finally:
+        release_runtime(rt)
+
+
+def test_an_audit_asked_to_stop_ends_at_the_next_holding_and_stays_due(
+    env: dict[str, str], sandbox: InProcessSandbox
+) -> None:
+    """A worker being stopped must not hold its shutdown for a whole audit: the audit ends
+    before its next holding, records no verdict, and the next audit is still due."""
+    rt, _ = polled_world(env, sandbox, "recon")
+    asked: list[int] = []
+
+    def stop_after_one() -> bool:
+        asked.append(1)
+        return len(asked) > 1
+
+    try:
+        requests_before = sandbox.transport.activity_requests
+        with pytest.raises(AuditStoppedError, match="after 1 of 2 holdings"):
+            audit_ledger(rt.sessions, fetch_from(rt.gateway), page_size=PAGE, stop=stop_after_one)
+        read = sandbox.transport.activity_requests - requests_before
+        assert 0 < read < 7  # the first holding's pages only (40 + 25 postings, 10 a page)
+        with rt.sessions() as s:
+            runs = [(r.status, r.holdings) for r in s.scalars(select(AuditRun))]
+            assert runs == [("stopped", 1)]
+            assert due(s, 86_400, rt.clock())
+            assert last_audit(s) is None  # a stopped audit is no verdict
+        assert audit_ledger(rt.sessions, fetch_from(rt.gateway), page_size=PAGE).status == "clean"
     finally:
         release_runtime(rt)
