@@ -41,7 +41,7 @@ from tests.integration.reconciliation.fault_world import (
     workers,
 )
 from tests.integration.workers.conftest import fast_sandbox_config
-from tests.integration.workers.ledger_compare import sandbox_ledger, stored_ledger
+from tests.integration.workers.ledger_compare import ledger_heard
 from workers.embedded import EmbeddedWorkers
 
 __all__ = ["workers"]  # the fault world's fixture, used by name below
@@ -76,7 +76,7 @@ def test_sandbox_faults_become_exactly_their_alerts(
         def still_missing() -> list[str]:
             holdings = world.holding_refs
             missing = []
-            if stored_ledger(sessions) != sandbox_ledger(state, holdings):
+            if not ledger_heard(sessions, state, holdings):
                 missing.append("ledger")
             with sessions() as s:
                 statuses = {t.transfer_ref: t.status for t in s.scalars(select(Transfer))}
@@ -123,7 +123,7 @@ def test_sandbox_faults_become_exactly_their_alerts(
                     sessions, Notification, Notification.event_type == "TRANSACTION_COMPLETED"
                 )
                 == 2
-                and stored_ledger(sessions) == sandbox_ledger(state, world.holding_refs)
+                and ledger_heard(sessions, state, world.holding_refs)
             ),
         )
         result = run_pass(sessions, POLICY, publish=False)

@@ -41,7 +41,7 @@ from tests.integration.reconciliation.fault_world import (
 )
 from tests.integration.workers.conftest import fast_sandbox_config
 from tests.integration.workers.inbox_receiver import inbox_receiver
-from tests.integration.workers.ledger_compare import sandbox_ledger, stored_ledger
+from tests.integration.workers.ledger_compare import ledger_heard
 from tests.integration.workers.scenario import SECRET, transfer_request
 from upstream.company import CompanyClient
 from upstream.gateway import GatewayClient
@@ -153,7 +153,7 @@ def test_fees_under_every_bearer_and_layout_raise_only_the_fee_the_quote_did_not
 
         def still_missing() -> list[str]:
             missing = []
-            if stored_ledger(sessions) != sandbox_ledger(state, holdings):
+            if not ledger_heard(sessions, state, holdings):
                 missing.append("ledger")
             with sessions() as s:
                 done = {t.transfer_ref for t in s.scalars(select(Transfer)) if t.is_successful}

@@ -23,6 +23,17 @@ def sandbox_ledger(
     return {ref: [_key(p) for p in state.postings(ref)] for ref in refs}
 
 
+def ledger_heard(
+    factory: sessionmaker[Session], state: SandboxState, holding_refs: list[str]
+) -> bool:
+    """The store knows at least these holdings, and every holding it knows has exactly the
+    sandbox's postings (a holding a notification named may have been discovered besides)."""
+    stored = stored_ledger(factory)
+    if not set(holding_refs) <= set(stored):
+        return False
+    return stored == sandbox_ledger(state, sorted(stored))
+
+
 def stored_ledger(factory: sessionmaker[Session]) -> dict[str, list[PostingKey]]:
     """Every stored posting per holding ref, in the gateway's order."""
     ledger: dict[str, list[PostingKey]] = {}
