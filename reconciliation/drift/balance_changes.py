@@ -74,6 +74,8 @@ def find_changes(session: Session, floor: int, *, judge_all: bool) -> Changes:
     """Split holdings with a snapshot into those to judge again and those whose check stands,
     reading per holding its newest snapshot's id and check (two index probes) and the postings
     stored above `floor` (an id)."""
+    if judge_all:
+        return Changes(to_judge=None, standing=[])
     c, s = checks, snapshots
     newest = latest_per_holding(s, s.c.id).label("newest_snapshot_id")
     # OFFSET 0 keeps PostgreSQL from pulling the subquery up into the join, which would run
@@ -128,7 +130,7 @@ def find_changes(session: Session, floor: int, *, judge_all: bool) -> Changes:
             check, through = standing.get(holding_id, (None, 0))
             if check and posting_id > through and posted_at <= check.comparison.observed_at:
                 to_judge.add(holding_id)
-    if judge_all or len(to_judge) > MOST:
+    if len(to_judge) > MOST:
         return Changes(to_judge=None, standing=[])
     kept = [check for h, (check, _) in standing.items() if h not in to_judge]
     return Changes(to_judge=frozenset(to_judge), standing=kept)
