@@ -26,6 +26,10 @@ SETTLE_TIMEOUT_SECONDS = 240
 @pytest.mark.slow
 def test_served_demo_keeps_the_console_open_until_interrupted(tmp_path: Path) -> None:
     env = _demo_env(tmp_path)
+    # Ctrl-C is what the test plays. A suite started in the background (`cmd &` in a script)
+    # runs with SIGINT ignored, which a child inherits and Python keeps; a handler, unlike an
+    # ignored signal, is reset to the default in the child, so one is set around the start.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     proc = subprocess.Popen(
         [sys.executable, "-m", "recon", "demo", "--serve", "--report", str(tmp_path / "r.html")],
         env=env,
@@ -35,6 +39,7 @@ def test_served_demo_keeps_the_console_open_until_interrupted(tmp_path: Path) ->
         text=True,
         start_new_session=True,
     )
+    signal.signal(signal.SIGINT, previous)
     try:
         assert proc.stdout is not None
         seen: list[str] = []
