@@ -13,6 +13,7 @@ from datetime import datetime
 from uuid import UUID
 
 from foundation.money import AmountError, parse_minor_units
+from foundation.uuid_text import uuid_from_text
 from upstream.errors import ProtocolError
 
 
@@ -61,7 +62,7 @@ def parse_uuid(value: object, where: str) -> UUID:
     if not isinstance(value, str):
         raise ProtocolError(f"{where}: expected a UUID string, got {_describe(value)}")
     try:
-        return UUID(value)
+        return uuid_from_text(value)
     except ValueError:
         raise ProtocolError(f"{where}: expected a UUID string, got {_describe(value)}") from None
 

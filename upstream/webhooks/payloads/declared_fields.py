@@ -35,6 +35,7 @@ from decimal import Decimal
 from typing import Any, Final, Literal
 
 from foundation.money import AmountError, major_to_minor, parse_minor_units
+from foundation.uuid_text import uuid_from_text
 from upstream.webhooks.payloads.base import (
     EVENT_OUTCOMES,
     MONEY_EVENTS,
@@ -280,7 +281,7 @@ class _Reading:
         if value is None:
             return None
         try:
-            return uuid.UUID(value)
+            return uuid_from_text(value)
         except ValueError:
             self._invalid(name, f"{value!r} is not a UUID")
             return None
