@@ -1,6 +1,7 @@
 """Benchmark: signed webhook deliveries accepted per second by one web process.
 
     make bench-receiver     # or .venv/bin/python bench/receiver.py [--duration 10] [--rounds 3]
+    .venv/bin/python bench/receiver.py --http-parser httptools   # both servers parse in C
 
 Three servers in turn, each one uvicorn process set up as `recon web` serves: a bare Litestar
 endpoint answering 204 (the ceiling), `recon web` on PostgreSQL (BENCH_POSTGRES_URL's server)
@@ -64,13 +65,19 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2, help="wrk threads (one cannot saturate)")
     parser.add_argument("--deliveries", type=int, default=120_000, help="pre-signed per run")
+    parser.add_argument(
+        "--http-parser",
+        choices=("h11", "httptools"),
+        default="h11",
+        help="RECON_WEB_HTTP_PARSER of recon's server, and the bare endpoint's parser alike",
+    )
     parser.add_argument("--skip-sqlite", action="store_true")
     parser.add_argument("--skip-two-processes", action="store_true")
     parser.add_argument("--serve-bare", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_bare:
-        serve_bare(args.port)
+        serve_bare(args.port, args.http_parser)
         return
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed: apt-get install -y wrk")
@@ -84,13 +91,13 @@ def main() -> None:
         load = Load(args.threads, args.connections, args.duration)
         group = ProcessGroup(work / "logs")
         stack.callback(group.stop)
-        bare = [sys.executable, __file__, "--serve-bare"]
+        bare = [sys.executable, __file__, "--serve-bare", "--http-parser", args.http_parser]
         url = stack.enter_context(postgres_database("receiver"))
         servers = [start_server(group, "bare 204", bare, dict(os.environ))]
-        servers.append(start_recon(group, "recon postgres", url, secret, work))
+        servers.append(start_recon(group, "recon postgres", url, secret, work, args.http_parser))
         if not args.skip_sqlite:
             url = stack.enter_context(sqlite_database())
-            servers.append(start_recon(group, "recon sqlite", url, secret, work))
+            servers.append(start_recon(group, "recon sqlite", url, secret, work, args.http_parser))
         for target in servers:
             run_wrk(target.name, target.port, warmup, script, replace(load, duration=args.warmup))
         rounds = []
@@ -106,7 +113,7 @@ def main() -> None:
             two_processes(secret, work, script, warmup, args)
 
 
-def serve_bare(port: int) -> None:
+def serve_bare(port: int, parser: str) -> None:
     """A Litestar endpoint answering 204 unread, served as `recon web` serves recon."""
     from litestar import Litestar, get, post
 
@@ -122,7 +129,8 @@ def serve_bare(port: int) -> None:
         return "ok"
 
     tune_garbage_collector()
-    serve(Litestar([accept, health], logging_config=None, openapi_config=None), "127.0.0.1", port)
+    app = Litestar([accept, health], logging_config=None, openapi_config=None)
+    serve(app, "127.0.0.1", port, parser=parser)
 
 
 def measure(target: Server, data: Path, script: Path, load: Load) -> Run:
@@ -147,7 +155,7 @@ def measure(target: Server, data: Path, script: Path, load: Load) -> Run:
 def report(rounds: list[list[Run]], args: argparse.Namespace) -> None:
     """Per round, every server against the bare rate of the same round; then the spread."""
     print(
-        f"\nwrk -t{args.threads} -c{args.connections} -d{args.duration:g}s, one uvicorn process "
+        f"\nwrk -t{args.threads} -c{args.connections} -d{args.duration:g}s, one uvicorn process ({args.http_parser}) "
         f"per server, {os.cpu_count()} CPUs, {len(rounds)} round(s)\n"
     )
     print(f"{HEADER}{'ratio':>7}{'stored':>8}{'cpu s/1k':>10}{'per commit':>11}")

@@ -240,9 +240,13 @@ def start_server(
     return Server(name, port, process.popen.pid, url)
 
 
-def start_recon(group: ProcessGroup, name: str, url: str, secret: str, work: Path) -> Server:
-    """`recon web` on `url`: no registration, no workers (the receiver alone)."""
-    env = recon_env(url, work / f"state-{name.replace(' ', '-')}", RECON_WEBHOOK_SECRETS=secret)
+def start_recon(
+    group: ProcessGroup, name: str, url: str, secret: str, work: Path, parser: str = "h11"
+) -> Server:
+    """`recon web` on `url`: no registration, no workers (the receiver alone), heads parsed by
+    `parser` (RECON_WEB_HTTP_PARSER)."""
+    state = work / f"state-{name.replace(' ', '-')}"
+    env = recon_env(url, state, RECON_WEBHOOK_SECRETS=secret, RECON_WEB_HTTP_PARSER=parser)
     argv = recon_argv("web", "--no-register", "--no-workers")
     return start_server(group, name, argv, env, url)
 
