@@ -159,30 +159,18 @@ def exists(scratch: Scratch) -> bool:
     return found is not None
 
 
-#: Statistics target of the scratch's ANALYZE (PostgreSQL's default is 100, a 30,000-row sample
-#: per table): the pass over the scratch needs row counts and the shape of near-unique id
-#: columns, which 3,000 rows give as well (the live pass samples alike,
-#: `reconciliation.matching.sql`), and sampling a tenth cut the phase from 2.0 s to ~0.5 s at
-#: 100,000 rows per stream.
-STATISTICS_TARGET: Final = 10
-
-
 def analyze(scratch: Scratch) -> None:
     """Give the planner statistics of the freshly filled scratch before the pass runs on it.
 
     Without them PostgreSQL plans the pass's anti-joins over a million rows as nested loops
     (it takes a just-filled table for nearly empty until autovacuum comes by): measured, a pass
     that takes seconds on the live store ran for over a quarter of an hour on the scratch.
-    The sample is `STATISTICS_TARGET`'s: the statistics live only as long as the scratch.
     """
     with scratch.engine.connect() as connection:
         if scratch.path is None:
-            auto = connection.execution_options(isolation_level="AUTOCOMMIT")
-            auto.exec_driver_sql(f"SET default_statistics_target = {STATISTICS_TARGET}")
-            auto.exec_driver_sql(
+            connection.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql(
                 f"ANALYZE {', '.join(f'{SCRATCH}.{t}' for t in Base.metadata.tables)}"
             )
-            auto.exec_driver_sql("RESET default_statistics_target")
         else:
             connection.exec_driver_sql("ANALYZE")
             connection.commit()
