@@ -12,13 +12,18 @@ time), and warm, in one that has just run a pass with nothing new, as a running 
 (its ratio to the 0.15 s goal printed). Then it empties what the passes wrote. It prints min /
 median / max over the rounds of the pass's ratio to the bare join. With --explain (PostgreSQL) one more round
 prints the plan (ANALYZE, BUFFERS) of each statement slower than --explain-ms, via auto_explain.
+With BENCH_PROFILE=N in the environment, the warm pass runs under cProfile and its N heaviest
+functions (cumulative) are printed with --explain's output: where the pass's Python goes (the
+profiler slows it; the timed figures of such a run are not comparable).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
+import pstats
 import resource
 import statistics
 import sys
@@ -115,9 +120,16 @@ def child_pass(url: str, now_text: str, *warm: str) -> None:
         later, size, first = datetime.fromisoformat(warm[0]), int(warm[1]), int(warm[2])
         write(url, new_records(generate(size, first, INCREMENTAL_TRANSFERS)), numbered=False)
         now = later
+    profiler = cProfile.Profile() if os.environ.get("BENCH_PROFILE") and warm else None
     started = time.perf_counter()
+    if profiler is not None:
+        profiler.enable()
     result = run_pass(factory, ReconcilePolicy(), now=now, publish=False)
     seconds = time.perf_counter() - started
+    if profiler is not None:
+        profiler.disable()
+        stats = pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative")
+        stats.print_stats(int(os.environ["BENCH_PROFILE"]))
     phases = result.seconds | {f"matching.{k}": v for k, v in result.matching_seconds.items()}
     figures = {
         "seconds": seconds,
