@@ -20,6 +20,7 @@ import time
 import pytest
 from click.testing import CliRunner
 
+from foundation.logs import configure_logging
 from foundation.settings import load_settings
 from recon.cli.main import cli
 from reconciliation.rebuild.run import last_pass_time
@@ -71,6 +72,10 @@ def test_ten_rebuilds_of_a_running_store_all_compare_equal(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     runner = CliRunner()
+    # Logging set up as a process's start sets it up (to stderr), before any worker thread
+    # logs: left unconfigured, structlog prints to whatever `sys.stdout` is at the call, and
+    # during `runner.invoke` that is the command's captured answer.
+    configure_logging("json", "warning")
     embedded = start_embedded(settings, lock_seconds=3)
     outcomes: list[tuple[int, dict[str, object]]] = []
     stop = threading.Event()
