@@ -268,6 +268,15 @@ def report_goals(samples: Samples, times: list[float], first_cycle: float) -> No
         # The curve's shape: a worker still filling its caches grows early and then levels
         # off, a leak keeps its slope; one slope over the whole run cannot tell them apart.
         print(f"worker RSS by {RSS_WINDOW_SECONDS / 60:g}-minute window: {rss_windows(samples)}")
+        # The same goal over the run's second half: past a warm-up (two hours' soak: about 40
+        # minutes) only a leak still grows there.
+        half = samples["worker.rss_mb"][-1][0] / 2
+        late = per_hour(samples["worker.rss_mb"], since=half)
+        print(
+            f"goal: worker RSS < {RSS_GOAL_MB_PER_HOUR:g} MB/h over the second half "
+            f"(from {half / 60:.0f} min): {late:+.2f} MB/h, ratio to goal "
+            f"{late / RSS_GOAL_MB_PER_HOUR:.2f}, {verdict[late < RSS_GOAL_MB_PER_HOUR]}"
+        )
     for process in RECON_PROCESSES:
         if f"log.{process}_mb" in samples:
             rate = per_hour(samples[f"log.{process}_mb"])
