@@ -155,8 +155,8 @@ def measure(target: Server, data: Path, script: Path, load: Load) -> Run:
 def report(rounds: list[list[Run]], args: argparse.Namespace) -> None:
     """Per round, every server against the bare rate of the same round; then the spread."""
     print(
-        f"\nwrk -t{args.threads} -c{args.connections} -d{args.duration:g}s, one uvicorn process ({args.http_parser}) "
-        f"per server, {os.cpu_count()} CPUs, {len(rounds)} round(s)\n"
+        f"\nwrk -t{args.threads} -c{args.connections} -d{args.duration:g}s, one uvicorn process "
+        f"({args.http_parser}) per server, {os.cpu_count()} CPUs, {len(rounds)} round(s)\n"
     )
     print(f"{HEADER}{'ratio':>7}{'stored':>8}{'cpu s/1k':>10}{'per commit':>11}")
     seen: dict[str, dict[str, list[float]]] = {}
