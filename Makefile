@@ -13,9 +13,15 @@ export RECON_ADMIN_TOKEN ?= demo-admin-token-change-me
 #: Provider presets other than our first guesses (sandbox/variants.py). `make test` runs the suites
 #: whose outcome depends on the provider's "not shown" choices once more under each of them.
 VARIANTS ?= standard sparse
-#: Those suites: the client contract suite, the worker suite, the receiver end to end, the demo.
+#: Those suites: the client contract suite, the worker suite, the receiver end to end, the demo;
+#: of them, only the tests that play a provider (marked `provider_variant` by tests/conftest.py).
 VARIANT_SUITES := tests/integration/upstream tests/integration/workers \
 	tests/integration/app/test_end_to_end.py tests/e2e/test_demo.py
+#: Test processes: one per core (pytest-xdist's `auto`); `make test PYTEST_WORKERS=0` runs the
+#: suite in this one process (a debugger, a bisect). Every run lists its 20 slowest tests, so a
+#: test that grows is seen the day it does.
+PYTEST_WORKERS ?= auto
+PYTEST_RUN := $(BIN)/pytest -n $(PYTEST_WORKERS) --durations=20
 #: The preset `make demo` and `make sandbox` play; `make demo VARIANT=standard` plays another.
 VARIANT ?= recon
 
@@ -37,13 +43,13 @@ console: $(STAMP)
 	RECON_SANDBOX_VARIANT=$(VARIANT) $(BIN)/recon demo --serve
 
 test: $(STAMP)
-	RECON_SANDBOX_VARIANT=recon $(BIN)/pytest
+	RECON_SANDBOX_VARIANT=recon $(PYTEST_RUN)
 	$(MAKE) --no-print-directory test-variants
 
 test-variants: $(STAMP)
 	set -e; for variant in $(VARIANTS); do \
 		echo "== provider variant: $$variant"; \
-		RECON_SANDBOX_VARIANT=$$variant $(BIN)/pytest $(VARIANT_SUITES); \
+		RECON_SANDBOX_VARIANT=$$variant $(PYTEST_RUN) -m provider_variant $(VARIANT_SUITES); \
 	done
 
 lint: $(STAMP)

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import uuid
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from sqlalchemy import Engine, text
@@ -32,6 +34,54 @@ def pytest_report_header(config: pytest.Config) -> str:
     from sandbox.variants import variant_from_environment
 
     return f"provider variant: {variant_from_environment().name}"
+
+
+#: Fixtures that start a provider sandbox, which plays RECON_SANDBOX_VARIANT's provider.
+SANDBOX_FIXTURES = frozenset({"sandbox", "probed"})
+
+
+def _reaches_the_sandbox(module: ModuleType, seen: dict[str, bool]) -> bool:
+    """Whether `module`, or a test helper module it uses, uses the sandbox package.
+
+    What a module's namespace holds says what it imported: a sandbox module, a name defined in
+    one, or a helper of ours (tests.*) that itself reaches the sandbox.
+    """
+    if module.__name__ not in seen:
+        seen[module.__name__] = False  # a circle of helpers ends here
+        origins = {
+            value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", "")
+            for value in vars(module).values()
+        }
+        seen[module.__name__] = any(
+            isinstance(origin, str)
+            and (
+                origin.partition(".")[0] == "sandbox"
+                or (
+                    origin.startswith("tests.")
+                    and origin in sys.modules
+                    and _reaches_the_sandbox(sys.modules[origin], seen)
+                )
+            )
+            for origin in origins
+        )
+    return seen[module.__name__]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `provider_variant` every test whose outcome can depend on the provider's choices.
+
+    Those are the tests that play a provider: through a sandbox fixture, or through the sandbox
+    package itself (a config, a server, a scenario helper). `make test-variants` runs only them
+    again under each other provider preset; a test that never meets a sandbox runs once. A test
+    that reaches the sandbox another way (a `recon demo` subprocess) carries the mark itself.
+    """
+    seen: dict[str, bool] = {}
+    for item in items:
+        module = getattr(item, "module", None)
+        if SANDBOX_FIXTURES & set(getattr(item, "fixturenames", ())) or (
+            module is not None and _reaches_the_sandbox(module, seen)
+        ):
+            item.add_marker(pytest.mark.provider_variant)
 
 
 #: How the skips of a missing service begin; `_unavailable` writes them, the summary folds them.
@@ -176,16 +226,53 @@ def session_factory(engine: Engine) -> sessionmaker[Session]:
     return make_session_factory(engine)
 
 
+#: Logical Redis databases each test process may use: its own and one it flushes (the demos').
+REDIS_DATABASES_PER_WORKER = 2
+
+
+def worker_index() -> int:
+    """This test process's number under pytest-xdist (gw0, gw1, ...), 0 when run alone.
+
+    Whatever the tests share outside their tmp_path (a Redis logical database, a PostgreSQL
+    database name) is derived from it, so the suite runs on every core without two processes
+    stepping on one another.
+    """
+    return int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+
+
+def _redis_database(offset: int) -> str:
+    """REDIS_URL on this test process's logical database `offset` (0 or 1) below its own."""
+    url = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/15"
+    base, _, number = url.rpartition("/")
+    first = int(number) if number.isdigit() else 15
+    slot = first - REDIS_DATABASES_PER_WORKER * worker_index() - offset
+    return f"{base}/{slot % 16}"
+
+
 @pytest.fixture(scope="session")
 def redis_url() -> str:
-    """A reachable Redis (REDIS_URL, default the local one); a flushable logical database."""
+    """A reachable Redis (REDIS_URL, default the local one): a logical database of this process.
+
+    Each test process gets two databases of its own below REDIS_URL's (15 and 14 for the first,
+    13 and 12 for the second, ...): this one, and `flushed_redis_url`'s.
+    """
     import redis
 
-    url = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/15"
+    url = _redis_database(0)
     try:
         redis.Redis.from_url(url, socket_connect_timeout=2).ping()
     except Exception as exc:  # noqa: BLE001 - any failure means "no usable Redis"
         _unavailable("Redis", f"{url} did not answer ({exc}); start redis-server or set REDIS_URL")
+    return url
+
+
+@pytest.fixture
+def flushed_redis_url(redis_url: str) -> str:
+    """An empty logical database of this test process, for a run that must start from nothing."""
+    import redis
+
+    url = _redis_database(1)
+    redis.Redis.from_url(url).flushdb()
     return url
 
 

@@ -78,6 +78,7 @@ def _assert_demo_passed(result: subprocess.CompletedProcess[str], report: Path) 
 
 
 @pytest.mark.slow
+@pytest.mark.provider_variant  # the demo's own sandbox plays RECON_SANDBOX_VARIANT
 def test_demo_on_the_embedded_default(tmp_path: Path) -> None:
     report = tmp_path / "report.html"
     result = _run_demo(_demo_env(tmp_path), report)
@@ -102,15 +103,12 @@ def fresh_postgres(postgres_template_url: str) -> Iterator[str]:
 @pytest.mark.slow
 @pytest.mark.postgres
 @pytest.mark.redis
+@pytest.mark.provider_variant  # the demo's own sandbox plays RECON_SANDBOX_VARIANT
 def test_procfile_runs_release_web_worker_scheduler(
-    tmp_path: Path, fresh_postgres: str, redis_url: str
+    tmp_path: Path, fresh_postgres: str, flushed_redis_url: str
 ) -> None:
-    import redis
-
-    isolated = redis_url.rsplit("/", 1)[0] + "/13"
-    redis.Redis.from_url(isolated).flushdb()
     report = tmp_path / "report.html"
-    env = _demo_env(tmp_path, DATABASE_URL=fresh_postgres, REDIS_URL=isolated)
+    env = _demo_env(tmp_path, DATABASE_URL=fresh_postgres, REDIS_URL=flushed_redis_url)
     result = _run_demo(env, report, "--procfile", str(REPO / "Procfile"))
     _assert_demo_passed(result, report)
     assert "Procfile: web, worker, scheduler" in result.stderr

@@ -81,12 +81,8 @@ def test_sigterm_stops_the_served_demo_and_its_children(tmp_path: Path) -> None:
 @pytest.mark.postgres
 @pytest.mark.redis
 def test_procfile_demo_is_not_led_astray_by_a_dotenv(
-    tmp_path: Path, fresh_postgres: str, redis_url: str
+    tmp_path: Path, fresh_postgres: str, flushed_redis_url: str
 ) -> None:
-    import redis
-
-    isolated = redis_url.rsplit("/", 1)[0] + "/12"
-    redis.Redis.from_url(isolated).flushdb()
     folder = tmp_path / "project"
     folder.mkdir()
     # What a laptop .env holds: another store, the default port, the default schedules.
@@ -96,7 +92,7 @@ def test_procfile_demo_is_not_led_astray_by_a_dotenv(
         encoding="utf-8",
     )
     report = tmp_path / "report.html"
-    env = _demo_env(tmp_path, DATABASE_URL=fresh_postgres, REDIS_URL=isolated)
+    env = _demo_env(tmp_path, DATABASE_URL=fresh_postgres, REDIS_URL=flushed_redis_url)
     procfile = str(REPO / "Procfile")
     result = subprocess.run(
         [sys.executable, "-m", "recon", "demo", "--report", str(report), "--procfile", procfile],
