@@ -71,6 +71,7 @@ def create_app(
     enqueue: Callable[[Sequence[int]], None] | None,
     self_register: bool = True,
     clock: Callable[[], float] = time.time,
+    monotonic: Callable[[], float] = time.monotonic,
     company_client_factory: Callable[[], CompanyClient] | None = None,
 ) -> Litestar:
     """The web app for `settings`; `enqueue` receives inbox row ids after their commit.
@@ -80,7 +81,8 @@ def create_app(
     runs.
 
     `self_register=False` skips start-up registration (tests, or a deploy that registers with
-    `recon webhooks register` as a release step). `clock` is the signature clock (Unix seconds).
+    `recon webhooks register` as a release step). `clock` is the signature clock (Unix seconds);
+    `monotonic` paces the signing keys' forced reloads.
     Raises ConfigError when RECON_WEBHOOK_SECRETS does not fit RECON_SIGNATURE_SCHEME.
     """
     engine = make_engine(settings.store.database_url)
@@ -92,6 +94,7 @@ def create_app(
         scheme=settings.webhooks.signature_scheme,
         header=settings.webhooks.signature_header,
         tolerance_seconds=settings.webhooks.signature_tolerance_seconds,
+        monotonic=monotonic,
     )
     # A key that cannot read the stored secret would mean silent 401s: stop here instead.
     require_decryptable_secrets(keys)

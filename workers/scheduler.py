@@ -13,6 +13,7 @@ and the store still knows what is due.
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -97,6 +98,7 @@ class TickScheduler:
         self._lock = lock
         self._renew_seconds = max(0.2, lock_seconds / 3)
         self._active = threading.Event()
+        self._sent: Counter[str] = Counter()
         self._scheduler = BackgroundScheduler(
             timezone=UTC,
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 30},
@@ -106,6 +108,11 @@ class TickScheduler:
     def active(self) -> bool:
         """True while this process holds the lock and sends ticks."""
         return self._active.is_set()
+
+    def ticks_sent(self, name: str) -> int:
+        """How many times this scheduler has sent the tick `name` (a start-up tick has run once
+        this is 1 and the workers are idle: what a test or a health check waits for)."""
+        return self._sent[name]
 
     def start(self) -> None:
         """Take (or wait for) the lock and start the interval jobs; returns at once."""
@@ -155,6 +162,7 @@ class TickScheduler:
                 return
             try:
                 tick.send()
+                self._sent[tick.name] += 1
             except Exception as exc:  # noqa: BLE001 - the next tick comes soon
                 log.warning("scheduler.tick_failed", tick=tick.name, error=type(exc).__name__)
 

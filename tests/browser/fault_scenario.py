@@ -6,8 +6,6 @@ sandbox stopped, so the store holds still while the browser looks at it.
 
 from __future__ import annotations
 
-import time
-
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -20,6 +18,7 @@ from tests.integration.reconciliation.fault_world import (
     count,
     embedded_workers,
     inject_faults,
+    past_the_deadlines,
     snapshot_balances,
     wait_for,
 )
@@ -31,6 +30,12 @@ __all__ = ["FAULT_KINDS", "build_fault_store"]
 def _open_kinds(sessions: sessionmaker[Session]) -> set[str]:
     with sessions() as s:
         return set(s.scalars(select(Alert.kind).where(Alert.state != "resolved")))
+
+
+def _passed_and_alerted(sessions: sessionmaker[Session]) -> bool:
+    """One pass past the graces and deadlines; whether the four faults' alerts are open."""
+    run_pass(sessions, POLICY, publish=False, now=past_the_deadlines())
+    return _open_kinds(sessions) >= FAULT_KINDS
 
 
 def build_fault_store(base_env: dict[str, str], db_url: str) -> None:
@@ -54,9 +59,4 @@ def build_fault_store(base_env: dict[str, str], db_url: str) -> None:
                 seconds=60,
             )
             snapshot_balances(sessions, 4)  # a second balance per holding: a line to draw
-            time.sleep(POLICY.finality_deadline_seconds + 0.5)  # the grace and the deadline pass
-            deadline = time.monotonic() + 60
-            while not _open_kinds(sessions) >= FAULT_KINDS:
-                assert time.monotonic() < deadline, f"open alerts: {_open_kinds(sessions)}"
-                run_pass(sessions, POLICY, publish=False)
-                time.sleep(0.5)
+            wait_for("the four faults' alerts", lambda: _passed_and_alerted(sessions), seconds=60)

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from standardwebhooks.webhooks import Webhook as OfficialWebhook
 
 from app import metrics
+from app.signing_keys import FORCED_REFRESH_MIN_SECONDS
 from foundation.secret import Secret
 from foundation.secret_key import SecretBox
 from foundation.settings import Settings, load_settings
@@ -29,6 +30,7 @@ from reconciliation.notifications.inbox import BODY_CONFLICT_ALERT, body_conflic
 from reconciliation.notifications.subscriptions import store_secret
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Alert
+from tests.clocks import ManualClock
 from tests.integration.app.receiver_helpers import (
     PATH,
     SECRET,
@@ -63,6 +65,8 @@ def barrier(
 def test_signed_delivery_is_stored_exactly_then_acknowledged_then_enqueued(
     client: TestClient[object], factory: sessionmaker[Session], enqueued: list[int]
 ) -> None:
+    """Invariant 1: the 200 comes after the delivery's exact bytes are in the store, and only then
+    is it handed to the workers."""
     body = event_body("PAYMENT_RECEIVED")
     headers = signed_headers(body, delivery_id="msg_exact")
     response = client.post(PATH, content=body, headers={**headers, "X-Request-Id": "trace-1"})
@@ -101,11 +105,19 @@ def test_delivery_signed_by_the_official_package_is_accepted(
 def test_repeated_delivery_is_acknowledged_and_processed_once(
     client: TestClient[object], factory: sessionmaker[Session], enqueued: list[int]
 ) -> None:
+    """Invariant 2: a retried delivery id is recognised from the store and acknowledged without a
+    second row."""
     body = event_body()
-    first = client.post(PATH, content=body, headers=signed_headers(body, delivery_id="msg_twice"))
+    sent_at = int(time.time())
+    first = client.post(
+        PATH, content=body, headers=signed_headers(body, delivery_id="msg_twice", timestamp=sent_at)
+    )
     # A provider retry: same id and body, a new timestamp and signature.
-    time.sleep(1.01)
-    again = client.post(PATH, content=body, headers=signed_headers(body, delivery_id="msg_twice"))
+    again = client.post(
+        PATH,
+        content=body,
+        headers=signed_headers(body, delivery_id="msg_twice", timestamp=sent_at + 1),
+    )
     assert (first.status_code, first.json()) == (200, {"outcome": "accepted"})
     assert (again.status_code, again.json()) == (200, {"outcome": "duplicate"})
     barrier(client, enqueued, factory)
@@ -117,6 +129,8 @@ def test_repeated_delivery_is_acknowledged_and_processed_once(
 def test_same_id_with_a_different_body_is_kept_quarantined_and_alerted(
     client: TestClient[object], factory: sessionmaker[Session], enqueued: list[int]
 ) -> None:
+    """Invariant 2: an id seen before with another body is kept aside and alerted, never taken for
+    the first."""
     original = event_body(event_id="evt_1", amount="10.00")
     altered = event_body(event_id="evt_1", amount="10.01")
     for body in (original, altered):
@@ -172,6 +186,8 @@ def refused(
 def test_bad_signature_is_refused_and_nothing_stored(
     client: TestClient[object], factory: sessionmaker[Session]
 ) -> None:
+    """Invariant 1: a body whose signature does not verify is refused before it is read, and nothing
+    of it is stored."""
     body = event_body()
     headers = signed_headers(body, secret="whsec_" + "A" * 43 + "=")
     detail = refused(client, body, headers, 401, "bad_signature")
@@ -264,6 +280,7 @@ def test_only_post_is_accepted(client: TestClient[object]) -> None:
 
 
 def test_refusals_are_logged_without_body_or_secret(client: TestClient[object]) -> None:
+    """Invariant 8: a refused delivery is logged without its body or the webhook secret."""
     body = event_body(narration="very-private-narration")
     with structlog.testing.capture_logs() as logs:
         client.post(
@@ -279,13 +296,17 @@ def test_refusals_are_logged_without_body_or_secret(client: TestClient[object]) 
 
 
 def test_secret_stored_by_another_process_is_accepted_at_once(
-    client: TestClient[object], factory: sessionmaker[Session], settings: Settings
+    make_client: Callable[..., TestClient[object]], settings: Settings
 ) -> None:
     """A rotation done elsewhere must not cost the first delivery signed with the new secret."""
+    monotonic = ManualClock()
+    client = make_client(settings, monotonic=monotonic)
+    factory: sessionmaker[Session] = client.app.state["session_factory"]
     fresh = "whsec_" + "Zm9yLXRoZS1uZXctc2VjcmV0LW9mLXJvdGF0aW9uLTMy"
     with transaction(factory) as session:
         store_secret(session, SecretBox(settings.store.secret_keys), Secret(fresh))
-    time.sleep(1.05)  # past the forced-refresh rate limit of the app's start-up refresh
+    # Past the forced reload's pace, counted from the app's start-up load.
+    monotonic.advance(FORCED_REFRESH_MIN_SECONDS)
     body = event_body()
     response = client.post(PATH, content=body, headers=signed_headers(body, secret=fresh))
     assert response.status_code == 200
@@ -345,7 +366,7 @@ def _commits() -> float:
 def test_an_unexpected_error_is_a_500_never_a_2xx(
     client: TestClient[object], factory: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The receiver is dispatched ahead of Litestar's error handling, so it answers for itself.
+    """Invariant 1: The receiver is dispatched ahead of Litestar's error handling, so it answers for itself.
 
     A bug is stood in for by a writer that raises something no path expects; the provider must
     hear a 5xx (it retries) and the rest of the app must keep working.

@@ -8,8 +8,6 @@ table by table; after the held transfer settles and another pass resolves its al
 
 from __future__ import annotations
 
-import time
-
 from sqlalchemy import select
 
 from reconciliation.rebuild.run import Mode, rebuild
@@ -21,6 +19,7 @@ from tests.integration.reconciliation.fault_world import (
     POLICY,
     count,
     inject_faults,
+    past_the_deadlines,
     sandbox,
     wait_for,
     workers,
@@ -35,6 +34,7 @@ __all__ = ["sandbox", "workers"]  # the fault world's fixtures, used by name bel
 def test_rebuild_reproduces_the_state_the_fault_scenario_left(
     sandbox: SandboxServer, workers: EmbeddedWorkers
 ) -> None:
+    """Invariant 10: the rebuild judges exactly what the live pass judged and finds no difference."""
     sessions = workers.running.runtime.sessions
     engine = workers.running.runtime.engine
     state = sandbox.state
@@ -57,9 +57,11 @@ def test_rebuild_reproduces_the_state_the_fault_scenario_left(
             )
 
         wait_for("the store to hear everything", heard_everything)
-        time.sleep(POLICY.finality_deadline_seconds + 0.5)
         # The scheduler's own pass at start-up may still hold the lease: wait for ours to run.
-        wait_for("a pass of our own", lambda: not run_pass(sessions, POLICY, publish=False).skipped)
+        wait_for(
+            "a pass of our own",
+            lambda: not run_pass(sessions, POLICY, publish=False, now=past_the_deadlines()).skipped,
+        )
         with sessions() as s:
             kinds = sorted(s.scalars(select(Alert.kind).where(Alert.state != "resolved")))
         assert kinds == [
@@ -80,7 +82,7 @@ def test_rebuild_reproduces_the_state_the_fault_scenario_left(
         with transaction(sessions) as session:
             row = session.scalars(select(Transfer).where(Transfer.transfer_ref == held)).one()
             row.status, row.is_terminal, row.is_successful = status.status, True, True
-        assert not run_pass(sessions, POLICY, publish=False).skipped
+        assert not run_pass(sessions, POLICY, publish=False, now=past_the_deadlines()).skipped
         second = rebuild(engine, POLICY, configured_reader(), mode=Mode.DRY_RUN)
         assert second.comparison is not None
         assert [d.as_dict() for d in second.comparison.differences] == []

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import pytest
 from sqlalchemy import func, select
@@ -114,6 +115,17 @@ def embedded_workers(
         yield embedded
     finally:
         embedded.stop()
+
+
+def past_the_deadlines() -> datetime:
+    """A pass's `now` past POLICY's notification grace and finality deadline.
+
+    The tests judge the store as it will stand once those have run out by moving the pass's
+    clock (`run_pass(now=...)`), not by sleeping through them; nothing else of the workers
+    judges by them (`RECON_RECONCILE_SECONDS` is an hour here).
+    """
+    late = max(POLICY.notification_grace_seconds, POLICY.finality_deadline_seconds) + 0.5
+    return utcnow() + timedelta(seconds=late)
 
 
 def wait_for(what: str, done: Callable[[], bool | list[str]], seconds: float = 30.0) -> None:

@@ -20,7 +20,6 @@ delivery must still be understood, and no credit raise a false posting_without_n
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -37,6 +36,7 @@ from tests.integration.reconciliation.fault_world import (
     POLICY,
     count,
     inject_faults,
+    past_the_deadlines,
     wait_for,
     workers,
 )
@@ -91,9 +91,7 @@ def test_sandbox_faults_become_exactly_their_alerts(
             return missing
 
         wait_for("the store to hear everything", still_missing)
-        time.sleep(POLICY.finality_deadline_seconds + 0.5)  # let the grace and the deadline pass
-
-        run_pass(sessions, POLICY, publish=False)
+        run_pass(sessions, POLICY, publish=False, now=past_the_deadlines())
 
         assert count(sessions, Delivery, Delivery.shape_problem.is_not(None)) == 0
         if state.config.variant.body_outcome == "event-type":
@@ -126,7 +124,7 @@ def test_sandbox_faults_become_exactly_their_alerts(
                 and ledger_heard(sessions, state, world.holding_refs)
             ),
         )
-        result = run_pass(sessions, POLICY, publish=False)
+        result = run_pass(sessions, POLICY, publish=False, now=past_the_deadlines())
 
     assert [c.kind for c in result.alerts.resolved] == ["finality_overdue"]
     assert result.alerts.opened == result.alerts.reopened == []

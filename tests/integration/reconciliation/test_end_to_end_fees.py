@@ -11,7 +11,6 @@ the sandbox charges more than it quoted is a fee_mismatch, and only that.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
@@ -37,6 +36,7 @@ from tests.integration.reconciliation.fault_world import (
     address,
     count,
     embedded_workers,
+    past_the_deadlines,
     wait_for,
 )
 from tests.integration.workers.conftest import fast_sandbox_config
@@ -167,9 +167,7 @@ def test_fees_under_every_bearer_and_layout_raise_only_the_fee_the_quote_did_not
             return missing
 
         wait_for("the store to hear everything", still_missing, seconds=60)
-        time.sleep(POLICY.notification_grace_seconds + 0.5)
-
-        run_pass(sessions, POLICY, publish=False)
+        run_pass(sessions, POLICY, publish=False, now=past_the_deadlines())
 
     quoted_ref = str(refs["quoted"])
     alerts = open_alerts(sessions)

@@ -20,14 +20,12 @@ from reconciliation.store.db import make_engine
 from reconciliation.store.models import MatchBacklog, Posting
 from tests.conftest import postgres_admin_url, postgres_only
 from tests.integration.reconciliation.builders import T0, Store, at
+from tests.waiting import wait_until
 
 #: SQLite has one writer at a time and numbers rows max + 1: nothing is ever behind the tops.
 pytestmark = postgres_only
 
 POLICY = ReconcilePolicy(match_window_seconds=600, notification_grace_seconds=300)
-
-#: How long the writer of the test keeps its transaction open after the pass has started.
-WRITER_HOLDS_SECONDS = 0.6
 
 
 @pytest.fixture
@@ -52,6 +50,20 @@ def _posting_row(holding_id: int) -> dict[str, Any]:
         "ingested_at": T0,
         "match_status": "unmatched",
     }
+
+
+def _asking_after_writers(engine: Engine) -> bool:
+    """Whether a session of this database last asked which writers are still running
+    (reconciliation.matching.frontier's wait). A connection of its own each time: within one
+    transaction, pg_stat_activity answers from a snapshot taken at its first read."""
+    with engine.connect() as observer:
+        asking = observer.execute(
+            text(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND query LIKE '%virtualxid = ANY%'"
+            )
+        ).scalar_one()
+    return bool(asking)
 
 
 def _pass_in_thread(store: Store) -> tuple[threading.Thread, dict[str, Any]]:
@@ -80,10 +92,13 @@ def test_a_posting_numbered_before_a_newer_one_but_committed_after_the_pass_bega
         later = store.posting(holding, 900)
         assert later.id > early_id
         thread, out = _pass_in_thread(store)
-        time.sleep(WRITER_HOLDS_SECONDS)
+        # The pass sees the writer and waits for it: its session asks, again and again, whether
+        # the writer's transaction is still running. Only then does the writer commit.
+        wait_until(lambda: _asking_after_writers(engine), seconds=30, what="the pass to wait")
+        assert thread.is_alive(), "the pass went on without waiting for the writer"
         writer.commit()
     thread.join(timeout=WRITER_WAIT_SECONDS + 30)
-    assert out["seconds"] >= WRITER_HOLDS_SECONDS / 2, "the pass did not wait for the writer"
+    assert "result" in out, "the pass did not finish"
     with store.factory() as s:
         waiting = set(s.scalars(select(MatchBacklog.item_id).where(MatchBacklog.kind == "posting")))
     # Neither posting has a counterpart: both wait, and the early one was not skipped.

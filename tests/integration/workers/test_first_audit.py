@@ -16,6 +16,7 @@ from reconciliation.store.models import AuditRun
 from sandbox.server import SandboxServer
 from tests.integration.workers.inbox_receiver import inbox_receiver
 from tests.integration.workers.scenario import prepare
+from tests.waiting import wait_until
 from workers.embedded import start_embedded
 
 #: Long enough that only a start-up tick and discovery can send the audit during the test.
@@ -29,7 +30,14 @@ def test_the_first_audit_runs_once_holdings_are_discovered(
     embedded = start_embedded(settings, lock_seconds=3)
     try:
         sessions = embedded.running.runtime.sessions
-        time.sleep(2)  # the start-up ticks (discovery and the audit) on an empty register
+        # The start-up ticks (discovery and the audit) sent, and run on an empty register.
+        scheduler = embedded.scheduler
+        assert scheduler is not None
+        wait_until(
+            lambda: all(scheduler.ticks_sent(t) for t in ("discover_holdings", "audit_ledger")),
+            what="the start-up ticks",
+        )
+        assert embedded.join_idle(30), "the start-up ticks never finished"
         with sessions() as s:
             assert list(s.scalars(select(AuditRun.holdings))) == []
             assert last_audit_line(s) == NEVER

@@ -28,12 +28,15 @@ from tests.integration.workers.sandbox_probe import RequestProbe
 from tests.integration.workers.scenario import differences, move_money, prepare, wait_until_agreed
 from tests.integration.workers.worker_processes import spawn, stop_all, tail_logs, wait_started
 from workers.broker import install_broker
+from workers.queues import POLLING
 from workers.runtime import build_runtime, release_runtime
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres, pytest.mark.slow]
 
 #: Postings of the kill test: 20 holdings, page size 50, so 420 pages to read.
 TOTAL = 20_000
+#: Each kill comes once the worker has stored up to this many more postings (about three pages).
+KILL_AFTER_POSTINGS = 150
 
 
 def process_env(
@@ -66,6 +69,8 @@ def test_a_worker_killed_twenty_times_mid_catch_up_leaves_the_exact_ledger(
     sandbox: SandboxServer,
     tmp_path: Path,
 ) -> None:
+    """Invariant 4: a worker killed twenty times mid catch-up, messages lost each time: the ledger
+    ends exact."""
     build_bulk(sandbox.state, holdings=20, postings=TOTAL, seed=2024)
     env = process_env(
         sandbox_env,
@@ -91,7 +96,14 @@ def test_a_worker_killed_twenty_times_mid_catch_up_leaves_the_exact_ledger(
                 f"worker start in round {round_}",
                 tmp_path,
             )
-            time.sleep(rng.uniform(0.2, 1.5))
+            # Killed at a random point of its progress: after a few more pages, mid the next.
+            progress = stored_count(runtime.sessions) + rng.randint(1, KILL_AFTER_POSTINGS)
+            wait_for(
+                lambda goal=progress: stored_count(runtime.sessions) >= goal,  # type: ignore[misc]
+                60,
+                f"progress in round {round_}",
+                tmp_path,
+            )
             worker.send_signal(signal.SIGKILL)
             worker.wait()
             stored_at_kill.append(stored_count(runtime.sessions))
@@ -135,7 +147,7 @@ def test_two_workers_never_read_one_holding_at_once(
     )
     env = process_env(sandbox_env, postgres_db_url, private_redis)
     settings = load_settings(env)
-    install_broker(settings.broker.redis_url)
+    broker = install_broker(settings.broker.redis_url)
     runtime = build_runtime(settings)
     workers = [
         spawn(["worker", "--threads", "8"], env, tmp_path / f"worker-{i}.log") for i in range(2)
@@ -157,7 +169,8 @@ def test_two_workers_never_read_one_holding_at_once(
             for holding_id in ids:
                 poll_activity.send(holding_id)
         wait_for(lambda: stored_count(runtime.sessions) == 400, 60, "the catch-up", tmp_path)
-        time.sleep(1.0)  # let the remaining duplicate messages run
+        # The duplicate messages still queued run too (each must find the holding leased).
+        broker.join(POLLING, timeout=60_000)
         assert stop_all(workers) == [0, 0]
     finally:
         stop_all(workers)
@@ -204,7 +217,12 @@ def test_redis_stopped_for_a_while_loses_nothing(
             # and every queued or in-flight message is gone for good (no persistence).
             with capture_logs() as logged:
                 move_money(sandbox, scenario, runtime.sessions)
-                time.sleep(3)
+                wait_for(
+                    lambda: any(e["event"] == "dispatch.enqueue_failed" for e in logged),
+                    30,
+                    "a delivery stored but not handed to the workers",
+                    tmp_path,
+                )
             private_redis.start()
             # The outage was real: deliveries arrived and could not be handed to the workers.
             assert any(e["event"] == "dispatch.enqueue_failed" for e in logged)

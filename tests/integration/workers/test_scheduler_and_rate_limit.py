@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.integration.workers.private_redis import PrivateRedis
+from tests.waiting import wait_until
 from workers.gateway_rate_limit import RateLimitedTransport, build_limiter
 from workers.scheduler import Tick, TickScheduler
 from workers.scheduler_lock import RedisSchedulerLock, SchedulerLock, StoreSchedulerLock
@@ -25,8 +26,10 @@ def test_the_store_lease_admits_one_scheduler_until_it_stops_renewing(
     assert first.hold()
     assert not second.hold()
     assert first.hold()  # renewal
-    time.sleep(1.1)
-    assert second.hold()  # first stopped renewing: taken over
+    # First stops renewing: second takes over once the lease has run out, and not before.
+    renewed = time.monotonic()
+    wait_until(second.hold, seconds=10, what="the second scheduler to take the lease")
+    assert time.monotonic() - renewed >= 0.9
     assert not first.hold()
     second.release()
     assert first.hold()  # released: no need to wait for the expiry
@@ -42,12 +45,17 @@ def test_the_redis_lock_admits_one_scheduler_until_it_stops_renewing(
         assert first.hold()
         assert not second.hold()
         assert first.hold()
-        time.sleep(1.2)
-        assert second.hold()
+        renewed = time.monotonic()
+        wait_until(second.hold, seconds=10, what="the second scheduler to take the lock")
+        assert time.monotonic() - renewed >= 0.9
         assert not first.hold()
     finally:
         second.release()
         first.release()
+
+
+#: Ticks each scheduler sends (every 0.1 s) before the test moves on.
+TICKS_EACH = 5
 
 
 def run_two_schedulers(
@@ -70,18 +78,22 @@ def run_two_schedulers(
     }
     for scheduler in schedulers.values():
         scheduler.start()
-    time.sleep(1.0)
-    active = [name for name, s in schedulers.items() if s.active]
-    assert len(active) == 1
+    [first] = wait_until(
+        lambda: [n for n, s in schedulers.items() if s.active and sent[n] >= TICKS_EACH],
+        what="one scheduler sending ticks",
+    )
+    assert [name for name, s in schedulers.items() if s.active] == [first]
     with lock:
         before = Counter(sent)
-    schedulers[active[0]].stop()
-    time.sleep(1.5)
-    standby = next(name for name in schedulers if name != active[0])
-    assert schedulers[standby].active
+    schedulers[first].stop()
+    standby = next(name for name in schedulers if name != first)
+    wait_until(
+        lambda: schedulers[standby].active and sent[standby] >= TICKS_EACH,
+        what="the standby to take over and send ticks",
+    )
     schedulers[standby].stop()
     after = sent - before
-    assert set(before) == {active[0]}
+    assert set(before) == {first}
     assert set(after) == {standby}
     return before, after
 

@@ -1,0 +1,30 @@
+"""The suite's one way to wait: poll a condition until it holds, or fail saying what did not.
+
+A fixed sleep either wastes time (the condition held long before) or flakes (on a loaded machine
+it had not yet); a poll with a deadline does neither. Where time itself must pass, a test moves
+an injected clock (`tests.clocks`) instead.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+#: How often a condition is asked again: quick enough to add little to a test, slow enough that
+#: asking (a query, a file read) costs the machine little.
+POLL_SECONDS = 0.05
+
+
+def wait_until(
+    condition: Callable[[], T], *, seconds: float = 30.0, what: str = "the condition"
+) -> T:
+    """`condition()`'s first truthy answer; AssertionError naming `what` after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not (answer := condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {seconds:g} s waiting for {what}")
+        time.sleep(POLL_SECONDS)
+    return answer
