@@ -14,6 +14,7 @@ def _key() -> Secret:
 
 
 def test_sealed_secret_is_not_plaintext_and_opens_back() -> None:
+    """Invariant 8: a stored secret is encrypted at rest and opens back only with the key."""
     box = SecretBox((_key(),))
     token = box.seal("whsec_abc")
     assert "whsec_abc" not in token

@@ -91,6 +91,8 @@ def test_every_cli_action_leaves_one_row_from_the_cli(
     recon_env: dict[str, str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Invariant 11: every operator action from the CLI leaves one audit row naming who, the door
+    and why."""
     w = _world(factory)
     for name, value in recon_env.items():
         monkeypatch.setenv(name, value)
@@ -145,6 +147,8 @@ def test_every_cli_action_leaves_one_row_from_the_cli(
 def test_every_api_action_leaves_one_row_from_the_api(
     client: Client, factory: sessionmaker[Session], enqueued: list[int]
 ) -> None:
+    """Invariant 11: every operator action from the API leaves one audit row naming who, the door
+    and why."""
     w = _world(factory)
 
     def post(path: str, body: dict[str, str] | None = None, status: int = 200) -> Any:
@@ -179,6 +183,8 @@ def test_every_api_action_leaves_one_row_from_the_api(
 def test_every_console_action_leaves_one_row_from_the_console(
     client: Client, factory: sessionmaker[Session]
 ) -> None:
+    """Invariant 11: every operator action from the console leaves one audit row naming who, the
+    door and why."""
     w = _world(factory)
     sign_in(client, name="Grace")
     token = csrf_of(client)
@@ -227,7 +233,7 @@ def test_every_console_action_leaves_one_row_from_the_console(
 def test_a_change_whose_audit_row_cannot_be_written_does_not_happen(
     client: Client, factory: sessionmaker[Session]
 ) -> None:
-    """The change and its row are one transaction: with the audit table gone, the acknowledgement
+    """Invariant 11: The change and its row are one transaction: with the audit table gone, the acknowledgement
     is refused whole and the alert stays open."""
     w = _world(factory)
     with transaction(factory) as session:

@@ -207,6 +207,8 @@ def test_a_write_killed_after_sending_reuses_its_key_on_rerun(
     control: Control,
     session_factory: sessionmaker[Session],
 ) -> None:
+    """Invariant 6: a write killed after it was sent is re-run under the same key, so nothing moves
+    twice."""
     source = funded(gateway, control, 10_000)
     dest = new_endpoint(gateway, "customer_balance_internal")
     request = _transfer(source, dest, 3_000)
@@ -234,6 +236,7 @@ def test_a_write_killed_after_sending_reuses_its_key_on_rerun(
 
 
 def test_no_credential_in_any_log_line_or_message(sandbox: SandboxServer, control: Control) -> None:
+    """Invariant 8: no API key or secret reaches a log line or an error message."""
     control.fault("GET /v1/environment", "error_5xx", count=1)
     client = GatewayClient(sandbox.base_url, GATEWAY_KEY, retry=FAST)
     with capture_logs() as logs:

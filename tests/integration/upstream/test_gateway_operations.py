@@ -111,6 +111,7 @@ def test_terminal_statuses_are_read_verbatim_under_either_vocabulary(vocabulary:
 def test_reservation_denied_is_returned_not_raised(
     gateway: GatewayClient, control: Control
 ) -> None:
+    """Invariant 7: an insufficient balance comes back as a denied transfer, not as an error."""
     source = funded(gateway, control, 1_000)
     dest = new_endpoint(gateway, "customer_balance_internal")
     outcome = gateway.create_transfer(
@@ -134,6 +135,7 @@ def test_unknown_transfer_is_not_found(gateway: GatewayClient) -> None:
 
 
 def test_programmable_endpoint_read_readiness_and_lifecycle(gateway: GatewayClient) -> None:
+    """Invariant 7: a stale lifecycle guard is refused and surfaced, never retried by itself."""
     holding = new_endpoint(gateway)
     read = gateway.get_programmable_endpoint(holding.endpoint_ref)
     assert read.value.found and read.value.endpoint is not None

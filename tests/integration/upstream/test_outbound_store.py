@@ -16,6 +16,8 @@ MATERIAL = {"amountMinorUnits": "1000", "destination": {"accountRef": str(uuid.u
 def test_a_key_is_recorded_before_it_is_used_and_reused_until_completed(
     session_factory: sessionmaker[Session],
 ) -> None:
+    """Invariant 6: the Idempotency-Key is stored before the write is sent and reused until it
+    completes."""
     keys = StoreIdempotencyKeys(session_factory)
     assert isinstance(keys, IdempotencyKeys)
     key = keys.key_for("transfer.create", MATERIAL)

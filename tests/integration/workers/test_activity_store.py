@@ -136,6 +136,8 @@ def test_a_page_for_a_holding_the_store_does_not_hold_is_refused_and_nothing_is_
 def test_a_page_and_its_cursor_are_stored_together_exactly_as_issued(
     session_factory: sessionmaker[Session],
 ) -> None:
+    """Invariant 3: a page's postings and the cursor after it are committed together, the cursor as
+    issued."""
     holding = make_holding(session_factory)
     lease = acquire_lease(session_factory, holding, "worker-a", NOW)
     assert lease is not None
@@ -198,6 +200,7 @@ def test_due_holdings_are_sent_once_until_the_redo_time(
 def test_an_incomplete_stored_cursor_is_refused_not_guessed(
     session_factory: sessionmaker[Session],
 ) -> None:
+    """Invariant 3: a stored cursor missing a part is refused, never completed from the postings."""
     holding = make_holding(session_factory)
     with transaction(session_factory) as session:
         session.add(ActivityCursor(holding_id=holding, after_posted_at="2026-11-22T01:00:00.000Z"))

@@ -109,6 +109,8 @@ def snapshot_then_read(rt: Runtime) -> None:
 def test_every_unit_is_polled_snapshotted_reconciled_and_reported_exactly(
     runtime: Runtime, sandbox: SandboxServer, cli_runner: CliRunner
 ) -> None:
+    """Invariant 5: every value unit the sandbox plays goes through polling, snapshots, the pass and
+    reports exactly."""
     eth = holding_in(sandbox, ETH_CODE)
     wei = holding_in(sandbox, WEI_CODE)
     yen = holding_in(sandbox, "JPY")

@@ -82,6 +82,8 @@ def states(factory: sessionmaker[Session]) -> dict[str, tuple[str, str | None, b
 def test_an_amount_of_ten_to_the_thirty_is_stored_exactly(
     session_factory: sessionmaker[Session],
 ) -> None:
+    """Invariant 5: an amount of 10^30 base units is stored and read back exactly, past any 64-bit
+    integer."""
     pks = store(session_factory, {"evt-big": body("evt-big", str(10**30 + 1))})
     with transaction(session_factory) as session:
         outcome = process_deliveries(session, list(pks.values()), NOW)
@@ -94,6 +96,7 @@ def test_an_amount_of_ten_to_the_thirty_is_stored_exactly(
 def test_an_amount_past_78_digits_is_quarantined_and_its_batch_processed(
     session_factory: sessionmaker[Session],
 ) -> None:
+    """Invariant 10: one unreadable amount is set aside alone; its batch-mates are processed."""
     too_long = "9" * 79
     bodies = {
         "evt-1": body("evt-1", "150050"),

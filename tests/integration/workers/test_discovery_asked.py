@@ -46,6 +46,8 @@ def test_an_unknown_holding_asks_once_per_interval_and_a_known_one_never(
 def test_a_credit_to_an_undiscovered_holding_has_it_discovered_without_the_tick(
     worker_env: dict[str, str], sandbox: SandboxServer
 ) -> None:
+    """Invariant 12: a notification naming an unknown holding has it discovered and read at once,
+    not at the next round."""
     settings = load_settings({**worker_env, "RECON_DISCOVER_HOLDINGS_SECONDS": "3600"})
     embedded = start_embedded(settings, with_scheduler=False)
     try:

@@ -101,6 +101,7 @@ def test_a_delivery_becomes_one_exact_notification_and_names_its_transfer(
 
 
 def test_processing_again_changes_nothing(session_factory: sessionmaker[Session]) -> None:
+    """Invariant 4: processing the same deliveries a second time changes nothing in the store."""
     [pk] = store(session_factory, ("evt-b", payload("evt-b", str(uuid.uuid4()))))
     process(session_factory, [pk])
     assert process(session_factory, [pk, pk]).processed == []
@@ -115,6 +116,7 @@ def test_processing_again_changes_nothing(session_factory: sessionmaker[Session]
 def test_two_workers_with_the_same_deliveries_make_one_notification_each(
     session_factory: sessionmaker[Session],
 ) -> None:
+    """Invariant 4: two workers given the same deliveries at once make one notification of each."""
     pks = store(
         session_factory,
         *((f"evt-c{i}", payload(f"evt-c{i}", str(uuid.uuid4()))) for i in range(20)),
@@ -157,6 +159,8 @@ def test_an_unreadable_delivery_is_quarantined_with_its_reason_and_bytes(
 def test_a_named_transfer_waiting_in_backoff_is_polled_sooner(
     session_factory: sessionmaker[Session],
 ) -> None:
+    """Invariant 12: a notification naming a transfer of ours makes its status read due now, ahead
+    of its backoff."""
     waiting, done = uuid.uuid4(), uuid.uuid4()
     later = NOW + timedelta(minutes=5)
     with transaction(session_factory) as session:

@@ -74,7 +74,7 @@ def test_a_chunk_the_broker_refused_is_sent_by_the_next_sweep(
 def test_a_sweep_re_sends_lost_deliveries_in_large_batches_each_once(
     base_env: dict[str, str], db_url: str, session_factory: sessionmaker[Session]
 ) -> None:
-    """After an outage the sweep hands the workers RESEND_BATCH rows a message, not the
+    """Invariant 4: After an outage the sweep hands the workers RESEND_BATCH rows a message, not the
     receiver's small batches: fewer messages, statements and commits for the same drain."""
     count = 2 * RESEND_BATCH + 7
     pks = store(session_factory, *((f"evt-{n}", payload(f"evt-{n}", None)) for n in range(count)))
