@@ -15,7 +15,7 @@ import random
 import re
 import sys
 import threading
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import structlog
@@ -177,10 +177,3 @@ def bind_correlation_id(correlation_id: str, **extra: Any) -> None:
 
 def clear_correlation() -> None:
     structlog.contextvars.clear_contextvars()
-
-
-def scrub_mapping(values: MutableMapping[str, Any]) -> dict[str, Any]:
-    """A redacted copy of a mapping, for error messages and API output built outside logging."""
-    result = _redact(dict(values))
-    assert isinstance(result, dict)
-    return result

@@ -47,7 +47,3 @@ class Clock:
                 self._frozen_ms += step
             else:
                 self._offset_ms += step
-
-    @property
-    def is_frozen(self) -> bool:
-        return self._frozen_ms is not None

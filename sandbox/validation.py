@@ -43,14 +43,6 @@ def require_uuid(body: Mapping[str, Any], name: str) -> str:
     return str(value).lower()
 
 
-def optional_uuid(value: Any, name: str) -> str | None:
-    if value is None:
-        return None
-    if not is_uuid(value):
-        raise invalid_input(f"`{name}` must be a UUID string.")
-    return str(value).lower()
-
-
 def require_value_unit(body: Mapping[str, Any], name: str = "valueUnit") -> str:
     """The unit's key (sandbox.units): a fiat currency, or a non-fiat unit's kind and asset."""
     unit = require(body, name)

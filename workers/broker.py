@@ -151,11 +151,6 @@ def ensure_configured() -> Broker:
     return install_broker(load_settings().broker.redis_url)
 
 
-def installed_redis_url() -> str | None:
-    """The Redis URL the installed broker uses (None: in-process)."""
-    return _Installed.redis_url
-
-
 def boot(broker: Broker) -> None:
     """Tell the middleware the process has booted (TimeLimit starts its watchdog here).
 

@@ -385,7 +385,3 @@ def run_demo(
         group.stop()
         engine.dispose()
     return outcome
-
-
-def default_report_path() -> Path:
-    return Path(os.environ.get("RECON_DEMO_REPORT", "out/recon-report.html"))

@@ -137,15 +137,3 @@ def clear_snapshot_failures(session: Session, holding_refs: Sequence[uuid.UUID])
         select(Alert.id).where(Alert.fingerprint.in_(prints), Alert.state != RESOLVED)
     ):
         resolve_alert(session, alert_id, by=SNAPSHOT_RESOLVER, note="a snapshot was stored again")
-
-
-def latest_snapshots(session: Session, holding_ids: Sequence[int]) -> dict[int, BalanceSnapshot]:
-    """The newest snapshot of each holding (for status pages and tests)."""
-    latest: dict[int, BalanceSnapshot] = {}
-    for snap in session.scalars(
-        select(BalanceSnapshot)
-        .where(BalanceSnapshot.holding_id.in_(list(holding_ids)))
-        .order_by(BalanceSnapshot.observed_at, BalanceSnapshot.id)
-    ):
-        latest[snap.holding_id] = snap
-    return latest
