@@ -23,6 +23,7 @@ from tests.integration.reconciliation.fault_world import (
     wait_for,
 )
 from tests.integration.workers.conftest import fast_sandbox_config
+from tests.integration.workers.ledger_compare import ledger_heard
 
 __all__ = ["FAULT_KINDS", "build_fault_store"]
 
@@ -47,7 +48,7 @@ def build_fault_store(base_env: dict[str, str], db_url: str) -> None:
         sessions = embedded.running.runtime.sessions
         with inject_faults(
             sandbox, sessions, before_transfers=lambda: snapshot_balances(sessions, 2)
-        ):
+        ) as world:
             wait_for(
                 "the store to hear everything",
                 lambda: (
@@ -55,6 +56,8 @@ def build_fault_store(base_env: dict[str, str], db_url: str) -> None:
                     and count(sessions, Transfer, Transfer.status == "completed") == 1
                     and count(sessions, Delivery, Delivery.state == "quarantined") >= 1
                     and count(sessions, Delivery, Delivery.state == "pending") == 0
+                    # Every posting read: the passes judge past the graces.
+                    and ledger_heard(sessions, sandbox.state, world.holding_refs)
                 ),
                 seconds=60,
             )

@@ -26,8 +26,17 @@ REPO = Path(__file__).resolve().parents[2]
 SCRUBBED = ("DATABASE_URL", "REDIS_URL", "PORT", "RECON_STATE_DIR")
 
 
+#: The one recon variable a demo run takes from the outer environment: which provider its
+#: sandbox plays (`make test-variants` runs the demo under each).
+PLAYED = "RECON_SANDBOX_VARIANT"
+
+
 def _demo_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in SCRUBBED and not k.startswith("RECON_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in SCRUBBED and (k == PLAYED or not k.startswith("RECON_"))
+    }
     env.update(
         {
             "RECON_STATE_DIR": str(tmp_path / "state"),

@@ -24,6 +24,7 @@ from tests.integration.reconciliation.fault_world import (
     wait_for,
     workers,
 )
+from tests.integration.workers.ledger_compare import ledger_heard
 from upstream.gateway import GatewayClient
 from upstream.webhooks.payloads import configured_reader
 from workers.embedded import EmbeddedWorkers
@@ -54,6 +55,8 @@ def test_rebuild_reproduces_the_state_the_fault_scenario_left(
                 == 1
                 and count(sessions, Delivery) >= 5
                 and count(sessions, Delivery, Delivery.state == "pending") == 0
+                # Every posting read: the pass judges past the graces, so nothing may be unread.
+                and ledger_heard(sessions, state, world.holding_refs)
             )
 
         wait_for("the store to hear everything", heard_everything)
