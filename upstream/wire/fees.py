@@ -238,11 +238,11 @@ def posting_refs(elements: Iterable[object]) -> tuple[str, ...]:
         value = stack.pop()
         if isinstance(value, Mapping):
             for key, inner in value.items():
-                if isinstance(key, str) and key.lower().endswith(_POSTING_KEY_ENDINGS):
-                    if isinstance(inner, str) and inner:
-                        found.add(inner)
-                        continue
-                stack.append(inner)
+                names_posting = isinstance(key, str) and key.lower().endswith(_POSTING_KEY_ENDINGS)
+                if names_posting and isinstance(inner, str) and inner:
+                    found.add(inner)
+                else:
+                    stack.append(inner)
         elif isinstance(value, list | tuple):
             stack.extend(value)
     return tuple(sorted(found))
