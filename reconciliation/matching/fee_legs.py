@@ -9,10 +9,10 @@ The evidence, strongest first:
   (`transfer_fee_receipts`, stored by the poller from every shape the lines take);
 - `fee_holding_amount_window`: nothing links them, so the posting must be a debit on a holding
   the transfer moved money on (its source for the sender's share, its destination for a
-  withholding), in the transfer's unit, for a share of the fee charged its bearer allows
-  (the whole fee under `sender_pays`/`receiver_pays`, up to it under `split` or an unknown
-  bearer), posted within `match_window_seconds` of one of the transfer's own legs on that
-  holding (its settlement, as the ledger dates it).
+  withholding), in the transfer's unit, for a share of the fee charged its bearer allows,
+  posted within `match_window_seconds` of one of the transfer's own legs on that holding (its
+  settlement, as the ledger dates it). The whole fee that `sender_pays`/`receiver_pays` fix
+  ranks above a part up to the fee that `split` or an unknown bearer allows.
 
 A posting named by a fee line takes only the transfers that name it. Two transfers for one
 posting, or two postings for one transfer on one holding, at the best evidence, are an
@@ -72,21 +72,33 @@ from upstream import RECEIVER_PAYS, SENDER_PAYS, SPLIT
 #: fee debit, a receiver's withholding). A credit is never a fee leg.
 FEE_SIDE: Final = "debit"
 
-#: Evidence strength in the candidate table: a fee line naming the posting beats the window.
+#: Evidence strength in the candidate table, strongest first: a fee line names the posting;
+#: the posting is the whole share its transfer's bearer fixes; it is a part of a fee that a
+#: `split` (or an unknown bearer) allows. A posting takes only its strongest candidates, so
+#: a sender_pays transfer's fee is not also taken for a part of a split's fee beside it.
 NAMED: Final = 1
-UNLINKED: Final = 2
+WHOLE: Final = 2
+PART: Final = 3
 
 
-def _share_fits(p: Table, t: Table, payer: str) -> ColumnElement[bool]:
-    """SQL: the posting's amount is a share of the fee charged that the bearer allows on
-    the payer's side (the source pays the sender's share, the destination the receiver's)."""
+def _share_fits(p: Table, t: Table, payer: str) -> ColumnElement[Any]:
+    """SQL: how well the posting's amount fits a share of the fee charged that the bearer
+    allows on the payer's side (the source pays the sender's share, the destination the
+    receiver's): WHOLE when the bearer fixes the share and it is exactly that, PART when the
+    bearer (`split`, or none known) allows any part up to the fee, NULL when it does not fit."""
     fee = t.c.fee_charged_minor
-    whole = p.c.amount_minor == fee
-    part = and_(p.c.amount_minor > 0, p.c.amount_minor <= fee)
     bearer = t.c.fee_bearer
-    return or_(
-        and_(bearer == payer, whole),
-        and_(or_(bearer == SPLIT, bearer.is_(None)), part),
+    return case(
+        (and_(bearer == payer, p.c.amount_minor == fee), WHOLE),
+        (
+            and_(
+                or_(bearer == SPLIT, bearer.is_(None)),
+                p.c.amount_minor > 0,
+                p.c.amount_minor <= fee,
+            ),
+            PART,
+        ),
+        else_=None,
     )
 
 
@@ -122,11 +134,12 @@ def _unlinked(session: Session, leftovers: Table, window_seconds: int) -> Any:
     leg = postings.alias("transfer_leg")
     on_source = h.c.holding_ref == t.c.source_holding_ref
     on_dest = h.c.holding_ref == t.c.dest_holding_ref
+    source_fit, dest_fit = _share_fits(p, t, SENDER_PAYS), _share_fits(p, t, RECEIVER_PAYS)
     return (
         select(
             p.c.id.label("posting_id"),
             t.c.id.label("transfer_id"),
-            literal(UNLINKED).label("evidence"),
+            case((on_source, source_fit), else_=dest_fit).label("evidence"),
         )
         .select_from(
             p.join(h, h.c.id == p.c.holding_id)
@@ -155,8 +168,8 @@ def _unlinked(session: Session, leftovers: Table, window_seconds: int) -> Any:
             t.c.fee_charged_minor > 0,
             settled(t),
             or_(
-                and_(on_source, _share_fits(p, t, SENDER_PAYS)),
-                and_(on_dest, ~on_source, _share_fits(p, t, RECEIVER_PAYS)),
+                and_(on_source, source_fit.is_not(None)),
+                and_(on_dest, ~on_source, dest_fit.is_not(None)),
             ),
         )
     )
@@ -223,8 +236,8 @@ def match_fee_legs(
                     select(cand.c.posting_id, cand.c.transfer_id, cand.c.evidence).where(~single)
                 )
             ]
-    for evidence, rule_name in ((NAMED, RULE_FEE_RECEIPT), (UNLINKED, RULE_FEE_WINDOW)):
-        pairs = [(posting, transfer) for posting, transfer, e in rows if e == evidence]
+    for named, rule_name in ((True, RULE_FEE_RECEIPT), (False, RULE_FEE_WINDOW)):
+        pairs = [(posting, transfer) for posting, transfer, e in rows if (e == NAMED) == named]
         tally.ambiguities += group_ambiguities(rule_name, "posting", "transfer", pairs)
     # Only the postings wait for a person: their transfers are matched by their own legs.
     mark_items(session, [("posting", posting) for posting, _, _ in rows], EXCEPTION)

@@ -134,6 +134,22 @@ def test_a_named_receipt_wins_over_a_transfer_that_only_fits_by_amount(store: St
         assert grouped(store.factory, transfer) == {p.id for p in principal + fee_legs}
 
 
+def test_a_whole_fee_beside_a_split_goes_to_the_transfer_whose_bearer_fixes_it(
+    store: Store,
+) -> None:
+    """Nothing links either fee: the sender_pays fee (2,600) is also a part a split of 2,660
+    would allow, but the whole share a bearer fixes is the stronger evidence."""
+    source, dest = store.holding(locator=False), store.holding()
+    sender = settle_apart(store, source, dest, "sender_pays", shape=None, fee=2_600)
+    split = settle_apart(store, source, dest, "split", shape=None, amount=AMOUNT + 1, fee=2_660)
+
+    run_pass(store.factory, POLICY, now=at(NOW), publish=False)
+
+    assert open_alerts(store.factory) == {}
+    for transfer, principal, fee_legs in (sender, split):
+        assert grouped(store.factory, transfer) == {p.id for p in principal + fee_legs}
+
+
 def test_two_transfers_alike_in_one_second_make_their_fees_an_exception_not_a_guess(
     store: Store,
 ) -> None:
