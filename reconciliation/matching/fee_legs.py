@@ -112,6 +112,15 @@ def _waiting_debit(p: Table, leftovers: Table) -> ColumnElement[bool]:
     )
 
 
+def _any_waiting_debit(session: Session, leftovers: Table) -> bool:
+    """Whether any leftover is a debit at all: rule 3's leftovers are mostly credits (inbound
+    payments notified without a receipt), and a pass without a debit among them has no fee
+    leg to join."""
+    p = postings
+    probe = select(p.c.id).where(_waiting_debit(p, leftovers)).limit(1)
+    return session.execute(probe).first() is not None
+
+
 def _named(leftovers: Table) -> Any:
     """Leftover postings whose receipt or line ref a transfer's fee names."""
     p, r = postings, transfer_fee_receipts
@@ -221,6 +230,8 @@ def match_fee_legs(
 ) -> MatchTally:
     """Join the leftover fee legs to their transfers; set the doubtful ones aside."""
     tally = MatchTally()
+    if not _any_waiting_debit(session, leftovers):
+        return tally  # one probe instead of a candidate table: most passes have no fee apart
     query = _candidates(session, leftovers, window_seconds)
     with candidate_table(session, "fee_candidates", query) as cand:
         single = and_(cand.c.rivals == 1, cand.c.rivals_other == 1)
