@@ -242,3 +242,24 @@ def test_the_explanation_names_the_missing_fee_leg_with_its_figures(store: Store
     assert "no fee debit on the source" in alert.subject
     assert "the sender pays the fee, 25.00 NGN" in alert.subject
     assert "0.00 NGN more" not in alert.subject and "0.00 NGN less" not in alert.subject
+
+
+def test_a_fee_leg_read_before_its_transfers_fee_waits_and_joins_once_the_fee_is_read(
+    store: Store,
+) -> None:
+    """The ledger is read before the status read that states the fee: the fee leg fits no
+    transfer yet, waits in the backlog (no alert within the grace), and the pass after the
+    fee is read joins it, reading only what waits."""
+    source, dest = store.holding(locator=False), store.holding()
+    transfer, principal, fee_legs = settle_apart(store, source, dest, "sender_pays", shape=None)
+    with_fee(store.factory, transfer, charged=None, bearer="sender_pays")
+
+    run_pass(store.factory, POLICY, now=at(60), publish=False)
+    assert open_alerts(store.factory) == {}
+    assert grouped(store.factory, transfer) == {p.id for p in principal}
+
+    with_fee(store.factory, transfer, charged=FEE, bearer="sender_pays")
+    run_pass(store.factory, POLICY, now=at(120), publish=False)
+
+    assert open_alerts(store.factory) == {}
+    assert grouped(store.factory, transfer) == {p.id for p in principal + fee_legs}
