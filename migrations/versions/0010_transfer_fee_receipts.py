@@ -1,4 +1,5 @@
-"""transfer_fee_receipts
+"""transfer fee receipts: the receipt and line refs a transfer's fee lines name, so that
+matching joins a fee leg posted under a receipt of its own to its transfer through an index
 
 Revision ID: 0010
 Revises: 0009
