@@ -34,6 +34,11 @@ BASIS: Final = 10_000
 FEE_DEBIT_KIND: Final = "application_fee_assessment"
 WITHHOLDING_KIND: Final = "receiver_fee_withholding"
 
+#: Fee layouts whose legs carry a receipt of their own (sandbox.variants.FeeLayout): with the
+#: fee lines naming that receipt, and with nothing linking them to the transfer.
+OWN_RECEIPT: Final = "own-receipt"
+OWN_RECEIPT_UNLINKED: Final = "own-receipt-unlinked"
+
 NO_FEES: Final[dict[str, Any]] = {
     "status": "not_required",
     "reason": "no_configured_fee",
@@ -207,6 +212,16 @@ class FeeStyle(NamedTuple):
     journal_kind: str = "transfer_settlement"
     line_shape: str = "flat"
 
+    @property
+    def own_receipt(self) -> bool:
+        """Fee legs posted under a receipt of their own, not the transfer's."""
+        return self.layout in (OWN_RECEIPT, OWN_RECEIPT_UNLINKED)
+
+    @property
+    def names_receipt(self) -> bool:
+        """The status read's fee lines name the receipt their leg was posted under."""
+        return self.layout == OWN_RECEIPT
+
     def kind_of(self, leg: str) -> str:
         """`journalKind` of a fee leg ("debit" or "withholding") under this style."""
         if self.journal_kind == "transfer_settlement":
@@ -217,13 +232,15 @@ class FeeStyle(NamedTuple):
 # --- how fees are shown ---------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FeeLine:
-    """One evidence line: which leg, on which holding, how much."""
+    """One evidence line: which leg, on which holding, how much; and, once posted under a
+    receipt of its own that the provider names (`own-receipt`), that receipt."""
 
     leg: str  # "debit" | "withholding"
     holding_ref: str
     amount: int
+    receipt_ref: str | None = None
 
 
 def fee_lines(
@@ -262,6 +279,18 @@ def render_element(shape: str, bearer: str, amount: int, currency: str) -> dict[
     }
 
 
+def receipt_member(shape: str, receipt_ref: str | None) -> dict[str, Any]:
+    """Where a line names the receipt its leg was posted under, in each shape: `receiptRef`
+    (`flat`), a `posting` object (`nested`), `postingReceiptRef` (`major`); none unposted."""
+    if receipt_ref is None:
+        return {}
+    if shape == "nested":
+        return {"posting": {"receiptRef": receipt_ref}}
+    if shape == "major":
+        return {"postingReceiptRef": receipt_ref}
+    return {"receiptRef": receipt_ref}
+
+
 def render_fees(
     shape: str, assessment: Assessment, lines: list[FeeLine], currency: str
 ) -> dict[str, Any]:
@@ -271,6 +300,7 @@ def render_fees(
         "lines": [
             render_element(shape, assessment.bearer, line.amount, currency)
             | {"leg": line.leg, "holdingRef": line.holding_ref}
+            | receipt_member(shape, line.receipt_ref)
             for line in lines
         ],
     }

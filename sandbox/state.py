@@ -326,12 +326,32 @@ class SandboxState:
         ]
         fee_legs = [
             (self.holdings[line.holding_ref], DEBIT, line.amount, style.kind_of(line.leg))
-            for line in transfer.fee_lines
-            if not (netted and line.leg == "withholding")
+            for line in self._fee_lines_posted(transfer)
         ]
         if style.layout == "own-journal":
             return [principal, fee_legs]
+        if style.own_receipt:
+            return [principal]  # the fee legs go under receipts of their own (_post_fees_apart)
         return [principal + fee_legs]
+
+    @staticmethod
+    def _fee_lines_posted(transfer: Transfer) -> list[FeeLine]:
+        """The fee lines that become legs: receiver_pays nets its withholding into the credit."""
+        fee = transfer.fee
+        netted = fee is not None and fee.bearer == "receiver_pays"
+        return [line for line in transfer.fee_lines if not (netted and line.leg == "withholding")]
+
+    def _post_fees_apart(self, transfer: Transfer) -> None:
+        """`own-receipt` layouts: each fee leg in a journal under a receipt of its own (so the
+        split's withholding is on another receipt than its debit), posted in the same instant
+        as the transfer or just after; `own-receipt` names each receipt in its fee line."""
+        style = transfer.fee_style
+        for line in self._fee_lines_posted(transfer):
+            leg = (self.holdings[line.holding_ref], DEBIT, line.amount, style.kind_of(line.leg))
+            receipt = self.ids.new_int()
+            self._post_journals([[leg]], receipt)
+            if style.names_receipt:
+                line.receipt_ref = uuid_text(receipt)
 
     def finalize(self, transfer_ref: str, outcome: str | None = None) -> None:
         """The rail's answer: settle (post both legs) or fail; either way release the reservation.
@@ -356,6 +376,8 @@ class SandboxState:
             if decided == "settle":
                 receipt = self.ids.new_int()
                 self._post_journals(self._settlement_journals(transfer, src, dst), receipt)
+                if transfer.fee_style.own_receipt:
+                    self._post_fees_apart(transfer)
                 transfer.move(SETTLED)
                 transfer.receipt_ref = uuid_text(receipt)
                 data = money_data(

@@ -26,7 +26,7 @@ CompanyEnvelope = Literal["data", "wrapped"]
 RetryAfterForm = Literal["seconds", "http-date"]
 RetryPolicyFields = Literal["recon", "strict-other"]
 UnitAssetMember = Literal["asset", "currency"]
-FeeLayout = Literal["same-journal", "own-journal"]
+FeeLayout = Literal["same-journal", "own-journal", "own-receipt", "own-receipt-unlinked"]
 FeeJournalKind = Literal["transfer_settlement", "distinct"]
 FeeLineShape = Literal["flat", "nested", "major"]
 
@@ -88,8 +88,11 @@ class ProviderVariant:
     unit_asset_member: UnitAssetMember = "asset"
 
     # --- fees (gateway spec: element shapes, ledger layout and journal kinds not shown) ------
-    #: Fee legs as lines of the transfer's own journal, or in a journal of their own that
-    #: shares the transfer's receiptRef (the receipt evidences the one operation).
+    #: Fee legs as lines of the transfer's own journal, in a journal of their own that shares
+    #: the transfer's receiptRef (the receipt evidences the one operation), or in a journal
+    #: under a receipt of their own (the split's withholding leg on yet another receipt), the
+    #: status read's fee lines naming that receipt (`own-receipt`) or nothing linking the two
+    #: (`own-receipt-unlinked`: only the holding, the amount and the instant tie them).
     fee_layout: FeeLayout = "same-journal"
     #: `journalKind` of fee legs: the principal's `transfer_settlement`, or kinds of their own
     #: (`application_fee_assessment`, `receiver_fee_withholding`) that recon has never seen.
@@ -117,7 +120,7 @@ PRESETS: Final[dict[str, ProviderVariant]] = {
         register_status=201,
         company_refusal_status=422,
         retry_after_on_503=True,
-        fee_layout="own-journal",
+        fee_layout="own-receipt",
         fee_journal_kind="distinct",
         fee_line_shape="nested",
     ),
@@ -136,7 +139,7 @@ PRESETS: Final[dict[str, ProviderVariant]] = {
         company_refusal_status=200,
         retry_after_on_503=True,
         unit_asset_member="currency",
-        fee_layout="same-journal",
+        fee_layout="own-receipt-unlinked",
         fee_journal_kind="distinct",
         fee_line_shape="major",
     ),

@@ -84,6 +84,7 @@ from upstream.wire.fees import (
     SPLIT,
     bearer_of,
     fee_instruction,
+    posting_refs,
     read_fees,
 )
 from upstream.wire.receiving import ReceivingRequest
@@ -192,6 +193,7 @@ __all__ = [
     "make_verifier",
     "material_fingerprint",
     "new_secret",
+    "posting_refs",
     "read_fees",
     "reader_for",
 ]

@@ -14,6 +14,7 @@ from reconciliation.drift.balance import BalanceMismatch
 from reconciliation.drift.base import DriftContext, DriftRule
 from reconciliation.drift.contradictions import StatusContradiction
 from reconciliation.drift.deliveries import DeliveryBodyConflict
+from reconciliation.drift.fee_postings import FeeUnexplained
 from reconciliation.drift.fees import FeeMismatch
 from reconciliation.drift.finality import FinalityOverdue
 from reconciliation.drift.mismatches import MatchedMoneyMismatch
@@ -32,6 +33,7 @@ RULES: Final[tuple[DriftRule, ...]] = (
     PostingWithoutNotification(),
     MatchedMoneyMismatch(),
     FeeMismatch(),
+    FeeUnexplained(),
     DeliveryBodyConflict(),
     FinalityOverdue(),
     SubscriptionInactive(),

@@ -44,6 +44,7 @@ from reconciliation.drift.transfer_groups import (
     describe_verdict,
     subject_of,
 )
+from reconciliation.matching.fee_legs import fee_rule_rivals
 from reconciliation.matching.vocabulary import TRANSACTION_COMPLETED
 from reconciliation.store.in_lists import chunks
 from reconciliation.store.models import Alert
@@ -313,7 +314,12 @@ def _new_group(r: Any) -> TransferGroup | None:
 def group_findings(ctx: DriftContext, keys: set[tuple[str, int]]) -> list[Finding]:
     """amount_mismatch for each group that does not add up for its bearer and fee, and for
     each completed-transfer notification whose amount is not its transfer's."""
-    loaded = _load_groups(ctx, keys)
+    # A transfer a doubtful fee leg could belong to waits for a person's choice (the
+    # ambiguous_match alert): its group lacks that leg until then, one cause, one alert.
+    awaiting_choice = fee_rule_rivals(ctx.ambiguities)
+    loaded = _load_groups(
+        ctx, {k for k in keys if not (k[0] == "transfer" and k[1] in awaiting_choice)}
+    )
     failing: list[tuple[tuple[str, int], TransferGroup, Any]] = []
     notes: list[tuple[int, int]] = []
     for key, (group, first) in loaded.items():

@@ -108,36 +108,88 @@ def _fits(share: int | None, allowed: range | None) -> bool:
     return share >= 0 if allowed is None else share in allowed
 
 
+def _expected(share: str, allowed: range | None, unit: str | None) -> str:
+    """What the bearer allows a share to be, in words with the figure."""
+    if allowed is None:
+        return f"the {share} share is unknown but never negative"
+    if len(allowed) == 1:
+        value = allowed[0]
+        if value == 0:
+            return f"the {share} pays no part of the fee"
+        return f"the {share} pays the fee, {format_money(value, unit)}"
+    return f"the {share} pays at most {format_money(allowed[-1], unit)} of the fee"
+
+
+def _found(role: str, share: int, unit: str | None) -> str:
+    """What the legs on one holding show, naming a leg that is absent."""
+    if role == SOURCE:
+        if share == 0:
+            return "the source was debited the amount alone: no fee debit on the source"
+        more = "more" if share > 0 else "less"
+        return f"the source was debited {format_money(abs(share), unit)} {more} than the amount"
+    if share == 0:
+        return "the destination was credited the whole amount: no withholding on the destination"
+    less = "less" if share > 0 else "more"
+    return f"the destination was credited {format_money(abs(share), unit)} {less} than the amount"
+
+
 def check(group: TransferGroup) -> Verdict | None:
     """None when the group adds up for its bearer and fee; else what it shows, and why not.
 
-    A group with a leg in another unit is not judged here: that leg is a unit_mismatch, and
-    what the rest adds up to says nothing more (one cause, one alert).
+    The reason names each holding whose legs are wrong, what they show (a fee debit or a
+    withholding that is absent, a share that differs) and what the bearer allows, with the
+    figures. A group with a leg in another unit is not judged here: that leg is a
+    unit_mismatch, and what the rest adds up to says nothing more (one cause, one alert).
     """
     if group.currency is not None and any(leg.currency != group.currency for leg in group.legs):
         return None
+    unit = group.currency
     net = group.outflow()
     sender = net[SOURCE] - group.amount_minor if SOURCE in net else None
     receiver = group.amount_minor + net[DESTINATION] if DESTINATION in net else None
     other = net.get(OTHER)
     sender_ok, receiver_ok = _allowed(group.bearer, group.fee_minor)
+    who = group.bearer or "an unknown bearer"
     problems = []
-    if not _fits(sender, sender_ok):
-        problems.append("the source's debit")
-    if not _fits(receiver, receiver_ok):
-        problems.append("the destination's credit")
+    if sender is not None and not _fits(sender, sender_ok):
+        problems.append(
+            f"the source's debit: {_found(SOURCE, sender, unit)}, where under {who} "
+            f"{_expected('sender', sender_ok, unit)}"
+        )
+    if receiver is not None and not _fits(receiver, receiver_ok):
+        problems.append(
+            f"the destination's credit: {_found(DESTINATION, receiver, unit)}, where under "
+            f"{who} {_expected('receiver', receiver_ok, unit)}"
+        )
     fee = group.fee_minor
     if sender is not None and receiver is not None and fee is not None and not problems:
         # Each bearer but split fixes both shares already; split and an unknown bearer fix
         # only their sum (an unknown bearer may be application_pays: 0 from the two holdings).
         whole = {fee} if group.bearer == SPLIT else {0, fee}
         if sender + receiver not in whole:
-            problems.append("the two shares of the fee")
+            wanted = " or ".join(format_money(v, unit) for v in sorted(whole))
+            absent = [
+                leg
+                for leg, share in (
+                    ("no fee debit on the source", sender),
+                    ("no withholding on the destination", receiver),
+                )
+                if share == 0
+            ]
+            problems.append(
+                f"the two shares of the fee: the sender's {format_money(sender, unit)} and the "
+                f"receiver's {format_money(receiver, unit)} make "
+                f"{format_money(sender + receiver, unit)}, not {wanted}"
+                + "".join(f" ({leg})" for leg in absent)
+            )
     if other is not None and fee is not None and group.bearer == APPLICATION_PAYS and other != fee:
-        problems.append("the application's fee debit")
+        problems.append(
+            f"the application's fee debit: {format_money(other, unit)}, not the fee "
+            f"{format_money(fee, unit)}"
+        )
     if not problems:
         return None
-    return Verdict(sender, receiver, other, " and ".join(problems))
+    return Verdict(sender, receiver, other, "; and ".join(problems))
 
 
 def describe_verdict(group: TransferGroup, verdict: Verdict) -> dict[str, object]:
@@ -155,16 +207,11 @@ def describe_verdict(group: TransferGroup, verdict: Verdict) -> dict[str, object
 
 
 def subject_of(label: str, group: TransferGroup, verdict: Verdict) -> str:
-    """`transfer X of 2,000.00 NGN (fee 25.00 NGN, sender_pays) does not add up: ...`."""
+    """`transfer X of 2,000.00 NGN (fee 25.00 NGN, sender_pays) does not add up: the source's
+    debit: the source was debited the amount alone: no fee debit on the source, ...`."""
     unit = group.currency
-
-    def money(value: int | None) -> str:
-        return "not read yet" if value is None else format_money(value, unit)
-
-    fee = "fee unknown" if group.fee_minor is None else f"fee {money(group.fee_minor)}"
+    fee = "fee unknown" if group.fee_minor is None else f"fee {format_money(group.fee_minor, unit)}"
     return (
-        f"{label} of {money(group.amount_minor)} ({fee}, {group.bearer or 'bearer unknown'}) "
-        f"does not add up: {verdict.reason}; its legs take {money(verdict.sender_share)} more "
-        f"than the amount from the source and give {money(verdict.receiver_share)} less to "
-        f"the destination"
+        f"{label} of {format_money(group.amount_minor, unit)} ({fee}, "
+        f"{group.bearer or 'bearer unknown'}) does not add up: {verdict.reason}"
     )

@@ -7,7 +7,9 @@
 3. new and backlog transfers the same way: failures with their TRANSACTION_FAILED;
 4. notifications still waiting without a receipt against rule 1's leftover postings: account
    number, amount, window;
-5. what is still unmatched joins the backlog, the backlog is pruned and the watermarks move
+5. rule 1's leftover debits that rule 4 did not take, against the transfers whose fee they
+   may be (matching.fee_legs): a fee leg posted under a receipt of its own;
+6. what is still unmatched joins the backlog, the backlog is pruned and the watermarks move
    (matching.backlog.settle).
 
 Why one statement per rule over all the new rows, and not id batches: each batch hashed the
@@ -37,6 +39,7 @@ from sqlalchemy.orm import Session
 
 from reconciliation.matching.accounts import match_by_account
 from reconciliation.matching.backlog import active_row, in_backlog, settle
+from reconciliation.matching.fee_legs import match_fee_legs
 from reconciliation.matching.frontier import Frontier, read_frontier
 from reconciliation.matching.outcome import MatchTally
 from reconciliation.matching.receipts import match_postings_by_receipt
@@ -115,6 +118,8 @@ def match_all(
     if leftovers is not None:
         with clock("accounts"):
             run(match_by_account(session, frontier, window_seconds, now, leftovers))
+        with clock("fee legs"):
+            tally.add(match_fee_legs(session, window_seconds, now, leftovers))
     progress.done()
     with clock("settle"):
         if tally.rows >= ANALYZE_AFTER_ROWS:

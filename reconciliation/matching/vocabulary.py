@@ -12,6 +12,10 @@ from typing import Final
 RULE_TRANSFER_REF: Final = "transfer_ref"
 RULE_RECEIPT_REF: Final = "receipt_ref"
 RULE_ACCOUNT_AMOUNT: Final = "account_amount_window"
+#: A fee leg under a receipt of its own, joined to its transfer: by a receipt or line ref the
+#: transfer's fee lines name, or by holding, unit, a share of the fee and the window.
+RULE_FEE_RECEIPT: Final = "fee_receipt"
+RULE_FEE_WINDOW: Final = "fee_holding_amount_window"
 #: A transfer the gateway denied: nothing moved, nothing is owed a counterpart (no posting, no
 #: webhook), so it is reconciled on its own.
 RULE_NOTHING_MOVED: Final = "nothing_moved"
@@ -23,6 +27,8 @@ RULES: Final = (
     RULE_TRANSFER_REF,
     RULE_RECEIPT_REF,
     RULE_ACCOUNT_AMOUNT,
+    RULE_FEE_RECEIPT,
+    RULE_FEE_WINDOW,
     RULE_NOTHING_MOVED,
     RULE_MANUAL,
     RULE_ACCEPTED,

@@ -65,6 +65,7 @@ WHOLE: Final = (
     "balance_snapshots",
     "transfers",
     "transfer_changes",
+    "transfer_fee_receipts",
     "transfer_intents",
     "outbound_requests",
     "deliveries",
@@ -125,7 +126,7 @@ def _within(live: dict[str, Table], name: str, horizon: Horizon) -> list[Any]:
         return [checked_snapshot(live)]
     if name == "transfers":
         return [judged_transfer(live, horizon)]
-    if name == "transfer_changes":
+    if name in ("transfer_changes", "transfer_fee_receipts"):
         judged = select(live["transfers"].c.id).where(judged_transfer(live, horizon))
         return [table.c.transfer_id.in_(judged)]
     return []

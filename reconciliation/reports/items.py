@@ -258,6 +258,13 @@ def why_open(stream: str, state: str, detail: str | None, marked: str | None) ->
             return "a person must decide (recon match or recon accept)"
         if stream == "transfer" and detail == IN_FLIGHT:
             return "late: still in flight past its finality deadline"
+        if stream == "posting" and detail == "debit":
+            # Debits are notified only as a transfer's TRANSACTION_COMPLETED: one that nothing
+            # names may be a fee posted under a receipt of its own that joined no transfer.
+            return (
+                "no notification or transfer explains it within the grace (a fee leg that "
+                "joined no transfer: its fee_unexplained alert lists the candidates)"
+            )
         counterpart = {"posting": "notification", "notification": "posting"}.get(
             stream, "posting or notification"
         )

@@ -26,6 +26,7 @@ from reconciliation.store.models import (
     Posting,
     Transfer,
     TransferChange,
+    TransferFeeReceipt,
     TransferIntent,
 )
 
@@ -42,5 +43,6 @@ notifications: Final = cast(Table, Notification.__table__)
 outbound_requests: Final = cast(Table, OutboundRequest.__table__)
 postings: Final = cast(Table, Posting.__table__)
 transfer_changes: Final = cast(Table, TransferChange.__table__)
+transfer_fee_receipts: Final = cast(Table, TransferFeeReceipt.__table__)
 transfer_intents: Final = cast(Table, TransferIntent.__table__)
 transfers: Final = cast(Table, Transfer.__table__)

@@ -10,10 +10,15 @@ the fee unknown (None), never a guessed 0.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from upstream import Fees, TransferRequest, bearer_of, read_fees
+from sqlalchemy import delete, insert
+from sqlalchemy.orm import Session
+
+from reconciliation.store.tables import transfer_fee_receipts
+from upstream import Fees, TransferRequest, bearer_of, posting_refs, read_fees
 
 
 def instruction_bearer(request: TransferRequest) -> str | None:
@@ -61,15 +66,43 @@ def fee_columns(fees: Fees | None, currency: str | None) -> dict[str, Any]:
     }
 
 
-def apply_fee_columns(transfer: Any, fees: Fees | None) -> None:
+def fee_receipt_refs(evidence: Mapping[str, Any] | None) -> set[uuid.UUID]:
+    """The receipt and line refs the fee's totals and lines name (any shape, any depth): where
+    the provider says it posted the fee. Text that is not a uuid names no posting of ours."""
+    if not evidence:
+        return set()
+    refs: set[uuid.UUID] = set()
+    for text in posting_refs([evidence.get("totals"), evidence.get("lines")]):
+        try:
+            refs.add(uuid.UUID(text))
+        except ValueError:
+            continue
+    return refs
+
+
+def replace_fee_receipts(session: Session, transfer_id: int, evidence: Any) -> None:
+    """Store the refs a transfer's fee names, replacing those of its previous fee."""
+    session.execute(
+        delete(transfer_fee_receipts).where(transfer_fee_receipts.c.transfer_id == transfer_id)
+    )
+    refs = fee_receipt_refs(evidence if isinstance(evidence, Mapping) else None)
+    if refs:
+        session.execute(
+            insert(transfer_fee_receipts),
+            [{"ref": ref, "transfer_id": transfer_id} for ref in sorted(refs)],
+        )
+
+
+def apply_fee_columns(transfer: Any, fees: Fees | None) -> bool:
     """Set a transfer row's fee columns from a status read (keeping an instructed bearer).
 
     Any change bumps `fee_revision`, so the next pass adds the transfer's legs up again for the
     fee it now knows (its legs may have been matched and checked while the fee was unknown).
+    Returns whether anything changed.
     """
     columns = fee_columns(fees, transfer.currency)
     if not columns:
-        return
+        return False
     lines_bearer = columns.pop("lines_bearer")
     if transfer.fee_bearer is None:
         columns["fee_bearer"] = lines_bearer
@@ -80,3 +113,4 @@ def apply_fee_columns(transfer: Any, fees: Fees | None) -> None:
             changed = True
     if changed:
         transfer.fee_revision = (transfer.fee_revision or 0) + 1
+    return changed

@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Transfer, TransferChange
 from reconciliation.store.write_statements import insert_ignoring_conflicts, rows_touched
-from reconciliation.transfers.fees import apply_fee_columns, fee_columns
+from reconciliation.transfers.fees import apply_fee_columns, fee_columns, replace_fee_receipts
 from upstream import Stage, Status, TransferStatus
 from upstream import Transfer as WireTransfer
 
@@ -204,7 +204,8 @@ def record_status(
                 )
             )
         transfer.stage, transfer.status, transfer.reason, transfer.revision = after[:4]
-        apply_fee_columns(transfer, status.fees)
+        if apply_fee_columns(transfer, status.fees):
+            replace_fee_receipts(session, transfer.id, transfer.fee_evidence)
         transfer.last_polled_at = now
         transfer.lease_owner = None
         transfer.lease_expires_at = None
@@ -261,6 +262,7 @@ def record_imported_transfer(session: Session, status: TransferStatus, now: date
     )
     if inserted is None:
         return False
+    replace_fee_receipts(session, inserted, fees.get("fee_evidence"))
     session.add(
         TransferChange(
             transfer_id=inserted,

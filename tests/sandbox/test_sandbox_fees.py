@@ -6,6 +6,7 @@ from the quote, and the refusals of `feeInstruction` / `acceptedQuote`."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -208,6 +209,48 @@ def test_legs_of_each_bearer_in_each_layout_and_journal_kind(
     assert world.balance(dst)["settledMinorUnits"] == str(AMOUNT - withheld)
     if holdings["app"] is not None:
         assert [e["amountMinorUnits"] for e in legs["app"]] == [str(FEE)]
+
+
+@pytest.mark.parametrize("shape", ["flat", "nested", "major"])
+@pytest.mark.parametrize("layout", ["own-receipt", "own-receipt-unlinked"])
+@pytest.mark.parametrize("bearer", BEARERS)
+def test_fee_legs_under_receipts_of_their_own(
+    world: World, bearer: str, layout: str, shape: str
+) -> None:
+    """Each fee leg in a journal under a receipt of its own (the split's withholding on yet
+    another), never the transfer's; `own-receipt` names that receipt in the leg's fee line,
+    in each line shape, and `own-receipt-unlinked` names nothing."""
+    variant = parse_variant(
+        f"recon,fee_layout={layout},fee_journal_kind=distinct,fee_line_shape={shape}"
+    )
+    with playing(world, variant):
+        set_fees(world, **SCHEDULE, bearer="sender_pays")
+        src, dst = pair(world)
+        ref = create(world, body_for(world, src, dst, AMOUNT, bearer))
+        settle(world, ref)
+        apps = fee_holdings(world)
+        everything = entries(world, src)[1:] + entries(world, dst)
+        everything += entries(world, apps[0]) if apps else []
+        lines = fees_of(world, ref)["lines"]
+    principal = [e for e in everything if e["journalKind"] == "transfer_settlement"]
+    fee_legs = [e for e in everything if e["journalKind"] != "transfer_settlement"]
+    assert len({e["receiptRef"] for e in principal}) == 1
+    assert len({e["journalRef"] for e in principal}) == 1
+    expected = {"sender_pays": 1, "application_pays": 1, "receiver_pays": 0, "split": 2}[bearer]
+    assert len(fee_legs) == expected, "receiver_pays nets its fee into the one credit"
+    receipts = {e["receiptRef"] for e in fee_legs}
+    assert len(receipts) == expected and not receipts & {principal[0]["receiptRef"]}
+    assert len({e["journalRef"] for e in fee_legs}) == expected
+    # The same instant as the transfer, or a millisecond on where the order needs it.
+    instants = sorted(datetime.fromisoformat(e["postedAt"]) for e in everything)
+    assert (instants[-1] - instants[0]).total_seconds() < 0.01
+    named = set()
+    for line in lines:
+        where = {"flat": line.get("receiptRef"), "major": line.get("postingReceiptRef")}
+        where["nested"] = (line.get("posting") or {}).get("receiptRef")
+        if where[shape] is not None:
+            named.add(where[shape])
+    assert named == (receipts if layout == "own-receipt" else set())
 
 
 def test_the_default_bearer_applies_without_an_instruction(world: World) -> None:
@@ -538,12 +581,12 @@ def test_presets_and_overrides_of_the_fee_choices() -> None:
     )
     standard, sparse = PRESETS["standard"], PRESETS["sparse"]
     assert (standard.fee_layout, standard.fee_journal_kind, standard.fee_line_shape) == (
-        "own-journal",
+        "own-receipt",
         "distinct",
         "nested",
     )
     assert (sparse.fee_layout, sparse.fee_journal_kind, sparse.fee_line_shape) == (
-        "same-journal",
+        "own-receipt-unlinked",
         "distinct",
         "major",
     )

@@ -219,6 +219,35 @@ def read_fees(totals: Iterable[object], lines: Iterable[object]) -> FeeReading:
     )
 
 
+#: Key endings (lower case) under which an element names a posting: `receiptRef`,
+#: `postingReceiptRef`, `posting: {receiptRef}`, `lineRef`, `evidence: [{receiptRef}]`...
+_POSTING_KEY_ENDINGS: Final = ("receiptref", "lineref")
+
+
+def posting_refs(elements: Iterable[object]) -> tuple[str, ...]:
+    """Every receipt or line ref the elements name, at any depth and under any key ending in
+    `receiptRef` or `lineRef`, sorted and without repeats.
+
+    The spec shows no member by which a fee line names the posting that took the fee, so a
+    provider that posts fees under a receipt of their own may name it in any of these; a value
+    that is not text is not a reference and is skipped.
+    """
+    found: set[str] = set()
+    stack = list(elements)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, Mapping):
+            for key, inner in value.items():
+                names_posting = isinstance(key, str) and key.lower().endswith(_POSTING_KEY_ENDINGS)
+                if names_posting and isinstance(inner, str) and inner:
+                    found.add(inner)
+                else:
+                    stack.append(inner)
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
+    return tuple(sorted(found))
+
+
 def fee_instruction(bearer: str) -> dict[str, object]:
     """The `feeInstruction` recon sends for a bearer. Its inner names are not shown by the
     spec: `kind` and `bearer` are our reading of its words (docs/decisions.md, "Fees")."""

@@ -41,6 +41,7 @@ from reconciliation.store.models.transfers import (
     OutboundRequest,
     Transfer,
     TransferChange,
+    TransferFeeReceipt,
     TransferIntent,
 )
 
@@ -69,6 +70,7 @@ __all__ = [
     "Subscription",
     "Transfer",
     "TransferChange",
+    "TransferFeeReceipt",
     "TransferIntent",
     "Watermark",
     "WebhookSecret",

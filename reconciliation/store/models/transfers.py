@@ -135,6 +135,21 @@ class TransferChange(Base):
     is_successful: Mapped[bool | None] = mapped_column(Boolean)
 
 
+class TransferFeeReceipt(Base):
+    """A receipt or line ref a transfer's fee lines or evidence name: where the provider says
+    it posted the fee, when that is not the transfer's own receipt.
+
+    Kept apart from `fee_evidence` (JSON, read in every shape) so that matching finds a fee
+    leg's transfer through an index, one join over the new postings, never by reading JSON.
+    Replaced whenever a status read changes the transfer's fee. No foreign key, as `matches`.
+    """
+
+    __tablename__ = "transfer_fee_receipts"
+
+    ref: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    transfer_id: Mapped[int] = mapped_column(BigId, primary_key=True)
+
+
 class TransferIntent(Base):
     """A transfer we are about to ask the gateway for, recorded before the request goes out.
 

@@ -2,6 +2,7 @@
 
 The sandbox charges a flat fee plus basis points, under each bearer recon asks for, and lays
 the fee legs out as a provider variant says (in the transfer's journal or one of their own,
+under the transfer's receipt or one of their own named by the fee lines or by nothing,
 under the principal's journalKind or names recon has never seen, fee lines in any of three
 shapes). recon's embedded workers discover the holdings, read the postings, poll the transfers
 and take in the webhooks; then one reconciliation pass. Every transfer and every leg matches
@@ -75,8 +76,18 @@ def expected_fee(amount: int) -> int:
         "recon,fee_layout=same-journal,fee_journal_kind=transfer_settlement,fee_line_shape=flat",
         "recon,fee_layout=own-journal,fee_journal_kind=distinct,fee_line_shape=nested",
         "recon,fee_layout=same-journal,fee_journal_kind=distinct,fee_line_shape=major",
+        "recon,fee_layout=own-receipt,fee_journal_kind=distinct,fee_line_shape=nested",
+        "recon,fee_layout=own-receipt,fee_journal_kind=transfer_settlement,fee_line_shape=major",
+        "recon,fee_layout=own-receipt-unlinked,fee_journal_kind=distinct,fee_line_shape=flat",
     ],
-    ids=["same-journal-flat", "own-journal-unknown-kinds-nested", "same-journal-unknown-major"],
+    ids=[
+        "same-journal-flat",
+        "own-journal-unknown-kinds-nested",
+        "same-journal-unknown-major",
+        "own-receipt-named-nested",
+        "own-receipt-named-known-kind-major",
+        "own-receipt-unlinked-flat",
+    ],
 )
 def sandbox(request: pytest.FixtureRequest) -> Iterator[SandboxServer]:
     config = fast_sandbox_config(fee_schedule=SCHEDULE, variant=parse_variant(request.param))

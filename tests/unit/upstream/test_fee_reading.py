@@ -8,6 +8,7 @@ from upstream.wire.fees import (
     MIXED_KINDS,
     bearer_of,
     fee_instruction,
+    posting_refs,
     read_fees,
 )
 
@@ -107,3 +108,17 @@ def test_an_unknown_bearer_is_refused_before_anything_is_sent() -> None:
     assert fee_instruction("split") == {"kind": "request_application_fee", "bearer": "split"}
     with pytest.raises(ValueError, match="not one of"):
         fee_instruction("everyone")
+
+
+def test_the_postings_fee_lines_name_are_read_in_every_shape_and_at_any_depth() -> None:
+    """Where a provider posts a fee under a receipt of its own, its lines may name that receipt
+    (or the line) under any member ending in receiptRef or lineRef: each is a posting ref."""
+    lines = [
+        {"kind": "application_fee", "amountMinorUnits": "100", "receiptRef": "r-flat"},
+        {"feeKind": "application_fee", "posting": {"receiptRef": "r-nested", "lineRef": "l-1"}},
+        {"type": "application_fee", "amount": "1.00", "postingReceiptRef": "r-major"},
+        {"evidence": [{"receiptRef": "r-evidence"}], "receiptRef": None, "lineRef": 7},
+        {"holdingRef": "not-a-posting", "amountMinorUnits": "5"},
+    ]
+    assert posting_refs(lines) == ("l-1", "r-evidence", "r-flat", "r-major", "r-nested")
+    assert posting_refs([]) == ()
