@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import msgspec
 
+from foundation.untrusted_numbers import excerpt
 from reconciliation.notifications import InboundDelivery, stored_delivery_id
 from upstream import VerifiedSignature
 
@@ -73,6 +74,11 @@ def build_delivery(
         envelope, reason = _NOTHING, f"body is JSON but not an object (a {_json_kind(body)})"
     except msgspec.DecodeError as exc:
         envelope, reason = _NOTHING, f"body is not valid JSON ({exc})"
+    except ValueError as exc:
+        # Invalid UTF-8 inside a member the envelope reads (`"event": "PAYMENT_\xc3("`) is a
+        # UnicodeDecodeError, no DecodeError: signed, so kept and quarantined, never a 500 the
+        # provider would retry forever.
+        envelope, reason = _NOTHING, f"body is not valid JSON text ({excerpt(str(exc), 120)})"
     except RecursionError:
         # msgspec (and the standard library) stop at about a thousand levels; such a body is
         # signed and so is kept, quarantined, rather than answered with a 500 the provider
