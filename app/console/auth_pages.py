@@ -76,9 +76,11 @@ class SignInController(Controller):
         if not expected or not hmac.compare_digest(expected, offered):
             return _form_page(request, "The sign-in form expired: please try again.", 403)
         name = str(form.get("name") or "").strip()
-        if not name or len(name) > console_session.NAME_MAX:
+        if not name or len(name) > console_session.NAME_MAX or "\x00" in name:
             return _form_page(
-                request, "Give your name (up to 128 characters): it goes in the audit trail.", 400
+                request,
+                "Give your name (up to 128 characters, no NUL): it goes in the audit trail.",
+                400,
             )
         limiter = limiter_of(request)
         client = client_of(request)
