@@ -126,6 +126,7 @@ VARIABLES: Final[dict[str, str]] = {
     "web.console_session_seconds": "RECON_CONSOLE_SESSION_SECONDS",
     "web.console_idle_seconds": "RECON_CONSOLE_IDLE_SECONDS",
     "web.auth_failures_per_minute": "RECON_AUTH_FAILURES_PER_MINUTE",
+    "web.trusted_proxies": "RECON_TRUSTED_PROXIES",
     "webhooks.path": "RECON_WEBHOOK_PATH",
     "webhooks.secrets": "RECON_WEBHOOK_SECRETS",
     "webhooks.signature_scheme": "RECON_SIGNATURE_SCHEME",
