@@ -104,6 +104,8 @@ def test_report_output_refuses_a_symlink_and_writes_in_one_step(
     assert result.returncode == 0, result.stderr
     assert target.read_text().lstrip().lower().startswith("<!doctype html")
     assert sorted(p.name for p in target.parent.iterdir()) == ["report.html"]  # no temp left
+    # The owner's alone, like the store it was read from (before: 0644).
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
 
 
 def test_report_output_dash_is_standard_output(
