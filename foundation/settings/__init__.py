@@ -31,6 +31,7 @@ from foundation.settings.groups import (
     WebSettings,
     normalise_database_url,
 )
+from foundation.settings.strength import TEST_GATEWAY_KEY_PREFIX
 from foundation.settings.timing import (
     AlertSettings,
     LogSettings,
@@ -43,6 +44,7 @@ __all__ = [
     "DEFAULT_STATE_DIR",
     "SIGNATURE_SCHEMES",
     "STORE_GROUPS",
+    "TEST_GATEWAY_KEY_PREFIX",
     "VARIABLES",
     "AlertSettings",
     "BrokerSettings",
