@@ -70,8 +70,8 @@ def build_delivery(
     reason: str | None = None
     try:
         envelope = _decoder.decode(body)
-    except msgspec.ValidationError:
-        envelope, reason = _NOTHING, f"body is JSON but not an object (a {_json_kind(body)})"
+    except msgspec.ValidationError as exc:
+        envelope, reason = _NOTHING, _not_an_envelope(body, exc)
     except msgspec.DecodeError as exc:
         envelope, reason = _NOTHING, f"body is not valid JSON ({exc})"
     except ValueError as exc:
@@ -123,10 +123,16 @@ def _body_id(value: object) -> str | None:
     return None
 
 
-def _json_kind(body: bytes) -> str:
-    """What a valid JSON document that is not an object is, for the quarantine reason."""
+def _not_an_envelope(body: bytes, exc: msgspec.ValidationError) -> str:
+    """The quarantine reason of a body the envelope refused: a document that is no object, or
+    a member the envelope reads holding what it cannot (`"event": 1e999999999999`, past any
+    float)."""
     try:
         value: Any = msgspec.json.decode(body)
     except RecursionError:
-        return "document nested too deeply to read"
-    return type(value).__name__
+        return "body is JSON but not an object (a document nested too deeply to read)"
+    except (msgspec.MsgspecError, ValueError):
+        return f"body holds a value recon cannot read ({excerpt(str(exc), 120)})"
+    if isinstance(value, dict):
+        return f"body holds a value recon cannot read ({excerpt(str(exc), 120)})"
+    return f"body is JSON but not an object (a {type(value).__name__})"
