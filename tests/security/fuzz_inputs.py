@@ -126,8 +126,9 @@ def delivery_bodies(draw: st.DrawFn) -> bytes:
     raw_number = draw(st.sampled_from(COSTLY_NUMBERS))
     for key in draw(st.lists(st.sampled_from(sorted(_GENUINE)), max_size=4)):
         doc[key] = _RAW if draw(st.booleans()) else draw(json_value)
+    data = doc["data"] if isinstance(doc["data"], dict) else doc
     for key in draw(st.lists(st.sampled_from(sorted(_GENUINE["data"])), max_size=4)):
-        doc["data"][key] = _RAW if draw(st.booleans()) else draw(json_value)
+        data[key] = _RAW if draw(st.booleans()) else draw(json_value)
     body = json.dumps(doc).replace(json.dumps(_RAW), raw_number.decode()).encode()
     for _ in range(draw(st.integers(0, 3))):
         at = draw(st.integers(0, len(body) - 1))
