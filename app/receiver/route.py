@@ -47,6 +47,12 @@ from reconciliation.notifications import BODY_CONFLICT_REASON, Outcome
 from reconciliation.store import utcnow
 from upstream import BAD_SIGNATURE, SignatureError, VerifiedSignature
 
+#: What a sender whose signature matches no secret is told: what to check, nothing of how many
+#: secrets are accepted (the log line keeps that for the operator).
+SIGNATURE_MATCHES_NONE: Final = (
+    "no signature matches an accepted secret: check the webhook's secret "
+    "(`recon webhooks list`, RECON_WEBHOOK_SECRETS)"
+)
 #: Seconds a provider is asked to wait before retrying after a 503.
 RETRY_AFTER_SECONDS: Final = 5
 #: The only media type accepted.
@@ -256,10 +262,13 @@ class WebhookReceiver:
                 remote=f"{client[0]}:{client[1]}" if client else None,
                 suppressed_since_last=suppressed,
             )
+        # The log says how many secrets were tried; the sender, who may be anyone, is not
+        # told how many are accepted (a rotation in progress shows as two).
+        answered = SIGNATURE_MATCHES_NONE if outcome == BAD_SIGNATURE else reason
         await send_json(
             send,
             status,
-            refusal_body(outcome, reason),
+            refusal_body(outcome, answered),
             ((REQUEST_ID_HEADER, correlation), *extra),
         )
 
