@@ -47,12 +47,6 @@ from reconciliation.notifications import BODY_CONFLICT_REASON, Outcome
 from reconciliation.store import utcnow
 from upstream import BAD_SIGNATURE, SignatureError, VerifiedSignature
 
-#: What a sender whose signature matches no secret is told: what to check, nothing of how many
-#: secrets are accepted (the log line keeps that for the operator).
-SIGNATURE_MATCHES_NONE: Final = (
-    "no signature matches an accepted secret: check the webhook's secret "
-    "(`recon webhooks list`, RECON_WEBHOOK_SECRETS)"
-)
 #: Seconds a provider is asked to wait before retrying after a 503.
 RETRY_AFTER_SECONDS: Final = 5
 #: The only media type accepted.
@@ -194,7 +188,9 @@ class WebhookReceiver:
             except SignatureError as refusal:
                 verified = await self._verify_with_fresh_keys(refusal, headers, body)
         except SignatureError as refusal:
-            await self._refuse(scope, send, headers, 401, refusal.outcome, refusal.reason)
+            await self._refuse(
+                scope, send, headers, 401, refusal.outcome, refusal.reason, logged=refusal.logged
+            )
             return
 
         delivery = build_delivery(
@@ -241,8 +237,12 @@ class WebhookReceiver:
         outcome: str,
         reason: str,
         extra: tuple[tuple[bytes, bytes], ...] = (),
+        *,
+        logged: str | None = None,
     ) -> None:
-        """Count, log (reason, claimed id, remote address; never body or secret) and answer.
+        """Count, log (reason, claimed id, remote address; never body or secret) and answer;
+        `logged`, when given, is the reason as the log keeps it (with what the sender is not
+        told, such as how many keys were tried).
 
         The log line is rate-limited per outcome and every value in it is bounded: the sender
         is not authenticated, so it must not decide how much we write.
@@ -257,18 +257,15 @@ class WebhookReceiver:
                 "webhook.refused",
                 status=status,
                 outcome=outcome,
-                reason=bounded(reason, REASON_LOG_LIMIT),
+                reason=bounded(logged or reason, REASON_LOG_LIMIT),
                 claimed_delivery_id=bounded(headers.get("webhook-id")),
                 remote=f"{client[0]}:{client[1]}" if client else None,
                 suppressed_since_last=suppressed,
             )
-        # The log says how many secrets were tried; the sender, who may be anyone, is not
-        # told how many are accepted (a rotation in progress shows as two).
-        answered = SIGNATURE_MATCHES_NONE if outcome == BAD_SIGNATURE else reason
         await send_json(
             send,
             status,
-            refusal_body(outcome, answered),
+            refusal_body(outcome, reason),
             ((REQUEST_ID_HEADER, correlation), *extra),
         )
 
