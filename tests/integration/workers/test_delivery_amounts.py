@@ -25,6 +25,7 @@ from reconciliation.notifications.inbox import InboundDelivery, record_deliverie
 from reconciliation.notifications.processing import process_deliveries
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Delivery, Notification
+from upstream import PayloadReader, configured_reader
 
 NOW = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
 
@@ -228,3 +229,36 @@ def test_numbers_that_expand_to_gigabytes_are_quarantined_cheaply_and_their_batc
         assert error is not None and len(error) < SHORT_ERROR, (event_id, len(error or ""))
         assert "out of range" in error or "is not a time" in error, error
         assert kept == bodies[event_id]
+
+
+class _ReaderThatBreaks(PayloadReader):
+    """The configured reader, except that reading a body with `evt-breaks` in it raises: what
+    any failure recon did not foresee (MemoryError, RecursionError) does."""
+
+    def read(self, body: bytes, headers: Any) -> Any:
+        if b"evt-breaks" in body:
+            raise RecursionError("maximum recursion depth exceeded " + "x" * 100_000)
+        return super().read(body, headers)
+
+
+def test_a_reading_that_raises_quarantines_its_delivery_alone(
+    session_factory: sessionmaker[Session],
+) -> None:
+    """Before: an exception while reading one delivery failed the batch, and every retry of
+    it, so its batch-mates stayed pending with no error shown."""
+    bodies = {
+        "evt-a": body("evt-a", "100"),
+        "evt-breaks": body("evt-breaks", "200"),
+        "evt-b": body("evt-b", "300"),
+    }
+    pks = store(session_factory, bodies)
+    reader = _ReaderThatBreaks(configured_reader().adapters)
+    with transaction(session_factory) as session:
+        outcome = process_deliveries(session, sorted(pks.values()), NOW, reader)
+    assert outcome.quarantined == [pks["evt-breaks"]]
+    found = states(session_factory)
+    assert found["evt-a"][0] == found["evt-b"][0] == "processed"
+    state, error, kept = found["evt-breaks"]
+    assert state == "quarantined" and kept == bodies["evt-breaks"]
+    assert error is not None and error.startswith("reading the body failed: RecursionError")
+    assert len(error) < SHORT_ERROR
