@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from app.auth_limits import AuthFailureLimiter
-from tests.integration.app.receiver_helpers import ADMIN, ADMIN_TOKEN
+from tests.integration.app.receiver_helpers import ADMIN, ADMIN_TOKEN, free_port
 from tests.integration.workers.private_redis import PrivateRedis
 from tests.security.conftest import WebProcess
 from tests.security.console_client import sign_in
@@ -179,6 +179,25 @@ def test_a_client_s_window_ends_a_minute_after_its_first_try(
             clock.now += 30
             assert (await limiter.attempt(["198.51.100.7"])).retry_after is None
             assert await limiter.retry_after(["198.51.100.7"]) is None
+        finally:
+            await limiter.close()
+
+    asyncio.run(scenario())
+
+
+def test_with_redis_unreachable_the_process_counts_on_its_own() -> None:
+    """Redis down must neither let every guess through nor lock everyone out: the budget is
+    kept in the process, and Redis is not asked again (a timeout each) until the window ends."""
+    clock = _Clock()
+    limiter = AuthFailureLimiter(LIMIT, f"redis://127.0.0.1:{free_port()}/0", clock=clock)
+
+    async def scenario() -> None:
+        try:
+            for _ in range(LIMIT):
+                attempt = await limiter.attempt(["198.51.100.9"])
+                assert attempt.retry_after is None
+                limiter.refused(attempt, "api")
+            assert (await limiter.attempt(["198.51.100.9"])).retry_after == 60
         finally:
             await limiter.close()
 
