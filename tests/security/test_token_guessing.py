@@ -143,6 +143,12 @@ def test_a_new_forwarded_address_per_guess_still_spends_the_proxy_s_budget(
     assert codes[LIMIT:] == [429] * (40 - LIMIT), codes
     lines = _refusal_lines(web)
     assert lines and lines[0]["client"] == "203.0.113.0", lines
+    # A peer no setting trusts is its own client, whatever header it sends.
+    untrusting = web_process({**security_env, "RECON_TRUSTED_PROXIES": "none"}, "--no-workers")
+    forged = {**WRONG, "X-Forwarded-For": "198.51.100.1"}
+    assert httpx.get(f"{untrusting.base}/deliveries", headers=forged, timeout=30).status_code == 401
+    [line] = _refusal_lines(untrusting)
+    assert line["client"] == "127.0.0.1", line
 
 
 class _Clock:
