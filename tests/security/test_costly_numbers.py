@@ -79,6 +79,10 @@ def test_costly_numbers_are_quarantined_with_short_reasons_and_genuine_ones_proc
             assert len(error) < SHORT_ERROR, len(error)
             assert "out of range" in error or "is not a time" in error, error
     assert "MemoryError" not in web.log_text()
+    # The shape alert these raise names the problem, not a 10 MB expansion of it.
+    alerts = httpx.get(f"{web.base}/alerts", headers=ADMIN, timeout=30)
+    assert alerts.status_code == 200 and alerts.json(), alerts.text[:300]
+    assert len(alerts.content) < SMALL_PAGE, len(alerts.content)
 
 
 @pytest.mark.parametrize("member", ["event", "type", "eventType"])
