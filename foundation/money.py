@@ -83,8 +83,10 @@ def parse_minor_units(text: object) -> int:
         raise AmountError(
             f"expected an amount as a string of decimal digits (minor units), got {_short(text)}"
         )
-    _check_length(text.lstrip("0"), 0)
-    return check_digits(int(text))
+    digits = text.lstrip("0")
+    _check_length(digits, 0)
+    # Leading zeros dropped: int() refuses a text past 4,300 characters, zeros or not.
+    return check_digits(int(digits or "0"))
 
 
 def _check_length(digits: str, exp: int) -> None:
@@ -122,7 +124,8 @@ def major_to_minor(amount: str | int, currency: str) -> int:
             f"amount {_short(text)} has more decimal places than {currency} allows ({exp})"
         )
     # Integer arithmetic on the digits themselves: Decimal's context would round past 28 digits.
-    minor = int(whole) * 10**exp + int((fraction + "0" * exp)[:exp] or "0")
+    # Leading zeros dropped: int() refuses a text past 4,300 characters, zeros or not.
+    minor = int(whole.lstrip("0") or "0") * 10**exp + int((fraction + "0" * exp)[:exp] or "0")
     return check_digits(-minor if text.startswith("-") else minor)
 
 

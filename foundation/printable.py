@@ -10,6 +10,7 @@ value to a stated length with a note saying how much was cut.
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Final
 
@@ -53,3 +54,11 @@ def bounded(value: object, limit: int = LOG_VALUE_LIMIT) -> str | None:
     if len(text) > limit:
         return f"{printable(text[:limit])}...(cut, {len(text)} characters)"
     return printable(text)
+
+
+def html_text(value: object) -> str:
+    """`value` for an HTML page recon writes itself (the HTML report and its charts): printable
+    (control characters, bidirectional overrides and zero-width characters as visible escapes,
+    line breaks kept), then HTML-escaped. A provider's name with U+202E would otherwise reverse
+    what follows it on the reader's screen."""
+    return html.escape(printable(value, keep_newlines=True))

@@ -74,7 +74,7 @@ def console_router(settings: Settings) -> Router:
             RunbookPages,
             create_static_files_router(path="/static", directories=[STATIC], name="console-static"),
         ],
-        opt={"secure_cookies": settings.web.public_url.startswith("https://")},
+        opt={"secure_cookies": settings.web.public_url.lower().startswith("https://")},
         exception_handlers={
             NotAuthorizedException: _to_sign_in,
             PermissionDeniedException: _plain_refusal,

@@ -18,7 +18,7 @@ from litestar.response import Redirect, Template
 import app.console.session as console_session
 from app import metrics
 from app.auth import ADMIN_TOKEN_STATE_KEY, limiter_of, token_matches
-from app.auth_limits import client_of
+from app.client_addresses import client_addresses
 from app.console.rendering import operator, service
 from reconciliation.operator import actions as operator_actions
 
@@ -76,13 +76,17 @@ class SignInController(Controller):
         if not expected or not hmac.compare_digest(expected, offered):
             return _form_page(request, "The sign-in form expired: please try again.", 403)
         name = str(form.get("name") or "").strip()
-        if not name or len(name) > console_session.NAME_MAX:
+        if not name or len(name) > console_session.NAME_MAX or "\x00" in name:
             return _form_page(
-                request, "Give your name (up to 128 characters): it goes in the audit trail.", 400
+                request,
+                "Give your name (up to 128 characters, no NUL): it goes in the audit trail.",
+                400,
             )
         limiter = limiter_of(request)
-        client = client_of(request)
-        wait = await limiter.retry_after(client)
+        # Counted before the token is compared (app.auth_limits): a burst of simultaneous
+        # guesses gets no more comparisons than the budget.
+        attempt = await limiter.attempt(client_addresses(request))
+        wait = attempt.retry_after
         if wait is not None:
             metrics.ADMIN_TOKEN_LIMITED.labels("console").inc()
             return _form_page(
@@ -94,8 +98,9 @@ class SignInController(Controller):
         if not token_matches(
             request.app.state[ADMIN_TOKEN_STATE_KEY], str(form.get("token") or "")
         ):
-            await limiter.refused(client, "console")
+            limiter.refused(attempt, "console")
             return _form_page(request, "That is not the admin token.", 401)
+        await limiter.accepted(attempt)
         key = console_session.key_of(request)
         rules = console_session.rules_of(request)
         signed, cookie = console_session.issue(key, name, rules.absolute_seconds)

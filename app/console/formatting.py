@@ -13,8 +13,10 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from jinja2 import Environment
+from markupsafe import Markup
 
 from foundation.money import format_money
+from foundation.printable import printable
 from reconciliation.store import utcnow
 
 #: Words that read better in capitals when a key becomes a label.
@@ -92,8 +94,21 @@ def pretty_json(value: Any) -> str:
     return json.dumps(value, indent=2, sort_keys=True, default=str)
 
 
+def shown(value: Any) -> Any:
+    """Every value a template writes, as the page shows it: text with its control characters,
+    bidirectional overrides and zero-width characters written as visible escapes
+    (foundation.printable), line breaks kept. A provider's account name with U+202E would
+    otherwise reverse the text after it on the operator's screen. Markup the console made
+    itself (a chart) and non-text values pass as they are; Jinja then HTML-escapes the text."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return printable(value, keep_newlines=True)
+    return value
+
+
 def register_filters(environment: Environment) -> None:
-    """Put every filter above on the console's Jinja environment."""
+    """Put every filter above on the console's Jinja environment, and `shown` on every value
+    it writes (the one place the console decides how untrusted text is displayed)."""
+    environment.finalize = shown
     environment.filters.update(
         when=when,
         duration=duration,

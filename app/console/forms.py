@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from litestar.datastructures import FormMultiDict
 
+from foundation import untrusted_numbers
 from reconciliation.operator import ActionRefusedError
 
 
@@ -21,15 +22,17 @@ def row_id(form: FormMultiDict, name: str, *, required: bool = True) -> int | No
         if required:
             raise ActionRefusedError(f"{name} is missing: pick one")
         return None
-    if not value.isdigit():
-        raise ActionRefusedError(f"{name} {value!r} is not a row id (a whole number)")
-    return int(value)
+    return _row_id(value, name)
 
 
 def row_ids(form: FormMultiDict, name: str) -> list[int]:
-    found: list[int] = []
-    for value in form.getall(name) if name in form else []:
-        if not str(value).isdigit():
-            raise ActionRefusedError(f"{name} {value!r} is not a row id (a whole number)")
-        found.append(int(value))
-    return found
+    return [_row_id(str(value), name) for value in (form.getall(name) if name in form else [])]
+
+
+def _row_id(value: str, name: str) -> int:
+    """A row id, or the person's mistake named: `²` (a digit to `str.isdigit`, not to `int`),
+    5,000 digits and ids past 2**63 are refused before anything converts them."""
+    try:
+        return untrusted_numbers.row_id(value, what=name)
+    except untrusted_numbers.CostlyNumberError as exc:
+        raise ActionRefusedError(f"{exc} (a row id, a whole number)") from None

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from app.console.chart import balance_chart
 from app.console.rendering import operator, page, policy, read
 from app.console.session import console_guard
-from app.path_ids import RowId
+from app.path_ids import QueryRowId, RowId
 from app.reporting_routes import report_headers
 from reconciliation.ledger_audit import DIFFERS, MISSING, UNKNOWN, AuditSummary, last_audit
 from reconciliation.operator import CONSOLE, Actor, Overview, read_overview, recent_audit
@@ -239,7 +239,7 @@ class ReadPages(Controller):
     def holdings(
         self,
         request: AnyRequest,
-        after: FromQuery[int | None] = None,
+        after: QueryRowId = None,
         search: FromQuery[str | None] = None,
     ) -> Template:
         """Every holding a page at a time (or those a search names), with its cursor's state."""
@@ -339,7 +339,7 @@ class ReadPages(Controller):
     def audit_trail(
         self,
         request: AnyRequest,
-        before: FromQuery[int | None] = None,
+        before: QueryRowId = None,
         subject: FromQuery[str | None] = None,
     ) -> Template:
         """Who did what, newest first."""

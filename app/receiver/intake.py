@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import msgspec
 
+from foundation.untrusted_numbers import excerpt
 from reconciliation.notifications import InboundDelivery, stored_delivery_id
 from upstream import VerifiedSignature
 
@@ -69,10 +70,15 @@ def build_delivery(
     reason: str | None = None
     try:
         envelope = _decoder.decode(body)
-    except msgspec.ValidationError:
-        envelope, reason = _NOTHING, f"body is JSON but not an object (a {_json_kind(body)})"
+    except msgspec.ValidationError as exc:
+        envelope, reason = _NOTHING, _not_an_envelope(body, exc)
     except msgspec.DecodeError as exc:
         envelope, reason = _NOTHING, f"body is not valid JSON ({exc})"
+    except ValueError as exc:
+        # Invalid UTF-8 inside a member the envelope reads (`"event": "PAYMENT_\xc3("`) is a
+        # UnicodeDecodeError, no DecodeError: signed, so kept and quarantined, never a 500 the
+        # provider would retry forever.
+        envelope, reason = _NOTHING, f"body is not valid JSON text ({excerpt(str(exc), 120)})"
     except RecursionError:
         # msgspec (and the standard library) stop at about a thousand levels; such a body is
         # signed and so is kept, quarantined, rather than answered with a 500 the provider
@@ -117,10 +123,16 @@ def _body_id(value: object) -> str | None:
     return None
 
 
-def _json_kind(body: bytes) -> str:
-    """What a valid JSON document that is not an object is, for the quarantine reason."""
+def _not_an_envelope(body: bytes, exc: msgspec.ValidationError) -> str:
+    """The quarantine reason of a body the envelope refused: a document that is no object, or
+    a member the envelope reads holding what it cannot (`"event": 1e999999999999`, past any
+    float)."""
     try:
         value: Any = msgspec.json.decode(body)
     except RecursionError:
-        return "document nested too deeply to read"
-    return type(value).__name__
+        return "body is JSON but not an object (a document nested too deeply to read)"
+    except (msgspec.MsgspecError, ValueError):
+        return f"body holds a value recon cannot read ({excerpt(str(exc), 120)})"
+    if isinstance(value, dict):
+        return f"body holds a value recon cannot read ({excerpt(str(exc), 120)})"
+    return f"body is JSON but not an object (a {type(value).__name__})"

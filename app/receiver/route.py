@@ -188,7 +188,9 @@ class WebhookReceiver:
             except SignatureError as refusal:
                 verified = await self._verify_with_fresh_keys(refusal, headers, body)
         except SignatureError as refusal:
-            await self._refuse(scope, send, headers, 401, refusal.outcome, refusal.reason)
+            await self._refuse(
+                scope, send, headers, 401, refusal.outcome, refusal.reason, logged=refusal.logged
+            )
             return
 
         delivery = build_delivery(
@@ -235,8 +237,12 @@ class WebhookReceiver:
         outcome: str,
         reason: str,
         extra: tuple[tuple[bytes, bytes], ...] = (),
+        *,
+        logged: str | None = None,
     ) -> None:
-        """Count, log (reason, claimed id, remote address; never body or secret) and answer.
+        """Count, log (reason, claimed id, remote address; never body or secret) and answer;
+        `logged`, when given, is the reason as the log keeps it (with what the sender is not
+        told, such as how many keys were tried).
 
         The log line is rate-limited per outcome and every value in it is bounded: the sender
         is not authenticated, so it must not decide how much we write.
@@ -251,7 +257,7 @@ class WebhookReceiver:
                 "webhook.refused",
                 status=status,
                 outcome=outcome,
-                reason=bounded(reason, REASON_LOG_LIMIT),
+                reason=bounded(logged or reason, REASON_LOG_LIMIT),
                 claimed_delivery_id=bounded(headers.get("webhook-id")),
                 remote=f"{client[0]}:{client[1]}" if client else None,
                 suppressed_since_last=suppressed,

@@ -31,6 +31,7 @@ from foundation.settings.groups import (
     WebSettings,
     normalise_database_url,
 )
+from foundation.settings.strength import TEST_GATEWAY_KEY_PREFIX
 from foundation.settings.timing import (
     AlertSettings,
     LogSettings,
@@ -43,6 +44,7 @@ __all__ = [
     "DEFAULT_STATE_DIR",
     "SIGNATURE_SCHEMES",
     "STORE_GROUPS",
+    "TEST_GATEWAY_KEY_PREFIX",
     "VARIABLES",
     "AlertSettings",
     "BrokerSettings",
@@ -126,6 +128,7 @@ VARIABLES: Final[dict[str, str]] = {
     "web.console_session_seconds": "RECON_CONSOLE_SESSION_SECONDS",
     "web.console_idle_seconds": "RECON_CONSOLE_IDLE_SECONDS",
     "web.auth_failures_per_minute": "RECON_AUTH_FAILURES_PER_MINUTE",
+    "web.trusted_proxies": "RECON_TRUSTED_PROXIES",
     "webhooks.path": "RECON_WEBHOOK_PATH",
     "webhooks.secrets": "RECON_WEBHOOK_SECRETS",
     "webhooks.signature_scheme": "RECON_SIGNATURE_SCHEME",

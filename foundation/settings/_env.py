@@ -8,6 +8,7 @@ problem at once: an operator fixing a deploy should not need one run per missing
 
 from __future__ import annotations
 
+import ipaddress
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Final, TypeVar
@@ -127,7 +128,9 @@ class EnvReader:
                 + " or ".join(f"{s}://" for s in schemes)
             )
             return default
-        return value.rstrip("/")
+        # The scheme as every comparison expects it: `HTTPS://` is https (RFC 3986 3.1), and a
+        # check like `startswith("https://")` must not read it as plain http.
+        return (parts.scheme + value[len(parts.scheme) :]).rstrip("/")
 
     def required_url(self, name: str, default: str, schemes: tuple[str, ...]) -> str:
         value = self.url(name, default, schemes)
@@ -191,6 +194,17 @@ def positive_int(text: str) -> int:
     if value <= 0:
         raise ValueError(text)
     return value
+
+
+def ip_networks(text: str) -> tuple[str, ...]:
+    """A comma-separated list of IP addresses or networks (`127.0.0.1, 10.0.0.0/8`), each
+    checked; an empty item is refused, `none` stands for the empty list."""
+    if text.strip().lower() == "none":
+        return ()
+    items = tuple(item.strip() for item in text.split(","))
+    for item in items:
+        ipaddress.ip_network(item, strict=False)  # a ValueError names nothing secret
+    return items
 
 
 def port_number(text: str) -> int:

@@ -18,6 +18,7 @@ from foundation.secret import Secret
 from foundation.settings._env import (
     ConfigError,
     EnvReader,
+    ip_networks,
     port_number,
     positive_float,
     positive_int,
@@ -190,6 +191,11 @@ DEFAULT_CONSOLE_IDLE_SECONDS: Final = 30 * 60
 #: together) before every further try that minute is answered 429: a person mistyping is far
 #: below it; a guesser is slowed to this many tries a minute.
 DEFAULT_AUTH_FAILURES_PER_MINUTE: Final = 10
+#: Peers whose X-Forwarded-For recon believes (RECON_TRUSTED_PROXIES): a reverse proxy on the
+#: same machine, as uvicorn trusted by default before recon read the header itself. A guess is
+#: counted against the peer as well as the address it forwards, so a proxy that passes a
+#: client's own X-Forwarded-For through does not give each guess a fresh budget.
+DEFAULT_TRUSTED_PROXIES: Final = ("127.0.0.1",)
 #: HTTP parsers `recon web` can serve with. h11 by default: it bounds a request head that never
 #: ends, which httptools cannot through any public option. httptools costs about half the CPU
 #: per delivery, and is safe where a proxy in front bounds request heads (docs/deploy.md).
@@ -211,6 +217,7 @@ class WebSettings:
     console_idle_seconds: int = DEFAULT_CONSOLE_IDLE_SECONDS
     auth_failures_per_minute: int = DEFAULT_AUTH_FAILURES_PER_MINUTE
     http_parser: str = HTTP_PARSERS[0]
+    trusted_proxies: tuple[str, ...] = DEFAULT_TRUSTED_PROXIES
 
     @classmethod
     def from_env(cls, r: EnvReader) -> WebSettings:
@@ -242,6 +249,12 @@ class WebSettings:
                 DEFAULT_AUTH_FAILURES_PER_MINUTE,
                 positive_int,
                 "a whole number of wrong tokens per client per minute > 0",
+            ),
+            trusted_proxies=r.convert(
+                "RECON_TRUSTED_PROXIES",
+                DEFAULT_TRUSTED_PROXIES,
+                ip_networks,
+                "IP addresses or networks separated by commas (10.0.0.2, 10.1.0.0/16), or none",
             ),
         )
 

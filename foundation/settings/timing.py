@@ -14,7 +14,7 @@ from typing import Final
 from foundation.money import CURRENCY_EXPONENTS, MAX_AMOUNT_DIGITS
 from foundation.secret import Secret
 from foundation.settings._env import EnvReader, positive_int
-from foundation.settings.strength import alert_secret_problem
+from foundation.settings.strength import alert_secret_problem, provider_mode
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +106,8 @@ class AlertSettings:
     def from_env(cls, r: EnvReader) -> AlertSettings:
         secret = r.secret("RECON_ALERT_WEBHOOK_SECRET")
         if secret is not None:
-            problem = alert_secret_problem(secret.reveal())
+            live = provider_mode(r) == "live"
+            problem = alert_secret_problem(secret.reveal(), live=live)
             r.check(problem is None, f"RECON_ALERT_WEBHOOK_SECRET is not valid: {problem}")
         return cls(
             cap_per_pass=r.convert(

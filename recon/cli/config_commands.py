@@ -6,6 +6,7 @@ import os
 
 import click
 
+from foundation.settings import TEST_GATEWAY_KEY_PREFIX
 from recon.cli.startup import settings_or_exit
 
 
@@ -33,6 +34,14 @@ def check() -> None:
         else "distributed (Redis broker)"
     )
     click.echo(f"\nconfiguration is valid; mode: {mode}")
+    if settings.provider.mode == "live" and settings.provider.gateway_api_key.reveal().startswith(
+        TEST_GATEWAY_KEY_PREFIX
+    ):
+        # Allowed (only stricter), but said: a deploy that meant the sandbox should know.
+        click.echo(
+            "note: RECON_PROVIDER_MODE=live with a test gateway key (ak_test_...): live rules "
+            "for a test key, so credentials are held to live strength"
+        )
 
 
 @config.command("generate-key")

@@ -19,9 +19,10 @@ from typing import Final
 #: The conventional name for "standard output" in a path option.
 STDOUT_PATH: Final = "-"
 
-#: Mode of a written report: owner read and write, others read (a report is meant to be
-#: shared; the umask narrows it further if the operator wants).
-REPORT_FILE_MODE: Final = 0o644
+#: Mode of a written report: owner read and write only, like the store it is read from. A
+#: report names accounts, references and amounts the provider sent; sharing it is the
+#: operator's choice (chmod), never the default of a machine's other users.
+REPORT_FILE_MODE: Final = 0o600
 
 
 class OutputFileError(Exception):

@@ -80,6 +80,7 @@ def web(host: str, port: int | None, register: bool, workers: bool) -> None:
     serving_store_or_exit(settings)
     settings = with_secret_keys(settings)
 
+    from app.client_addresses import forwarded_clients
     from app.main import create_app
     from recon.cli.http_protocol import serve
 
@@ -99,7 +100,7 @@ def web(host: str, port: int | None, register: bool, workers: bool) -> None:
             fail(str(exc))
         tune_garbage_collector()
         serve(
-            app,
+            forwarded_clients(app, settings.web.trusted_proxies),
             host,
             port or settings.web.port,
             parser=settings.web.http_parser,
@@ -108,6 +109,9 @@ def web(host: str, port: int | None, register: bool, workers: bool) -> None:
             # request is answered 503 at once; an idle keep-alive connection is closed.
             limit_concurrency=settings.web.max_connections,
             timeout_keep_alive=settings.web.keep_alive_seconds,
+            # X-Forwarded-For is read by recon itself (app.client_addresses), which keeps the
+            # peer beside the forwarded address; uvicorn's reading would replace it.
+            proxy_headers=False,
         )
     finally:
         if embedded is not None:

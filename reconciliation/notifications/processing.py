@@ -37,6 +37,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from foundation.untrusted_numbers import excerpt
 from reconciliation.notifications.inbox import BODY_CONFLICT_NEXT_STEP, PENDING
 from reconciliation.notifications.inbox_access import RESENT_THROUGH
 from reconciliation.notifications.processing_writes import (
@@ -68,6 +69,9 @@ __all__ = ["MONEY_EVENTS", "ORIGIN_NOTIFIED", "ProcessOutcome", "process_deliver
 #: Watermarks of the sweep's re-send round (see ResendMark): the highest delivery row id sent,
 #: and when the round began, in milliseconds.
 RESEND_ROUND_STARTED: Final = "sweep.deliveries.round_started_ms"
+
+#: Why a delivery whose reading raised is set aside: the exception's type and an excerpt.
+READ_FAILED: Final = "reading the body failed: {kind} ({said})"
 
 #: Every built-in shape in the default order: what a caller without settings reads with.
 DEFAULT_READER: Final = configured_reader()
@@ -131,7 +135,17 @@ def process_deliveries(
     fresh: list[dict[str, Any]] = []
     done: list[tuple[int, str]] = []
     for row in claimed:
-        result = reader.read(row.body, row.headers or {})
+        try:
+            result = reader.read(row.body, row.headers or {})
+        except Exception as exc:  # noqa: BLE001 - this delivery's failure, kept as its reason
+            # MemoryError and RecursionError included: set this delivery aside with its reason
+            # and go on; raising would fail the batch and every retry of it, holding back every
+            # genuine delivery batched with this one.
+            writes.quarantine(
+                row.id, READ_FAILED.format(kind=type(exc).__name__, said=excerpt(str(exc)))
+            )
+            outcome.quarantined.append(row.id)
+            continue
         if isinstance(result, DeliveryNotUnderstood):
             fp = shape_problem_fingerprint(result)
             problems.setdefault(fp, ShapeProblem(result)).row_ids.append(row.id)

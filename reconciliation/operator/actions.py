@@ -127,6 +127,11 @@ def _need_reason(reason: str | None, what: str) -> str:
     text = (reason or "").strip()
     if not text:
         raise ActionRefusedError(f"say why you {what}: the reason is kept in the audit trail")
+    if "\x00" in text:
+        # PostgreSQL's text columns cannot hold a NUL: refused here, not by the driver.
+        raise ActionRefusedError(
+            "the reason holds a NUL character, which the audit trail cannot keep"
+        )
     return text
 
 

@@ -15,6 +15,7 @@ from typing import Any, Final
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
+from foundation.untrusted_numbers import excerpt, row_id
 from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, SEVERITIES, STATES, get_alert
 from reconciliation.matching.candidates import CandidateError, Item, load_item
 from reconciliation.notifications.inbox_views import DeliverySummary, summarise
@@ -95,9 +96,11 @@ def alert_page(
     if cursor:
         at_text, _, id_text = cursor.rpartition("/")
         try:
-            at, last = datetime.fromisoformat(at_text), int(id_text)
+            at, last = datetime.fromisoformat(at_text), row_id(id_text, what="cursor")
         except ValueError:
-            raise BrowseError(f"cursor {cursor!r} is not valid: use the page's own links") from None
+            raise BrowseError(
+                f"cursor {excerpt(cursor)} is not valid: use the page's own links"
+            ) from None
         query = query.where(or_(Alert.opened_at < at, and_(Alert.opened_at == at, Alert.id < last)))
     size = max(1, min(limit, PAGE_MAX))
     rows = list(session.scalars(query.limit(size + 1)))

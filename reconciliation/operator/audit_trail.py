@@ -52,6 +52,9 @@ class Actor:
         who = self.name.strip()
         if not who:
             raise AuditError("say who acts (a name or e-mail): the audit trail records it")
+        if "\x00" in who:
+            # PostgreSQL's text columns cannot hold a NUL: refused here, not by the driver.
+            raise AuditError("the name holds a NUL character, which the audit trail cannot keep")
         if len(who) > ACTOR_MAX:
             raise AuditError(f"the name is {len(who)} characters; at most {ACTOR_MAX} are kept")
         if self.door not in DOORS:

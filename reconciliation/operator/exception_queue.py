@@ -42,6 +42,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
+from foundation.untrusted_numbers import excerpt, row_id
 from reconciliation.matching.backlog import STREAMS as STREAM_TABLES
 from reconciliation.matching.backlog import backlog, watermark_name
 from reconciliation.reports.items import FINALITY_SECONDS, age_bucket, classified, why_open
@@ -185,9 +186,11 @@ def _parse_cursor(cursor: str | None) -> int:
     if not cursor:
         return 0
     try:
-        return int(cursor)
+        return row_id(cursor, what="cursor")
     except ValueError:
-        raise QueueError(f"cursor {cursor!r} is not valid: follow the page's own links") from None
+        raise QueueError(
+            f"cursor {excerpt(cursor)} is not valid: follow the page's own links"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)

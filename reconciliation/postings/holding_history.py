@@ -15,6 +15,7 @@ from typing import Final
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
+from foundation.untrusted_numbers import excerpt, row_id
 from reconciliation.postings.holding_identity import (
     HoldingIdentity,
     find_holdings,
@@ -144,10 +145,10 @@ def holding_view(
     if cursor:
         at_text, _, id_text = cursor.rpartition("/")
         try:
-            at, last = datetime.fromisoformat(at_text), int(id_text)
+            at, last = datetime.fromisoformat(at_text), row_id(id_text, what="cursor")
         except ValueError:
             raise HoldingError(
-                f"cursor {cursor!r} is not valid: use the page's own links"
+                f"cursor {excerpt(cursor)} is not valid: use the page's own links"
             ) from None
         query = query.where(
             or_(Posting.posted_at < at, and_(Posting.posted_at == at, Posting.id < last))

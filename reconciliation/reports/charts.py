@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from html import escape
 from typing import Final
 
+from foundation.printable import html_text as escape
 from foundation.readable import moment
 
 #: Colours per stream and for lines: distinguishable, and readable when printed in grey.

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import csv
 import io
+import unicodedata
 from datetime import datetime
 from typing import Final
 
 from foundation.money import major_decimal
+from foundation.printable import printable
 from reconciliation.postings.holding_identity import HoldingIdentity
 from reconciliation.reports.model import Report
 from reconciliation.reports.sections import BUILDERS, DEFAULT_CSV_SECTION
@@ -85,8 +87,17 @@ def _amount_words(amount: Money) -> str:
 def _inert(text: str) -> str:
     """Text a spreadsheet shows rather than runs: a cell starting like a formula (an account
     name '=HYPERLINK(...)' chosen by whoever opened the account) gets a leading apostrophe,
-    which spreadsheets read as "this is text"."""
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
+    which spreadsheets read as "this is text". Judged after leading white space (some
+    spreadsheets skip it) and on the character's compatibility form (a fullwidth equals sign, U+FF1D, is read
+    as `=`). Control characters, bidirectional overrides and zero-width characters are written
+    as visible escapes (foundation.printable), as every other report format shows them."""
+    shown = printable(text)
+    first = shown.lstrip()[:1]
+    if first and unicodedata.normalize("NFKC", first).startswith(FORMULA_STARTS):
+        return "'" + shown
+    if shown[:1].isspace():
+        return "'" + shown  # a leading space kept visibly, not trimmed away by a spreadsheet
+    return shown
 
 
 def render_csv(report: Report, section: str | None = None) -> str:

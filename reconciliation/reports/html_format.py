@@ -11,10 +11,10 @@ shown on hover. A chart with nothing to draw is one line of text, not an empty b
 from __future__ import annotations
 
 from collections.abc import Callable
-from html import escape
 from typing import Final
 
 from foundation.money import format_money
+from foundation.printable import html_text as escape
 from foundation.readable import moment
 from reconciliation.postings.holding_identity import HoldingIdentity
 from reconciliation.reports.charts import lines_over_time, stacked_bars

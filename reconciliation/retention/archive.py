@@ -27,6 +27,10 @@ from sqlalchemy import JSON, DateTime, LargeBinary, Table, Uuid
 
 #: File name suffix of an archive file.
 SUFFIX: Final = ".jsonl.gz"
+#: Modes of an archive's folders and files: the owner's alone, like the store (0600) whose raw
+#: delivery and outbound bodies they hold.
+ARCHIVE_FOLDER_MODE: Final = 0o700
+ARCHIVE_FILE_MODE: Final = 0o600
 
 
 class ArchiveError(Exception):
@@ -101,9 +105,10 @@ class Archive:
             return 0
         target = self.path(table)
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
+            _private_folders(self.folder)
             data = gzip.compress(("\n".join(lines) + "\n").encode("utf-8"))
-            with target.open("ab") as stream:
+            descriptor = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, ARCHIVE_FILE_MODE)
+            with os.fdopen(descriptor, "ab") as stream:
                 stream.write(data)
                 stream.flush()
                 os.fsync(stream.fileno())
@@ -124,3 +129,15 @@ class Archive:
                 target.unlink()
                 del self.files[table]
                 self.rows.pop(table, None)
+
+
+def _private_folders(folder: Path) -> None:
+    """`folder` and every missing folder above it, each created 0700 (`Path.mkdir` gives the
+    parents it creates the default mode, whatever `mode` says)."""
+    missing: list[Path] = []
+    here = folder
+    while not here.exists():
+        missing.append(here)
+        here = here.parent
+    for path in reversed(missing):
+        path.mkdir(mode=ARCHIVE_FOLDER_MODE, exist_ok=True)

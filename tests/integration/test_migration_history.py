@@ -21,10 +21,18 @@ from migrations import runner
 
 VERSIONS: Final = Path(runner.SCRIPT_LOCATION) / "versions"
 
-#: Released migrations and the SHA-256 of their files as released. 0001 is the store every
-#: deployment before this record started from.
+#: Released migrations and the SHA-256 of their files as released: every one in the folder
+#: (0001 is the store every deployment before this record started from).
 RELEASED: Final[dict[str, str]] = {
     "0001_initial_store.py": "7b0715bda4037cd2e0c2b5f20b00dbed7bc66423489d061cf6df2327d1895f36",
+    "0002_transfer_fees.py": "b882d28cdb1111f14c47120c62af1c6aa1dcc4954a90ae30dc693b9ef93e1ee4",
+    "0003_console_sessions.py": "484e48d5582d2ab02895ee999096a6ad79ad9ffbd7f03702ef91a53a8975b34f",
+    "0004_audit_coverage_days.py": "3d1e6350c830a4f1bdd2cfac1d44893fff9d9b570e3dd25ff667d69256a7d130",
+    "0005_amounts_of_any_size.py": "2a125f04cc0fd43ee615f42237832bae44229097408863fc85e36c813626fc18",
+    "0006_fee_revisions.py": "133c7575905aa98ff7092aefe35477f3323363293db9c32d1b5f2f68d2fec8b5",
+    "0007_audit_door.py": "9f94b1de1880feb3a6cf2943d83b706cd5abb3c290daa5ecbfc6ff1cf408bf02",
+    "0008_transfer_changes_outcome.py": "f63cddb8c2a51969c11d57e00bf86cbccf268263ca7849f21085a3e9197cfa98",
+    "0009_postings_lighter_writes.py": "0032810eede01cdf2a8227df8fa5aa0e6a36396976f3184bc93e44f07c56ba7b",
 }
 
 
@@ -36,6 +44,16 @@ def test_released_migrations_are_unchanged() -> None:
             "see the change. Restore it and put the change in a new migration: "
             "make migration NAME=what_changed"
         )
+
+
+def test_every_migration_in_the_folder_is_pinned() -> None:
+    """Before: only 0001 was recorded, so 0002 onwards could be edited after release unseen."""
+    files = {p.name for p in VERSIONS.glob("[0-9]*.py")}
+    unpinned = sorted(files - set(RELEASED))
+    assert not unpinned, (
+        f"{unpinned} not recorded in RELEASED: add each with the SHA-256 of its file "
+        "(sha256sum migrations/versions/NAME) as part of releasing it"
+    )
 
 
 def test_the_history_is_one_line_from_the_first_release() -> None:

@@ -155,3 +155,16 @@ def test_a_second_web_process_sees_a_session_ended_by_the_first(
         # Ended by the first process: the second refuses it on its very next request.
         assert not _signed_in(at_second)
         assert re.search(r"sign-in", at_second.get("/console/alerts").headers["location"])
+
+
+def test_an_upper_case_https_public_url_still_gives_secure_cookies(
+    security_env: dict[str, str], web_process: Callable[..., WebProcess]
+) -> None:
+    """Before: `RECON_PUBLIC_URL=HTTPS://...` passed the URL check (schemes have no case) but
+    not the cookie's `startswith("https://")`, so session cookies went without `Secure`."""
+    env = {**security_env, "RECON_PUBLIC_URL": "HTTPS://recon.example.com"}
+    web = web_process(env, "--no-workers")
+    form = httpx.get(f"{web.base}/console/sign-in", timeout=30)
+    assert form.status_code == 200, form.text[:300]
+    cookies = form.headers.get_list("set-cookie")
+    assert cookies and all("secure" in c.lower() for c in cookies), cookies

@@ -20,6 +20,7 @@ from reconciliation.alerts.lifecycle import raise_alert
 from reconciliation.store.db import make_engine, make_session_factory, transaction
 from tests.integration.app.receiver_helpers import ADMIN, signed_headers
 from tests.security.conftest import WebProcess, run_recon
+from tests.security.console_client import signed_in_client
 
 #: What a provider-chosen value could carry: Rich markup that closes what is not open, a
 #: terminal hyperlink in markup and as an OSC 8 escape, and a screen-clearing CSI sequence.
@@ -104,6 +105,8 @@ def test_report_output_refuses_a_symlink_and_writes_in_one_step(
     assert result.returncode == 0, result.stderr
     assert target.read_text().lstrip().lower().startswith("<!doctype html")
     assert sorted(p.name for p in target.parent.iterdir()) == ["report.html"]  # no temp left
+    # The owner's alone, like the store it was read from (before: 0644).
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
 
 
 def test_report_output_dash_is_standard_output(
@@ -170,3 +173,31 @@ def test_deliveries_show_escapes_raw_bytes_of_a_delivery(
     assert result.returncode == 0, result.stderr
     assert "\x1b" not in result.stdout and "\x07" not in result.stdout
     assert "\\x1b]8;;https://evil.example\\x07x" in result.stdout
+
+
+def test_the_console_shows_bidi_zero_width_and_escape_characters_as_escapes(
+    security_env: dict[str, str], web_process: Callable[..., WebProcess]
+) -> None:
+    """Before (third wave): a provider-chosen text with a right-to-left override, a zero-width
+    space or an ESC reached the operator's screen raw (HTML escaping leaves them alone)."""
+    hostile = "ref \u202eevil\u200b\x1b[2J"
+    engine = make_engine(security_env["DATABASE_URL"])
+    try:
+        with transaction(make_session_factory(engine)) as session:
+            raise_alert(
+                session,
+                kind="amount_mismatch",
+                severity="high",
+                subject=hostile,
+                fingerprint="security-test-bidi-subject",
+                evidence={"reference": hostile},
+            )
+    finally:
+        engine.dispose()
+    web = web_process(security_env, "--no-workers")
+    with signed_in_client(web.base) as client:
+        page = client.get("/console/alerts")
+    assert page.status_code == 200, page.text[:300]
+    for raw in ("\u202e", "\u200b", "\x1b"):
+        assert raw not in page.text
+    assert "ref \\u202eevil\\u200b\\x1b[2J" in page.text

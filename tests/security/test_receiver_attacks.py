@@ -7,6 +7,8 @@ copy; a client could trickle a body forever; connections had no cap.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import socket
 import time
@@ -14,7 +16,13 @@ from collections.abc import Callable
 
 import httpx
 
-from tests.integration.app.receiver_helpers import PATH, event_body, signed_headers, wait_for
+from tests.integration.app.receiver_helpers import (
+    PATH,
+    SECRET,
+    event_body,
+    signed_headers,
+    wait_for,
+)
 from tests.security.conftest import WebProcess
 
 #: A claimed delivery id far longer than any real one, below uvicorn's own header limit.
@@ -169,3 +177,20 @@ def test_an_idle_keep_alive_connection_is_closed(
     assert answer.startswith(b"HTTP/1.1 200")
     # Closed after about 1 s of idleness (uvicorn's own default, before, was 5 s).
     assert held < 4, held
+
+
+def test_a_wrong_signature_is_not_told_how_many_secrets_are_accepted(
+    security_env: dict[str, str], web_process: Callable[..., WebProcess]
+) -> None:
+    """Before: the 401 said `no v1 signature matches any of the 2 accepted secret(s)`, telling
+    anyone that a rotation was in progress. The log line keeps the count for the operator."""
+    second = "whsec_" + base64.b64encode(hashlib.sha256(b"second secret").digest()).decode()
+    env = {**security_env, "RECON_WEBHOOK_SECRETS": f"{SECRET},{second}"}
+    web = web_process(env, "--no-workers")
+    body = event_body()
+    headers = signed_headers(body, secret="whsec_" + base64.b64encode(bytes(range(32))).decode())
+    answer = httpx.post(web.base + PATH, content=body, headers=headers, timeout=30)
+    assert answer.status_code == 401, answer.text
+    assert "secret(s)" not in answer.text and " 2 " not in answer.text, answer.text
+    assert "no v1 signature matches an accepted secret" in answer.text
+    assert "2 accepted key(s) tried" in web.log_text()

@@ -9,6 +9,7 @@ passwords and Slack-style webhook URLs whole.
 from __future__ import annotations
 
 import base64
+import hashlib
 from collections.abc import Callable
 
 import httpx
@@ -48,6 +49,9 @@ def test_a_forgeable_alert_signing_secret_stops_start_up(
     [
         ("demo-admin-token-change-me", "is a published demo value"),
         ("0123456789abcdef", "is too short (16 characters)"),
+        # Third wave: long and of many characters, but a keyboard run and an alphabet step.
+        ("qwertyuiopasdfghjklzxcvbnmQWERTYUIOP", "follows a pattern"),
+        ("acegikmoqsuwyACEGIKMOQSUWY02468bdf", "follows a pattern"),
     ],
 )
 def test_a_weak_admin_token_is_refused_against_a_live_provider(
@@ -94,7 +98,8 @@ def test_config_check_masks_passwords_in_the_query_and_webhook_url_tokens(
 
 #: A strong credential of each kind, as the docs tell operators to make them.
 STRONG_TOKEN = "Zq3vN8xTc1LwE5rYh0KdPs7uGj2mBa9fV4oXiQ6tHnS"
-STRONG_WHSEC = "whsec_" + base64.b64encode(bytes(range(7, 39))).decode()
+#: 32 bytes of a hash: as random as a key needs to look (a counting sequence is now refused).
+STRONG_WHSEC = "whsec_" + base64.b64encode(hashlib.sha256(b"recon strong key").digest()).decode()
 
 
 @pytest.mark.parametrize(
@@ -147,7 +152,12 @@ def test_a_live_key_is_live_whatever_the_gateway_url(
 def test_the_provider_mode_can_be_set_explicitly(security_env: dict[str, str]) -> None:
     demo_token = {**security_env, "RECON_ADMIN_TOKEN": "demo-admin-token-change-me"}
     # A sandbox whose keys do not carry the test prefix is declared a sandbox...
-    sandbox = {**demo_token, **LIVE_PROVIDER, "RECON_PROVIDER_MODE": "sandbox"}
+    sandbox = {
+        **demo_token,
+        **LIVE_PROVIDER,
+        "RECON_GATEWAY_API_KEY": "sandbox-key-0123456789",
+        "RECON_PROVIDER_MODE": "sandbox",
+    }
     checked = run_recon(sandbox, "config", "check")
     assert checked.returncode == 0, checked.stderr
     mode = [line for line in checked.stdout.splitlines() if line.startswith("RECON_PROVIDER_MODE")]
@@ -168,6 +178,9 @@ def test_the_provider_mode_can_be_set_explicitly(security_env: dict[str, str]) -
         (f"{STRONG_WHSEC},hunter2", "entry 2 is too weak for a live provider: a plain secret"),
         ("whsec_" + base64.b64encode(b"tiny").decode(), "entry 1 is too weak"),
         ("a" * 40, "entry 1 is too weak for a live provider: a plain secret has too little"),
+        # Third wave: the right length, no randomness at all.
+        ("whsec_" + base64.b64encode(bytes(24)).decode(), "entry 1 is too weak"),
+        ("whsk_" + base64.b64encode(bytes(32)).decode(), "entry 1 is too weak"),
     ],
 )
 def test_a_weak_webhook_secret_is_refused_when_live(
@@ -190,3 +203,36 @@ def test_a_weak_webhook_secret_is_refused_when_live(
     assert run_recon(strong, "config", "check").returncode == 0
     sandbox = {**security_env, "RECON_WEBHOOK_SECRETS": secrets}
     assert run_recon(sandbox, "config", "check").returncode == 0
+
+
+def test_a_sandbox_mode_with_a_live_key_is_refused(security_env: dict[str, str]) -> None:
+    """Before: RECON_PROVIDER_MODE=sandbox beside an ak_live_ key accepted the admin token
+    `admin` without a word; the key moves real money whatever the mode says."""
+    env = {
+        **security_env,
+        **LIVE_PROVIDER,
+        "RECON_PROVIDER_MODE": "sandbox",
+        "RECON_ADMIN_TOKEN": "admin",
+    }
+    result = run_recon(env, "config", "check")
+    assert result.returncode == 2, result.stdout
+    assert "RECON_PROVIDER_MODE=sandbox contradicts RECON_GATEWAY_API_KEY" in result.stderr
+    assert LIVE_PROVIDER["RECON_GATEWAY_API_KEY"] not in result.stderr
+    # Live rules with a test key are only stricter: allowed, and config check says so.
+    stricter = {
+        **security_env,
+        "RECON_PROVIDER_MODE": "live",
+        "RECON_GATEWAY_API_KEY": "ak_test_0123456789",
+        "RECON_ADMIN_TOKEN": STRONG_TOKEN,
+    }
+    checked = run_recon(stricter, "config", "check")
+    assert checked.returncode == 0, checked.stderr
+    assert "live rules for a test key" in checked.stdout
+
+
+def test_a_zero_alert_signing_key_stops_start_up(security_env: dict[str, str]) -> None:
+    zeros = "whsec_" + base64.b64encode(bytes(24)).decode()
+    live = {**security_env, **LIVE_PROVIDER, "RECON_ADMIN_TOKEN": STRONG_TOKEN}
+    result = run_recon({**live, "RECON_ALERT_WEBHOOK_SECRET": zeros}, "config", "check")
+    assert result.returncode == 2
+    assert "too little randomness" in result.stderr

@@ -45,6 +45,7 @@ class Ed25519Verifier:
                 return VerifiedSignature(message.delivery_id, message.signed_at)
         raise SignatureError(
             BAD_SIGNATURE,
-            f"no v1a signature verifies under any of the {len(self._keys)} accepted public "
-            "key(s): check the webhook's key (`recon webhooks list`, RECON_WEBHOOK_SECRETS)",
+            "no v1a signature verifies under an accepted public key: check the webhook's key "
+            "(`recon webhooks list`, RECON_WEBHOOK_SECRETS)",
+            keys_tried=len(self._keys),
         )

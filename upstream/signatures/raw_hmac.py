@@ -69,8 +69,9 @@ class RawHmacVerifier:
                 return _BODY_ONLY
         raise SignatureError(
             BAD_SIGNATURE,
-            f"the {self._display_header} HMAC matches none of the {len(self._keyed)} accepted "
-            "secret(s): check the webhook's secret and RECON_SIGNATURE_SCHEME",
+            f"the {self._display_header} HMAC matches no accepted secret: check the webhook's "
+            "secret and RECON_SIGNATURE_SCHEME",
+            keys_tried=len(self._keyed),
         )
 
     def _decode(self, value: str) -> bytes:

@@ -52,6 +52,7 @@ class StandardVerifier:
                     return VerifiedSignature(message.delivery_id, message.signed_at)
         raise SignatureError(
             BAD_SIGNATURE,
-            f"no v1 signature matches any of the {self._secret_count} accepted secret(s): check the "
-            "webhook's secret (`recon webhooks list`, RECON_WEBHOOK_SECRETS)",
+            "no v1 signature matches an accepted secret: check the webhook's secret "
+            "(`recon webhooks list`, RECON_WEBHOOK_SECRETS)",
+            keys_tried=self._secret_count,
         )

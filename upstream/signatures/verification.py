@@ -14,13 +14,23 @@ STALE_TIMESTAMP: Final = "stale_timestamp"
 class SignatureError(Exception):
     """The delivery must be refused with 401; `reason` is safe to show the sender and to log.
 
-    A reason names headers and numbers, never a secret, a signature value or the body.
+    A reason names headers and numbers, never a secret, a signature value or the body. How many
+    keys were tried (`keys_tried`) is for the operator's log (`logged`) only: told to a sender,
+    who may be anyone, it says when a rotation is in progress.
     """
 
-    def __init__(self, outcome: str, reason: str) -> None:
+    def __init__(self, outcome: str, reason: str, *, keys_tried: int | None = None) -> None:
         super().__init__(reason)
         self.outcome = outcome
         self.reason = reason
+        self.keys_tried = keys_tried
+
+    @property
+    def logged(self) -> str:
+        """The reason as the log keeps it: with the number of keys tried, when there is one."""
+        if self.keys_tried is None:
+            return self.reason
+        return f"{self.reason} ({self.keys_tried} accepted key(s) tried)"
 
 
 class VerifiedSignature(NamedTuple):

@@ -9,6 +9,7 @@ run removes nothing; a prune stopped half-way leaves a store in which each batch
 from __future__ import annotations
 
 import json
+import stat
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -227,3 +228,17 @@ def test_the_scheduled_job_prunes_with_the_same_guarantees(
         "done",
         "failed",
     }
+
+
+def test_archive_folders_are_0700_and_its_files_0600(
+    env: dict[str, str], built: Built, tmp_path: Path
+) -> None:
+    """The archive holds raw delivery and outbound bodies, as the store (0600) does. Before:
+    folders 0755 and files 0644, readable by every user of the machine."""
+    folder = tmp_path / "archives" / "2026"
+    result = prune_cli("--archive", str(folder))
+    assert result["archived"], "nothing was archived: the test would prove nothing"
+    for made in (tmp_path / "archives", folder):
+        assert stat.S_IMODE(made.stat().st_mode) == 0o700, made
+    for path in map(Path, result["archived"]):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path

@@ -11,6 +11,7 @@ batch is processed.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -24,6 +25,7 @@ from reconciliation.notifications.inbox import InboundDelivery, record_deliverie
 from reconciliation.notifications.processing import process_deliveries
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Delivery, Notification
+from upstream import PayloadReader, configured_reader
 
 NOW = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
 
@@ -171,3 +173,95 @@ def test_a_row_the_store_refuses_is_set_aside_alone_with_the_reason(
     with session_factory() as session:
         amounts = sorted(session.scalars(select(Notification.amount_minor)).all())
     assert amounts == [100, 300]
+
+
+def _raw_recon_body(
+    event_id: str, amount: bytes, created_at: bytes = b'"2026-11-22T01:59:58Z"'
+) -> bytes:
+    """A body in our first-guess shape with `amount` and `createdAt` written as raw JSON."""
+    return (
+        b'{"id":"'
+        + event_id.encode()
+        + b'","event":"PAYMENT_RECEIVED","createdAt":'
+        + created_at
+        + b',"data":{"amount":'
+        + amount
+        + b',"currency":"NGN","status":"SUCCESSFUL"}}'
+    )
+
+
+def _raw_flat_body(event_id: str, created_at: bytes) -> bytes:
+    """A flat body (epoch-millis timestamps) whose `createdAt` is raw JSON."""
+    return (
+        b'{"id":"'
+        + event_id.encode()
+        + b'","eventType":"PAYMENT_RECEIVED","createdAt":'
+        + created_at
+        + b',"amount":"1.00","currency":"NGN","status":"SUCCESSFUL"}'
+    )
+
+
+#: Longest error a quarantined delivery may carry: the cause and an excerpt, never an expansion.
+SHORT_ERROR: Final = 2_000
+
+
+def test_numbers_that_expand_to_gigabytes_are_quarantined_cheaply_and_their_batch_processed(
+    session_factory: sessionmaker[Session],
+) -> None:
+    """Before: an amount of 1e999999999999 raised MemoryError while the reader wrote it out,
+    failing the batch and every retry of it (its genuine batch-mates stayed pending); 1e5000000
+    stored 5 MB of error text; a createdAt of 1e500000 held the interpreter for a minute."""
+    bodies = {
+        "evt-good-1": body("evt-good-1", "150050"),
+        "evt-trillion": _raw_recon_body("evt-trillion", b"1e999999999999"),
+        "evt-million": _raw_recon_body("evt-million", b"1e5000000"),
+        "evt-tiny": _raw_recon_body("evt-tiny", b"1e-999999999"),
+        "evt-time": _raw_flat_body("evt-time", b"1e500000"),
+        "evt-good-2": body("evt-good-2", "300"),
+    }
+    pks = store(session_factory, bodies)
+    started = time.monotonic()
+    with transaction(session_factory) as session:
+        outcome = process_deliveries(session, sorted(pks.values()), NOW)
+    assert time.monotonic() - started < 10
+    assert sorted(outcome.processed) == sorted([pks["evt-good-1"], pks["evt-good-2"]])
+    found = states(session_factory)
+    for event_id in ("evt-trillion", "evt-million", "evt-tiny", "evt-time"):
+        state, error, kept = found[event_id]
+        assert state == "quarantined", (event_id, state)
+        assert error is not None and len(error) < SHORT_ERROR, (event_id, len(error or ""))
+        assert "out of range" in error or "is not a time" in error, error
+        assert kept == bodies[event_id]
+
+
+class _ReaderThatBreaks(PayloadReader):
+    """The configured reader, except that reading a body with `evt-breaks` in it raises: what
+    any failure recon did not foresee (MemoryError, RecursionError) does."""
+
+    def read(self, body: bytes, headers: Any) -> Any:
+        if b"evt-breaks" in body:
+            raise RecursionError("maximum recursion depth exceeded " + "x" * 100_000)
+        return super().read(body, headers)
+
+
+def test_a_reading_that_raises_quarantines_its_delivery_alone(
+    session_factory: sessionmaker[Session],
+) -> None:
+    """Before: an exception while reading one delivery failed the batch, and every retry of
+    it, so its batch-mates stayed pending with no error shown."""
+    bodies = {
+        "evt-a": body("evt-a", "100"),
+        "evt-breaks": body("evt-breaks", "200"),
+        "evt-b": body("evt-b", "300"),
+    }
+    pks = store(session_factory, bodies)
+    reader = _ReaderThatBreaks(configured_reader().adapters)
+    with transaction(session_factory) as session:
+        outcome = process_deliveries(session, sorted(pks.values()), NOW, reader)
+    assert outcome.quarantined == [pks["evt-breaks"]]
+    found = states(session_factory)
+    assert found["evt-a"][0] == found["evt-b"][0] == "processed"
+    state, error, kept = found["evt-breaks"]
+    assert state == "quarantined" and kept == bodies["evt-breaks"]
+    assert error is not None and error.startswith("reading the body failed: RecursionError")
+    assert len(error) < SHORT_ERROR

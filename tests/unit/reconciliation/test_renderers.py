@@ -254,3 +254,40 @@ def test_charts_survive_empty_data() -> None:
 def test_a_format_not_offered_is_refused_naming_those_that_are() -> None:
     with pytest.raises(ReportError, match=r"format 'xml' is not one of text, json, csv, html$"):
         render(report(), "xml")
+
+
+#: A provider-chosen name with what reorders, hides or drives a display: a right-to-left
+#: override, a zero-width space, an escape sequence.
+HOSTILE_NAME = "Ada\u202eevil\u200b\x1b[2J"
+
+
+@pytest.mark.parametrize(
+    ("name", "written"),
+    [
+        ("\uff1d1+1", "'\uff1d1+1"),  # a fullwidth equals sign: read as `=` by spreadsheets
+        (" =1+1", "' =1+1"),  # a formula behind white space
+        ("  Ada", "'  Ada"),  # a leading space kept visibly, not trimmed by a spreadsheet
+        (HOSTILE_NAME, "Ada\\u202eevil\\u200b\\x1b[2J"),
+    ],
+)
+def test_csv_cells_a_spreadsheet_would_run_or_reorder_are_written_inert(
+    name: str, written: str
+) -> None:
+    """Before (third wave): a fullwidth `=` and leading-space cells went without the apostrophe,
+    and bidi overrides, zero-width and ESC characters went into the CSV raw."""
+    built = report()
+    built.holdings[HOLDING] = HoldingIdentity(
+        ref=HOLDING, account_number="0123456789", account_name=name
+    )
+    [item] = _csv(built)
+    assert item["holding_name"] == written
+
+
+def test_the_html_report_shows_bidi_zero_width_and_escape_characters_as_escapes() -> None:
+    built = report()
+    built.holdings[HOLDING] = HoldingIdentity(
+        ref=HOLDING, account_number="0123456789", account_name=HOSTILE_NAME
+    )
+    html = render(built, "html")
+    assert "\u202e" not in html and "\u200b" not in html and "\x1b" not in html
+    assert "Ada\\u202eevil\\u200b\\x1b[2J" in html

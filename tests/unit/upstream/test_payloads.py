@@ -23,7 +23,10 @@ from upstream.webhooks.payloads import (
     DeliveryNotification,
     DeliveryNotUnderstood,
     FieldMapError,
+    NotUnderstood,
+    PayloadAdapter,
     PayloadConfigError,
+    PayloadReader,
     configured_reader,
     reader_for,
 )
@@ -343,3 +346,36 @@ def test_a_body_nested_deeper_than_the_decoders_go_is_not_understood(depth: int)
     body = b'{"id": "x", "data": ' + b"[" * depth + b"]" * depth + b"}"
     result = not_understood(body)
     assert "nested too deeply" in result.describe()
+
+
+class _BreaksOnMarker(PayloadAdapter):
+    """A shape whose reading raises on a body carrying `"breaks": true` (what a shape's bug, or
+    an input that costs too much, does): MemoryError, as the third wave's amount did."""
+
+    name = "breaks"
+
+    def read(self, body: Any, headers: Any) -> DeliveryNotification | NotUnderstood:
+        if body.get("breaks") is True:
+            raise MemoryError("x" * 1_000_000)
+        return NotUnderstood(self.name, ())
+
+
+def test_a_shape_that_raises_leaves_the_body_not_understood_with_a_short_reason() -> None:
+    """Before: any exception in a shape's reading escaped the reader and failed the whole batch
+    (retried without end). Now the body alone is not understood, with the exception's type."""
+    reader = PayloadReader([_BreaksOnMarker(), *configured_reader().adapters])
+    broken = json.dumps({"breaks": True, "id": "x"}).encode()
+    result = reader.read(broken, {})
+    assert isinstance(result, DeliveryNotUnderstood)
+    assert "reading the body failed: MemoryError" in result.describe()
+    assert len(result.describe()) < 2_000
+    # The other shapes still read a body the broken one does not break on.
+    genuine = json.dumps(
+        {
+            "id": str(uuid.uuid4()),
+            "event": "PAYMENT_RECEIVED",
+            "createdAt": "2026-11-22T00:48:01Z",
+            "data": {"amount": "1.00", "currency": "NGN", "status": "SUCCESSFUL"},
+        }
+    ).encode()
+    assert isinstance(reader.read(genuine, {}), DeliveryNotification)

@@ -35,6 +35,7 @@ from decimal import Decimal
 from typing import Any, Final, Literal
 
 from foundation.money import AmountError, major_to_minor, parse_minor_units
+from foundation.untrusted_numbers import CostlyNumberError, decimal_within, excerpt
 from foundation.uuid_text import uuid_from_text
 from upstream.webhooks.payloads.base import (
     EVENT_OUTCOMES,
@@ -60,6 +61,14 @@ MAX_STATUS: Final = 32
 #: A currency column holds a value unit's code: a currency, or `kind:asset@network#ref` for a unit
 #: that is none (foundation.money.unit_code), as long as the store's unit columns.
 MAX_CURRENCY: Final = 255
+
+#: Most digits an epoch timestamp may have before its point: milliseconds of year 9999 take 15,
+#: so 20 refuses nothing real and keeps `int()` from expanding `1e500000`.
+MAX_EPOCH_DIGITS: Final = 20
+#: Most digits an amount may have either side of its point before it is written out: more than
+#: any amount recon keeps (78 digits) or any unit's places (18), and writing out `1e-99999` or
+#: `1e999999999999` would cost far more than its text.
+MAX_PLACES: Final = 100
 
 #: Where epoch timestamps count from.
 EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
@@ -172,7 +181,7 @@ class _Reading:
         amount = self._amount(raw.get("amount"), currency)
         account_number = self._text(raw, "account_number", 32)
         if account_number is not None and not _ACCOUNT_NUMBER.fullmatch(account_number):
-            self._invalid("account_number", f"{account_number!r} is not an account number")
+            self._invalid("account_number", f"{excerpt(account_number)} is not an account number")
             account_number = None
         refs = {
             name: self._uuid(raw, name)
@@ -269,7 +278,7 @@ class _Reading:
         if isinstance(value, int) and not isinstance(value, bool) and name == "body_id":
             return str(value)
         if not isinstance(value, str) or not value.strip() or "\x00" in value:
-            self._invalid(name, f"must be a non-empty string, got {_kind(value)} {value!r}")
+            self._invalid(name, f"must be a non-empty string, got {_kind(value)} {excerpt(value)}")
             return None
         if limit is not None and len(value) > limit:
             self._invalid(name, f"is longer than {limit} characters")
@@ -283,7 +292,7 @@ class _Reading:
         try:
             return uuid_from_text(value)
         except ValueError:
-            self._invalid(name, f"{value!r} is not a UUID")
+            self._invalid(name, f"{excerpt(value)} is not a UUID")
             return None
 
     def _timestamp(self, value: Any) -> datetime | None:
@@ -293,21 +302,26 @@ class _Reading:
             try:
                 parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
             except ValueError:
-                self._invalid("occurred_at", f"{value!r} is not an ISO 8601 timestamp")
+                self._invalid("occurred_at", f"{excerpt(value)} is not an ISO 8601 timestamp")
                 return None
             if parsed.tzinfo is None:
-                self._invalid("occurred_at", f"{value!r} has no time zone")
+                self._invalid("occurred_at", f"{excerpt(value)} has no time zone")
                 return None
             return parsed.astimezone(UTC)
         if isinstance(value, (int, Decimal)) and not isinstance(value, bool):
             per_second = 1000 if self.paths.timestamp_unit == "epoch-millis" else 1
             try:
-                micros = int(Decimal(value) * 1_000_000 / per_second)
+                # The exponent is checked first: int() of 1e500000 would expand it, for a minute.
+                seconds = decimal_within(
+                    Decimal(value), whole=MAX_EPOCH_DIGITS, places=MAX_PLACES, what="timestamp"
+                )
+                micros = int(seconds * 1_000_000 / per_second)
                 return EPOCH + timedelta(microseconds=micros)
-            except (OverflowError, ArithmeticError):
-                self._invalid("occurred_at", f"{value} is not a time ({self.paths.timestamp_unit})")
+            except (OverflowError, ArithmeticError, CostlyNumberError):
+                shown = excerpt(value)
+                self._invalid("occurred_at", f"{shown} is not a time ({self.paths.timestamp_unit})")
                 return None
-        self._invalid("occurred_at", f"must be a timestamp, got {_kind(value)} {value!r}")
+        self._invalid("occurred_at", f"must be a timestamp, got {_kind(value)} {excerpt(value)}")
         return None
 
     def _amount(self, value: Any, currency: str | None) -> int | None:
@@ -318,7 +332,7 @@ class _Reading:
                 self._invalid("amount", "is given without a currency")
             return None
         if isinstance(value, bool):
-            self._invalid("amount", f"must be a number or a decimal string, got {value!r}")
+            self._invalid("amount", f"must be a number or a decimal string, got {excerpt(value)}")
             return None
         try:
             # Minor units need no exponent: a unit recon has none for (a token nobody listed in
@@ -327,10 +341,13 @@ class _Reading:
                 text = str(value) if isinstance(value, int) else value
                 return parse_minor_units(text)
             if isinstance(value, Decimal):
+                # Its size is checked before it is written out: format() of 1e999999999999
+                # would try to write a trillion digits.
+                decimal_within(value, whole=MAX_PLACES, places=MAX_PLACES, what="amount")
                 value = format(value, "f")  # the number's own digits: 1500.50 -> "1500.50"
             return major_to_minor(value, currency)
-        except AmountError as exc:
-            self._invalid("amount", f"({value!r}): {exc}")
+        except (AmountError, CostlyNumberError) as exc:
+            self._invalid("amount", f"({excerpt(value)}): {exc}")
             return None
 
 

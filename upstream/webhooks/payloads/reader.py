@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from foundation.untrusted_numbers import excerpt
 from upstream.webhooks.payloads.base import (
     EVENT_OUTCOMES,
     DeliveryNotification,
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
 SHAPE_NAMES: Final = (*BUILT_IN, FIELD_MAP)
 #: The pseudo-shape a body that is not a JSON object "comes closest" to.
 NOT_JSON: Final = "json"
+#: Longest excerpt of an exception's message a failed reading keeps (`_failed`).
+FAILURE_EXCERPT: Final = 200
 #: The fast parse: JSON decimals as `Decimal` from their own digits, never through a float.
 _DECIMAL_JSON: Final = msgspec.json.Decoder(float_hook=Decimal)
 
@@ -98,7 +101,12 @@ class PayloadReader:
         lowered = {name.lower(): value for name, value in headers.items()}
         tried: list[NotUnderstood] = []
         for adapter in self.adapters:
-            result = adapter.read(doc, lowered)
+            try:
+                result = adapter.read(doc, lowered)
+            except Exception as exc:  # noqa: BLE001 - any failure is this body's, and said
+                # MemoryError and RecursionError included: one body that breaks a shape's
+                # reading is that body's problem, kept with its reason, never its batch's.
+                result = _failed(adapter.name, exc)
             if isinstance(result, DeliveryNotification):
                 return result
             tried.append(result)
@@ -139,6 +147,14 @@ def configured_reader(
 def _not_json(detail: str) -> DeliveryNotUnderstood:
     closest = NotUnderstood(NOT_JSON, (Problem("body", "invalid", detail),))
     return DeliveryNotUnderstood(closest, (), ())
+
+
+def _failed(shape: str, exc: BaseException) -> NotUnderstood:
+    """What a shape whose reading raised says: the exception's type and a bounded excerpt of
+    its message, never a whole (possibly expanded) value."""
+    said = excerpt(str(exc), FAILURE_EXCERPT)
+    detail = f"reading the body failed: {type(exc).__name__} ({said})"
+    return NotUnderstood(shape, (Problem("body", "invalid", detail),))
 
 
 def _parse(body: bytes) -> Any:
