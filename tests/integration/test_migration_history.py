@@ -33,6 +33,7 @@ RELEASED: Final[dict[str, str]] = {
     "0007_audit_door.py": "9f94b1de1880feb3a6cf2943d83b706cd5abb3c290daa5ecbfc6ff1cf408bf02",
     "0008_transfer_changes_outcome.py": "f63cddb8c2a51969c11d57e00bf86cbccf268263ca7849f21085a3e9197cfa98",
     "0009_postings_lighter_writes.py": "0032810eede01cdf2a8227df8fa5aa0e6a36396976f3184bc93e44f07c56ba7b",
+    "0010_transfer_fee_receipts.py": "4ff7f139a494c6edd20566e9fb1985b505714eb3b30dc0dc5340117bff23eba3",
 }
 
 
