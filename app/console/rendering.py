@@ -57,6 +57,7 @@ DONE_MESSAGES: Final = {
     "replayed-all": "The quarantined deliveries are pending again.",
     "replayed-some": "Quarantined deliveries are pending again; more remain: press again.",
     "none-quarantined": "No delivery is quarantined: nothing to replay.",
+    "chose-body": "This body is now the true one; the other bodies are kept as evidence.",
 }
 
 T = TypeVar("T")
