@@ -140,7 +140,48 @@ def reconcile(dry_run: bool, as_json: bool) -> None:
 REASON = click.option("--reason", required=True, help="Why; recorded with the match.")
 
 
-@click.command()
+def _items_named(params: dict[str, object]) -> int:
+    postings = params.get("postings") or ()
+    assert isinstance(postings, tuple)
+    singles = ("posting", "transfer", "notification")
+    return len(postings) + sum(params.get(k) is not None for k in singles)
+
+
+class _NamesItems(click.Command):
+    """A command that acts on a number of items (`match`: two or more, `accept`: exactly one),
+    checked while its arguments are parsed: a wrong count is a usage error before any store is
+    opened, and the check of the commands quoted in docs/ (tests/unit/test_doc_commands.py)
+    sees it as click's parser does."""
+
+    least: int = 1
+    most: int | None = None
+    refusal: str = ""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        rest = super().parse_args(ctx, args)
+        named = _items_named(ctx.params)
+        if not ctx.resilient_parsing and (
+            named < self.least or (self.most is not None and named > self.most)
+        ):
+            raise click.UsageError(self.refusal, ctx)
+        return rest
+
+
+class _MatchCommand(_NamesItems):
+    least = 2
+    refusal = (
+        "a match needs the item and at least one counterpart (--posting, --transfer, "
+        "--notification); to close one item on its own, accept it without a counterpart: "
+        "recon accept --posting|--transfer|--notification ID --reason ..."
+    )
+
+
+class _AcceptCommand(_NamesItems):
+    least = most = 1
+    refusal = "name exactly one item: --posting, --transfer or --notification"
+
+
+@click.command(cls=_MatchCommand)
 @click.option(
     "--posting", "postings", type=int, multiple=True, help="Posting id (repeat for legs)."
 )
@@ -171,7 +212,7 @@ def match(
     say("matched: " + ", ".join(f"match {r.id}" for r in rows))
 
 
-@click.command()
+@click.command(cls=_AcceptCommand)
 @click.option("--posting", type=int, help="Posting id.")
 @click.option("--transfer", type=int, help="Transfer id.")
 @click.option("--notification", type=int, help="Notification id.")
@@ -192,9 +233,7 @@ def accept(
         for k, i in (("posting", posting), ("transfer", transfer), ("notification", notification))
         if i is not None
     ]
-    if len(named) != 1:
-        fail("name exactly one item: --posting, --transfer or --notification")
-    ((kind, item_id),) = named
+    ((kind, item_id),) = named  # exactly one: _AcceptCommand checked
     settings = settings_or_exit(store_only=True)
     row = act(settings, by, actions.accept_without_counterpart, kind, item_id, reason)
     say(f"accepted without a counterpart: {kind} {item_id} (match {row.id})")
