@@ -21,9 +21,9 @@ from sqlalchemy import select
 from app.main import create_app
 from foundation.settings import load_settings
 from reconciliation.store.db import make_engine, make_session_factory
-from reconciliation.store.models import AuditEvent, Delivery, Match, Posting
+from reconciliation.store.models import Alert, AuditEvent, Delivery, Match, Posting
 from tests.browser.fault_scenario import build_fault_store
-from tests.integration.app.receiver_helpers import ADMIN_TOKEN, ServedApp, wait_for
+from tests.integration.app.receiver_helpers import ADMIN_TOKEN, ServedApp
 
 NAME = "Ada Operator"
 
@@ -135,18 +135,32 @@ def test_operator_walks_through_the_four_faults(
             match = s.scalars(select(Match).where(Match.posting_id == silent.id)).one()
         assert (match.matched_by, match.rule) == (NAME, "accepted")
 
-        # Replay the quarantined delivery (the other body under a known id).
+        # The quarantined delivery is the other body under a known id: replay cannot settle
+        # it, so its page offers the choice of the true body instead.
         page.goto(f"{base}/console/deliveries?state=quarantined")
         _shot(page, screenshots, "08-deliveries")
         page.locator("table a").first.click()
         row_id = int(page.url.rstrip("/").rsplit("/", 1)[1])
         assert page.locator("pre.raw").inner_text().startswith("{")
+        assert page.locator("form[action$=replay]").count() == 0
         _shot(page, screenshots, "09-delivery")
-        page.click("form[action$=replay] button")
-        assert "pending again" in page.locator(".flash.done").inner_text()
-        wait_for(lambda: row_id in enqueued or None, what="the replayed row to be enqueued")
+        choose = page.locator("form[action$=choose]")
+        choose.locator("input[name=reason]").fill("The provider says the second body is true")
+        choose.locator("button[type=submit]").click()
+        assert "now the true one" in page.locator(".flash.done").inner_text()
+        _shot(page, screenshots, "09-delivery-chosen")
         with sessions() as s:
-            assert s.get(Delivery, row_id).state == "pending"  # type: ignore[union-attr]
+            chosen = s.get_one(Delivery, row_id)
+            others = s.scalars(
+                select(Delivery.state).where(
+                    Delivery.delivery_id == chosen.delivery_id, Delivery.id != row_id
+                )
+            ).all()
+            assert (chosen.state, list(others)) == ("processed", ["rejected"])
+            conflict = s.scalars(
+                select(Alert).where(Alert.kind == "delivery_body_conflict")
+            ).one()
+            assert (conflict.state, conflict.resolved_by) == ("resolved", NAME)
 
         # A report: every holding as a file (the page says why it is not shown) and a list to
         # pick one from by its account; one holding's last day on the page, reached from the
@@ -213,7 +227,7 @@ def test_operator_walks_through_the_four_faults(
             "acknowledged alert",
             "resolved alert",
             "accepted without a counterpart",
-            "replayed delivery",
+            "chose the true body",
             "downloaded report",
         } <= actions
 
