@@ -455,3 +455,29 @@ def test_the_alert_api_refuses_an_id_no_row_can_have(client: Client, action: str
         headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
     )
     assert answer.status_code in (400, 404), answer.text
+
+
+def test_the_alerts_page_takes_state_all_as_the_cli_does(
+    client: Client, factory: sessionmaker[Session]
+) -> None:
+    """`recon alerts list --state all` has a console twin: `?state=all` lists alerts in every
+    state (it was a bare 400), and the state picker's "Any" sends it."""
+    kept, settled = open_alert(factory, 1), open_alert(factory, 2)
+    sign_in(client)
+    token = csrf_of(client)
+    resolved = client.post(
+        f"/console/alerts/{settled}/resolve",
+        data={"csrf_token": token, "comment": "known cause"},
+        follow_redirects=False,
+    )
+    assert resolved.status_code == 303
+    listed = client.get("/console/alerts?state=all")
+    assert listed.status_code == 200, listed.text
+    shown = set(re.findall(r'href="/console/alerts/(\d+)"', listed.text))
+    assert {str(kept), str(settled)} <= shown
+    assert '<option value="all" selected>Any</option>' in listed.text
+    active = client.get("/console/alerts").text
+    assert str(settled) not in set(re.findall(r'href="/console/alerts/(\d+)"', active))
+    assert "is not one of active, open, acknowledged, resolved, all" in client.get(
+        "/console/alerts?state=gone"
+    ).text
