@@ -132,6 +132,7 @@ def refusal_page(status: int, detail: str, back_to: str = "/console") -> Respons
     body = (
         "<!doctype html><meta charset=utf-8><title>recon console</title>"
         '<link rel="stylesheet" href="/console/static/console.css">'
+        '<link rel="icon" href="/console/static/favicon.svg" type="image/svg+xml">'
         f'<main class="refusal"><h1>{status}</h1><p>{escape(detail)}</p>'
         f'<p><a href="{escape(back_to)}">Back</a></p></main>'
     )

@@ -481,3 +481,17 @@ def test_the_alerts_page_takes_state_all_as_the_cli_does(
     assert "is not one of active, open, acknowledged, resolved, all" in client.get(
         "/console/alerts?state=gone"
     ).text
+
+
+def test_every_console_page_names_recon_s_own_icon(client: Client) -> None:
+    """A tab shows recon's icon, served by recon itself (no request to /favicon.ico that
+    answers 404, no asset from elsewhere)."""
+    link = '<link rel="icon" href="/console/static/favicon.svg" type="image/svg+xml">'
+    assert link in client.get("/console/sign-in").text
+    sign_in(client)
+    assert link in client.get("/console").text
+    assert link in client.get("/console/alerts?state=gone").text  # a refusal page too
+    icon = client.get("/console/static/favicon.svg")
+    assert icon.status_code == 200
+    assert icon.headers["content-type"].startswith("image/svg+xml")
+    assert icon.text.startswith("<svg")
