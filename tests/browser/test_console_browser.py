@@ -157,9 +157,7 @@ def test_operator_walks_through_the_four_faults(
                 )
             ).all()
             assert (chosen.state, list(others)) == ("processed", ["rejected"])
-            conflict = s.scalars(
-                select(Alert).where(Alert.kind == "delivery_body_conflict")
-            ).one()
+            conflict = s.scalars(select(Alert).where(Alert.kind == "delivery_body_conflict")).one()
             assert (conflict.state, conflict.resolved_by) == ("resolved", NAME)
 
         # A report: every holding as a file (the page says why it is not shown) and a list to

@@ -247,7 +247,7 @@ def test_charts_survive_empty_data() -> None:
     empty_bars = stacked_bars("t", [("0-1", {}), ("2-7", {})], ("posting",))
     assert empty_bars.startswith("<svg") and "NaN" not in empty_bars
     assert "No drift in this window." in lines_over_time("t", [])
-    one_point = lines_over_time("t", [("h", [(NOW, 5)])])
+    one_point = lines_over_time("t", [("h", [(NOW, 5, False)])])
     assert "<circle" in one_point and "NaN" not in one_point
 
 
