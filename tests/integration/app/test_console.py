@@ -478,9 +478,10 @@ def test_the_alerts_page_takes_state_all_as_the_cli_does(
     assert '<option value="all" selected>Any</option>' in listed.text
     active = client.get("/console/alerts").text
     assert str(settled) not in set(re.findall(r'href="/console/alerts/(\d+)"', active))
-    assert "is not one of active, open, acknowledged, resolved, all" in client.get(
-        "/console/alerts?state=gone"
-    ).text
+    assert (
+        "is not one of active, open, acknowledged, resolved, all"
+        in client.get("/console/alerts?state=gone").text
+    )
 
 
 def test_every_console_page_names_recon_s_own_icon(client: Client) -> None:
