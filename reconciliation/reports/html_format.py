@@ -96,13 +96,24 @@ def _section(section: Section, report: Report) -> list[str]:
 
 
 def render_html(report: Report) -> str:
-    figures = report.figures()
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         "<title>Reconciliation report</title>",
         f"<style>{STYLE}</style></head><body>",
         "<h1>Reconciliation report</h1>",
+        render_body(report),
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def render_body(report: Report) -> str:
+    """The report under its heading, without the document around it or its style: what the
+    console shows on its Reports page, in its own style (no inline style for its policy to
+    allow), so a person reads tables there rather than a text dump."""
+    figures = report.figures()
+    parts = [
         f'<p class="muted">{escape(window_line(report))}. Generated '
         f"{escape(moment(report.generated_at))}; notification grace "
         f"{escape(grace_words(report.grace_seconds))}.</p>",
@@ -127,7 +138,6 @@ def render_html(report: Report) -> str:
                 )
                 + "</dl>"
             )
-    parts.append("</body></html>")
     return "\n".join(parts)
 
 

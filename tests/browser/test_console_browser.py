@@ -164,7 +164,7 @@ def test_operator_walks_through_the_four_faults(
         # pick one from by its account; one holding's last day on the page, reached from the
         # list, from the holding's page, or by typing its account number.
         page.goto(f"{base}/console/reports")
-        assert page.locator("pre.report").count() == 0
+        assert page.locator("div.report").count() == 0
         assert page.get_by_text(
             "Not shown on the page because it covers every holding"
         ).is_visible()
@@ -174,21 +174,26 @@ def test_operator_walks_through_the_four_faults(
         assert re.fullmatch(r"\d{10} .+", label), label  # account number and name, no UUID
         assert (first.get_attribute("title") or "").startswith("holdingRef ")
         page.locator("a.pick").first.click()
-        shown = page.locator("pre.report").inner_text()
-        assert shown.startswith("Reconciliation report") and f", holding {label}" in shown
+        shown = page.locator("div.report").inner_text()
+        assert f", holding {label}" in shown.splitlines()[0]
+        assert page.locator("div.report table").count() > 3  # tables, not a text dump
         page.goto(f"{base}/console/reports")
         page.fill("input[name=holding]", label.split()[0])
         page.click("form.filters button:text-is('Show')")
-        assert f", holding {label}" in page.locator("pre.report").inner_text()
+        assert f", holding {label}" in page.locator("div.report").inner_text()
         page.goto(f"{base}/console/holdings")
         page.locator("table a.holding").first.click()
         page.click("a.button:text-is('Report for this holding, last day')")
         assert "/console/reports?holding=" in page.url
-        shown = page.locator("pre.report").inner_text()
-        assert shown.startswith("Reconciliation report") and ", holding " in shown
+        shown = page.locator("div.report").inner_text()
+        assert ", holding " in shown.splitlines()[0]
+        # The page fits the screen: nothing of the report is off to the right.
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1360
         _shot(page, screenshots, "10-reports")
+        # The one CSV button gives the section chosen, unmatched items unless another is picked.
+        assert page.locator("select[name=section]").input_value() == "items"
         with page.expect_download() as download:
-            page.click("a.button:text-is('CSV')")
+            page.click("button:text-is('Download CSV')")
         items = list(csv.DictReader(io.StringIO(Path(download.value.path()).read_text())))
         for row in items:  # the CSV a spreadsheet opens: one row per item, major units
             assert Decimal(row["amount"]) * 10**2 == Decimal(row["amount_minor"])

@@ -322,16 +322,25 @@ def test_the_reports_page_shows_one_holding_and_offers_the_rest_as_downloads(
     sign_in(client)
 
     everyone = client.get("/console/reports").text
-    assert '<pre class="report">' not in everyone
+    assert '<div class="report">' not in everyone
     assert "Not shown on the page because it covers every holding" in everyone
-    assert "download?format=csv" in everyone
+    # One CSV button, and the section it gives is the one chosen: unmatched items.
+    assert everyone.count("Download CSV") == 1 and "format=csv&" not in everyone
+    assert '<option value="items" selected>Unmatched items, one row per item</option>' in everyone
+    # "Since" as a person types it, and the page takes it back as typed.
+    since = re.search(r'name="since" value="([^"]+)"', everyone)
+    assert since is not None and re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\dZ", since.group(1))
+    again = client.get("/console/reports", params={"since": since.group(1)})
+    assert again.status_code == 200
 
     mine = client.get(f"/console/reports?holding={holding.holding_ref}").text
-    assert '<pre class="report">' in mine
+    # The report as tables in the page's own style, not a text dump in a dark box.
+    assert '<div class="report">' in mine and '<pre class="report">' not in mine
+    assert "<table>" in mine.split('<div class="report">')[1]
     assert "4,321.00 NGN" in mine and "9,876.00 NGN" not in mine
 
     month = client.get(f"/console/reports?holding={holding.holding_ref}&since=2026-01-01").text
-    assert '<pre class="report">' not in month
+    assert '<div class="report">' not in month
     assert "its window is longer than 8 days" in month
 
     unknown = client.get("/console/reports?holding=not-a-holding")
