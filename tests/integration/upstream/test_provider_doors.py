@@ -114,12 +114,16 @@ def test_every_cli_provider_action_leaves_one_row_from_the_cli(
     dest = new_endpoint(gateway, "customer_balance_internal")
     move = ["--from", _arg(source), "--to", _arg(dest)]
 
-    sent = _key_in(run("transfer", "create", *move, "--amount-minor", "10000", "--by", "ana"))
-    denied = _key_in(run("transfer", "create", *move, "--amount-minor", "10000000", code=1))
+    sent = _key_in(
+        run("transfer", "create", "--yes", *move, "--amount-minor", "10000", "--by", "ana")
+    )
+    denied = _key_in(
+        run("transfer", "create", "--yes", *move, "--amount-minor", "10000000", code=1)
+    )
     # The answer lost (every attempt a 5xx): the intent and its row are written, and the rerun,
     # by whoever, completes the same decision under the same key, adding no row.
     control.fault("POST /v1/transfers", "error_5xx", count=4)
-    lost = ["transfer", "create", *move, "--amount-minor", "2000"]
+    lost = ["transfer", "create", "--yes", *move, "--amount-minor", "2000"]
     assert "Run the same command again" in run(*lost, "--by", "ana", code=3)
     resent = _key_in(run(*lost, "--by", "bo"))
     other = made_elsewhere(gateway, source, dest)
