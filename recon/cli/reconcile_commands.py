@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from recon.cli.operator_door import BY, act
-from recon.cli.startup import existing_store, fail, settings_or_exit
+from recon.cli.startup import cli_options, existing_store, fail, settings_or_exit
 from recon.cli.terminal import say
 
 if TYPE_CHECKING:
@@ -84,21 +84,29 @@ class RichProgress:
 
 
 def _print_result(result: Any, as_json: bool) -> None:
+    """What the pass did, for a person: what it matched, the alerts it moved, how long it took.
+
+    Quiet by default; `recon --verbose reconcile` adds the sample of pairs matched, each alert's
+    fingerprint and each phase's time (what someone debugging a rule reads).
+    """
     summary = result.as_dict()
     if as_json:
         say(json.dumps(summary, indent=2))
         return
+    verbose = cli_options().verbose
     verb = "would match" if result.dry_run else "matched"
-    rules = summary["matchedByRule"] or {"(nothing)": 0}
-    say(f"{verb}: " + ", ".join(f"{rule} {n}" for rule, n in rules.items()))
+    rules = summary["matchedByRule"]
+    say(f"{verb}: " + (", ".join(f"{rule} {n}" for rule, n in rules.items()) or "nothing"))
     if summary["transfersAttached"]:
         say(f"transfers attached to earlier matches: {summary['transfersAttached']}")
-    say(f"ambiguous (left for a person): {summary['ambiguities']}")
-    for row in summary["sample"]:
-        say(
-            f"  {row['rule']:<22} posting {row['posting']} transfer {row['transfer']} "
-            f"notification {row['notification']}"
-        )
+    if summary["ambiguities"]:
+        say(f"ambiguous (left for a person): {summary['ambiguities']}")
+    if verbose:
+        for row in summary["sample"]:
+            say(
+                f"  {row['rule']:<22} posting {row['posting']} transfer {row['transfer']} "
+                f"notification {row['notification']}"
+            )
     opened = "would open" if result.dry_run else "opened"
     for label, key in (
         (opened, "alertsOpened"),
@@ -107,12 +115,15 @@ def _print_result(result: Any, as_json: bool) -> None:
     ):
         if summary[key]:
             say(f"alerts {label}: {len(summary[key])}")
-            for fp in summary[key][:20]:
+            for fp in summary[key][:20] if verbose else ():
                 say(f"  {fp}")
     if summary["alertsHeldBack"]:
         say(f"alerts held back by the per-pass cap: {summary['alertsHeldBack']}")
-    seconds = ", ".join(f"{k} {v:.2f}s" for k, v in summary["seconds"].items())
-    say(f"took {seconds}" + ("; nothing was written (dry run)" if result.dry_run else ""))
+    if verbose:
+        took = ", ".join(f"{k} {v:.2f}s" for k, v in summary["seconds"].items())
+    else:
+        took = f"{sum(summary['seconds'].values()):.2f}s"
+    say(f"took {took}" + ("; nothing was written (dry run)" if result.dry_run else ""))
 
 
 @click.command()

@@ -48,6 +48,13 @@ def test_reconcile_dry_run_then_for_real(
 
     dry = invoke(run, "reconcile", "--dry-run")
     assert "would match: receipt_ref 1" in dry and "nothing was written" in dry
+    # Routine output is for a person: no internal pairs, no per-rule timings, no empty lines
+    # of things that did not happen; --verbose has them.
+    assert re.fullmatch(
+        r"would match: receipt_ref 1\ntook \d+\.\d\ds; nothing was written \(dry run\)\n", dry
+    ), dry
+    loud = invoke(run, "--verbose", "reconcile", "--dry-run")
+    assert f"posting {posting.id} " in loud and "took matching " in loud and "drift." in loud
     with session_factory() as s:
         assert s.scalars(select(Match)).all() == []
 
