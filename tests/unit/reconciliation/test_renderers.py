@@ -160,7 +160,7 @@ def test_the_csv_of_items_is_one_row_per_item_a_spreadsheet_reads() -> None:
     assert (item["holding_account_number"], item["holding_name"]) == ("0123456789", "Ada Obi")
     assert item["holding_ref"] == HOLDING
     assert Decimal(item["amount"]) == Decimal("5.00") and item["currency"] == "NGN"
-    assert datetime.fromisoformat(item["time"]) == NOW - timedelta(days=9)
+    assert datetime.fromisoformat(item["time"]).replace(tzinfo=UTC) == NOW - timedelta(days=9)
 
 
 def test_every_csv_section_is_a_table_of_its_own() -> None:
@@ -182,7 +182,10 @@ def test_every_csv_section_is_a_table_of_its_own() -> None:
     assert (ages["8-30"]["notifications"], ages["8-30"]["amount"]) == ("1", "5.00 NGN")
     assert {r["term"] for r in _csv(built, "legend")} >= {"waiting", "exceptions"}
     window = {r["name"]: r["value"] for r in _csv(built, "window")}
-    assert window["until"] == NOW.isoformat() and window["holding_ref"] == ""
+    # Times as a spreadsheet reads a date and time: UTC to the second, no offset, no "T".
+    assert window["until"] == "2026-11-22 12:00:00" and window["holding_ref"] == ""
+    [item] = list(_csv(built, "items"))[:1]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", item["time"]), item["time"]
     assert (window["items_unmatched"], window["items_listed"]) == ("4", "1")
     [holding] = _csv(built, "holdings")
     assert (holding["holding_ref"], holding["unit"]) == (HOLDING, "NGN")
