@@ -505,3 +505,44 @@ def test_every_console_page_names_recon_s_own_icon(client: Client) -> None:
     assert icon.status_code == 200
     assert icon.headers["content-type"].startswith("image/svg+xml")
     assert icon.text.startswith("<svg")
+
+
+def test_a_matched_item_s_page_says_so_and_lists_its_partner_not_unrelated_matches(
+    client: Client, factory: sessionmaker[Session]
+) -> None:
+    """A matched posting's page is titled as matched, and names its own counterpart as its
+    partner ("matched with it"), not as "already matched" elsewhere; counterparts near its time
+    that are matched to other items and share no reference are counted, not listed."""
+    from reconciliation.policy import ReconcilePolicy
+    from reconciliation.reconcile import run_pass
+    from reconciliation.store.models import Match
+    from tests.integration.reconciliation.builders import Store, at
+
+    store = Store(factory)
+    holding = store.holding()
+    pairs = []
+    for n in range(4):
+        posting = store.posting(holding, 1_000 + n, posted=at(n))
+        note = store.notification(
+            "PAYMENT_RECEIVED", holding, 1_000 + n, receipt=posting.receipt_ref, occurred=at(n)
+        )
+        pairs.append((posting.id, note.id))
+    alone = store.posting(holding, 7_777, posted=at(2))
+    run_pass(factory, ReconcilePolicy(notification_grace_seconds=300), now=at(60), publish=False)
+    posting_id, note_id = pairs[0]
+    with factory() as s:
+        match_id = s.scalars(select(Match.id).where(Match.posting_id == posting_id)).one()
+    sign_in(client)
+
+    matched = client.get(f"/console/exceptions/posting/{posting_id}").text
+    assert f"Posting {posting_id} is matched</h1>" in matched
+    assert "not matched?" not in matched
+    assert f"matched with it (match {match_id})" in matched
+    assert f'href="/console/exceptions/notification/{note_id}"' in matched
+    assert "already matched (match" not in matched
+    assert "3 more near its time are already matched to other items" in matched
+
+    lonely = client.get(f"/console/exceptions/posting/{alone.id}").text
+    assert f"Why is posting {alone.id} not matched?" in lonely
+    assert "already matched (match" not in lonely
+    assert "4 more near its time are already matched to other items" in lonely
