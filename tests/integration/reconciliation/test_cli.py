@@ -70,6 +70,12 @@ def test_reconcile_dry_run_then_for_real(
         raised = s.scalars(select(Alert).where(Alert.state == "open")).all()
         assert sorted(a.evidence["itemKind"] for a in raised) == ["notification", "posting"]
         assert {a.kind for a in raised} == {"unmatched_by_hand"}
+        # Each named by the number people see and type, its provider refs in the evidence.
+        subjects = sorted(a.subject.split(" has ")[0] for a in raised)
+        ids = {a.evidence["itemKind"]: a.evidence["itemId"] for a in raised}
+        assert subjects == [f"notification {ids['notification']}", f"posting {ids['posting']}"]
+        posting_alert = next(a for a in raised if a.evidence["itemKind"] == "posting")
+        assert posting_alert.evidence["posting"]["journalRef"]
     assert out.count("alert ") == 2 and "took match" in out and "wrong customer" in out
 
     # One item alone is not a match: the CLI says which decision that is instead.
