@@ -21,7 +21,7 @@ from recon.cli.provider_commands import (
     provider_errors,
     provider_settings,
 )
-from recon.cli.terminal import say
+from recon.cli.terminal import fitted, output_width, say, width_option
 from reconciliation.operator import provider_actions
 from upstream import RESUME_REASONS, SUSPEND_REASONS, Endpoint, WriteReplayed
 
@@ -32,18 +32,24 @@ def endpoints() -> None:
 
 
 @endpoints.command("list")
+@width_option
 @provider_errors
-def endpoints_list() -> None:
+def endpoints_list(width: int | None) -> None:
     """Every programmable endpoint (follows the register to its end, 100 per page)."""
     count = 0
+    columns = output_width(width)
     with gateway_client(provider_settings()) as client:
         for row in client.iter_programmable_endpoints():
             count += 1
             summary = row.locator_summary
             locators = ", ".join(summary.forms) if summary and summary.forms else "no locator"
             say(
-                f"{row.endpoint_ref}  {row.family}  account {row.account_ref}  "
-                f"{row.unit or '-'}  receive={row.capability_posture.receive or '-'}  {locators}"
+                fitted(
+                    f"{row.endpoint_ref}  {row.family}  account {row.account_ref}  "
+                    f"{row.unit or '-'}  receive={row.capability_posture.receive or '-'}  "
+                    f"{locators}",
+                    columns,
+                )
             )
     say(f"{count} endpoint(s)")
 

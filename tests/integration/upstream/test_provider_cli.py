@@ -181,6 +181,9 @@ def test_endpoint_commands(env: dict[str, str], gateway: GatewayClient) -> None:
     ref = str(holding.endpoint_ref)
     listed = run(env, "endpoints", "list")
     assert listed.exit_code == 0 and ref in listed.output and "1 endpoint(s)" in listed.output
+    narrow = run(env, "endpoints", "list", "--width", "48")
+    assert narrow.exit_code == 0 and ref[:40] in narrow.output
+    assert max(len(line) for line in narrow.output.splitlines()) <= 48
     shown = run(env, "endpoints", "show", ref)
     assert shown.exit_code == 0 and "locator: nigerian_bank_account" in shown.output
     ready = run(env, "endpoints", "readiness", ref)
