@@ -154,7 +154,7 @@ def lines_over_time(
         'stroke="#333" stroke-dasharray="4 3"/>',
     ]
     # The axis: its top and bottom values, and 0 unless it would sit on one of them.
-    ticks = {MARGIN["top"]: high, MARGIN["top"] + plot_h: low}
+    ticks: dict[float, int] = {MARGIN["top"]: high, MARGIN["top"] + plot_h: low}
     if all(abs(zero - y) >= LABEL_GAP for y in ticks):
         ticks[zero] = 0
     for y, value in ticks.items():

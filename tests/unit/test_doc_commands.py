@@ -68,8 +68,8 @@ def quoted_commands() -> list[Quoted]:
         text = path.read_text(encoding="utf-8")
         name = path.relative_to(REPO).as_posix()
         for match in _INLINE.finditer(text):
-            line = text.count("\n", 0, match.start()) + 1
-            found.append(Quoted(f"{name}:{line}", match.group(1).replace("\n", " ")))
+            at = text.count("\n", 0, match.start()) + 1
+            found.append(Quoted(f"{name}:{at}", match.group(1).replace("\n", " ")))
         in_sh = False
         for number, line in enumerate(text.splitlines(), 1):
             fence = line.strip()
