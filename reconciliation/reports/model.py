@@ -172,6 +172,10 @@ class OpenAlert:
     state: str
     subject: str
     opened_at: datetime
+    #: Who owns it, and what they wrote (the acknowledgement's note): a team reading the list
+    #: sees which alerts someone is already on.
+    acknowledged_by: str | None = None
+    note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -202,7 +202,7 @@ def test_operator_walks_through_the_four_faults(
         with page.expect_download() as download:
             page.click("button:text-is('Download CSV')")
         summary = Path(download.value.path()).read_text().splitlines()
-        assert summary[0] == "figure,value,meaning"
+        assert summary[0] == "figure,value,meaning,counts"
 
         # Holdings and the chart.
         page.goto(f"{base}/console/holdings")

@@ -127,7 +127,7 @@ def test_the_holdings_search_and_the_reports_page_take_what_people_type(
     summary = client.get(
         "/console/reports/download", params={"format": "csv", "section": "summary"}
     )
-    assert summary.text.splitlines()[0] == "figure,value,meaning"
+    assert summary.text.splitlines()[0] == "figure,value,meaning,counts"
     assert "-summary.csv" in summary.headers["content-disposition"]
     wrong = client.get("/console/reports/download", params={"format": "csv", "section": "x"})
     assert wrong.status_code == 400 and "not one of summary, items" in wrong.text

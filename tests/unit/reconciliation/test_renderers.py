@@ -87,6 +87,8 @@ def report() -> Report:
                 state="open",
                 subject="drift <b>",
                 opened_at=NOW,
+                acknowledged_by="Ada",
+                note="asked the provider",
             )
         ],
         drift=[
@@ -169,6 +171,19 @@ def test_every_csv_section_is_a_table_of_its_own() -> None:
     assert summary == built.figures()
     meaning = {r["figure"]: r["meaning"] for r in _csv(built, "summary")}
     assert meaning["unmatched"] == "waiting + exceptions"
+    # Each figure says what it is, once; and what it counts, so transfers and alerts are never
+    # summed with items.
+    transfers = [meaning[f] for f in summary if f.startswith("transfers")]
+    assert len(set(transfers)) == 4, transfers
+    counts = {r["figure"]: r["counts"] for r in _csv(built, "summary")}
+    assert (counts["items"], counts["transfersSettled"], counts["openAlerts"]) == (
+        "items",
+        "transfers",
+        "alerts",
+    )
+    # Who owns each open alert, and their note.
+    [alert] = _csv(built, "open_alerts")
+    assert (alert["acknowledged_by"], alert["note"]) == ("Ada", "asked the provider")
     [totals] = _csv(built, "totals")
     # Major units exactly, past what a float holds; the minor units beside them.
     assert Decimal(totals["credits"]) == Decimal("90071992547409.93")
