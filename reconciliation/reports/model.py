@@ -142,6 +142,9 @@ class OpenItem:
     age_days: int
     state: str
     why: str
+    #: Which way the money moves on its holding: `credit` (in), `debit` (out), or "" when the
+    #: item does not say (a notification of a kind that names no side).
+    side: str = ""
 
 
 @dataclass(slots=True)

@@ -167,6 +167,8 @@ def open_items(report: Report) -> Section:
             Column("reference", "reference", prose=True),
             money_column("amount", "amount"),
             Column("currency", "unit", people=False),
+            # Debit or credit on the holding: a spreadsheet sums money in and out apart.
+            Column("side", "side", NAME, people=False),
             Column("time", "since", MOMENT),
             Column("state", "state", NAME),
             Column("why_listed", "why", prose=True),
@@ -179,6 +181,7 @@ def open_items(report: Report) -> Section:
                 e.reference,
                 Money(e.amount_minor, e.currency),
                 e.currency,
+                e.side,
                 e.since,
                 e.state,
                 e.why,

@@ -272,6 +272,8 @@ def test_report_names_holdings_by_account_and_finds_them_by_what_people_type(
         ref,
     )
     assert Decimal(row["amount"]) == Decimal("1234.56") and row["currency"] == "NGN"
+    assert row["side"] == "credit"  # a posting's own side: money into its holding
+    assert by_name[""]["side"] == "debit"  # a transfer: money out of its source holding
     assert (row["state"], row["why_listed"]) == ("exception", "no notification within the grace")
     # UTC to the second, as a spreadsheet reads a date and time.
     assert row["time"] == AN_HOUR_AGO.strftime("%Y-%m-%d %H:%M:%S")
