@@ -140,7 +140,7 @@ def _csv(built: Report, section: str | None = None) -> list[dict[str, str]]:
 def test_the_csv_of_items_is_one_row_per_item_a_spreadsheet_reads() -> None:
     text = render(report(), "csv")
     header = text.splitlines()[0].split(",")
-    assert header[:10] == [
+    assert header[:11] == [
         "kind",
         "id",
         "holding_account_number",
@@ -150,9 +150,10 @@ def test_the_csv_of_items_is_one_row_per_item_a_spreadsheet_reads() -> None:
         "amount",
         "amount_minor",
         "currency",
+        "side",
         "time",
     ]
-    assert header[10:] == ["state", "why_listed"]
+    assert header[11:] == ["state", "why_listed"]
     [item] = _csv(report())
     assert (item["kind"], item["state"], item["why_listed"]) == (
         "notification",
