@@ -186,6 +186,10 @@ def test_endpoint_commands(env: dict[str, str], gateway: GatewayClient) -> None:
     assert max(len(line) for line in narrow.output.splitlines()) <= 48
     shown = run(env, "endpoints", "show", ref)
     assert shown.exit_code == 0 and "locator: nigerian_bank_account" in shown.output
+    # The list says the account number people type (`transfer --from`), as `show` does.
+    (number,) = re.findall(r"\(account number (\d+)\)", shown.output)
+    line = next(row for row in listed.output.splitlines() if row.startswith(ref))
+    assert line.endswith(f"account number {number}"), line
     ready = run(env, "endpoints", "readiness", ref)
     assert ready.exit_code == 0 and "receive_funds" in ready.output
     suspended = run(env, "endpoints", "suspend", ref, "--reason", "compliance_hold")
