@@ -24,6 +24,9 @@ PYTEST_WORKERS ?= auto
 PYTEST_RUN := $(BIN)/pytest -n $(PYTEST_WORKERS) --durations=20
 #: The preset `make demo` and `make sandbox` play; `make demo VARIANT=standard` plays another.
 VARIANT ?= recon
+#: Where `make sandbox` listens: the port in RECON_GATEWAY_URL and RECON_COMPANY_URL (README,
+#: "Ports"); `make sandbox SANDBOX_PORT=9090` when 8080 is taken.
+SANDBOX_PORT ?= 8080
 
 .PHONY: demo console test test-variants lint fmt venv clean migration bench-receiver bench-catchup bench-reconcile sandbox
 
@@ -62,7 +65,7 @@ fmt: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 sandbox: $(STAMP)
-	$(BIN)/recon sandbox --port 8080 --variant $(VARIANT)
+	$(BIN)/recon sandbox --port $(SANDBOX_PORT) --variant $(VARIANT)
 
 bench-receiver: $(STAMP)
 	$(BIN)/python bench/receiver.py

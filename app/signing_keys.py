@@ -63,7 +63,10 @@ class SigningKeys:
         self._refresh_seconds = refresh_seconds
         self._monotonic = monotonic
         self._lock = threading.Lock()
-        self._verifier = self._build(())
+        #: Whether "no key" has been said since keys were last present: it is said once when
+        #: the state begins, not at every refresh (three times in the first second of a start).
+        self._said_none = False
+        self._verifier = self._build((), quiet=True)
         self._undecryptable = 0
         self._decrypted = 0
         self._refreshed_at = float("-inf")
@@ -127,7 +130,7 @@ class SigningKeys:
         while not self._stop.wait(self._refresh_seconds):
             self.refresh()
 
-    def _build(self, stored: Sequence[Secret]) -> Verifier:
+    def _build(self, stored: Sequence[Secret], *, quiet: bool = False) -> Verifier:
         usable = []
         for secret in stored:
             problem = key_problem(self._scheme, secret)
@@ -141,7 +144,10 @@ class SigningKeys:
                     hint="registered under another RECON_SIGNATURE_SCHEME; rotate to replace it",
                 )
         keys = [*self._configured, *usable]
-        if not keys:
+        if keys:
+            self._said_none = False
+        elif not (quiet or self._said_none):
+            self._said_none = True
             log.warning(
                 "signing_keys.none",
                 hint="no webhook secret yet: every delivery is refused until recon registers "

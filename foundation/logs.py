@@ -89,9 +89,15 @@ def redact_secrets(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDic
 
 
 #: Loggers of libraries that write a line per routine event at INFO: APScheduler's "Running
-#: job" / "executed successfully" pair for every tick was 95% of the scheduler's log. They speak
-#: at WARNING unless recon runs at debug.
-CHATTY_LIBRARY_LOGGERS: Final = ("apscheduler", "apscheduler.scheduler", "apscheduler.executors")
+#: job" / "executed successfully" pair for every tick was 95% of the scheduler's log; Alembic's
+#: "setup plugin" lines were seven of every web start's first lines. They speak at WARNING
+#: unless recon runs at debug.
+CHATTY_LIBRARY_LOGGERS: Final = (
+    "apscheduler",
+    "apscheduler.scheduler",
+    "apscheduler.executors",
+    "alembic.runtime.plugins",
+)
 
 
 class _ItemSampling:

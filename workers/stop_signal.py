@@ -52,6 +52,10 @@ class StopSignal:
         mark_stopping()
         self._stop.set()
 
+    def arrived(self) -> bool:
+        """Whether a stop signal has arrived (without waiting)."""
+        return self._stop.is_set()
+
     def wait(self) -> None:
         """Block until a stop signal has arrived (at once if one already has)."""
         while not self._stop.wait(1.0):

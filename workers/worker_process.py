@@ -58,6 +58,7 @@ class RunningWorker:
             self.worker.stop(timeout=timeout_ms)
             self.broker.close()
             release_runtime(self.runtime)
+            log.info("worker.stopped")
         finally:
             # Nothing of this worker runs any more: the flag must not outlive it and cut short
             # reads that other code in this process (the CLI, the next worker) does later.

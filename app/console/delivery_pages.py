@@ -1,5 +1,7 @@
 """Deliveries: the inbox searched by id, event type and state; one delivery's bytes and
-headers; replay one, or every quarantined one (bounded per press)."""
+headers; replay one, or every quarantined one (bounded per press); and, for a delivery id that
+arrived with two bodies, choose the true one (the same service as `recon deliveries choose`),
+which replaying cannot settle."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ from litestar.response import Template
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+import app.console.forms as form_fields
+from app import state_keys
 from app.console.rendering import Change, Outcome, act, page, read
 from app.console.session import console_guard
 from app.path_ids import RowId
@@ -30,6 +34,7 @@ from reconciliation.notifications import (
 from reconciliation.operator import OperatorService
 from reconciliation.operator import actions as operator_actions
 from reconciliation.store import Delivery, Notification
+from upstream import PayloadReader
 
 AnyRequest = Request[Any, Any, Any]
 
@@ -87,6 +92,18 @@ def _replay(row_id: int) -> Change:
     return change
 
 
+def _choose(row_id: int, reader: PayloadReader) -> Change:
+    """This row is the true body of its delivery id, for the reason the person typed."""
+
+    def change(acting: OperatorService, form: FormMultiDict) -> Outcome:
+        acting.perform(
+            operator_actions.choose_body, row_id, form_fields.text(form, "reason"), reader
+        )
+        return Outcome(f"/console/deliveries/{row_id}", "chose-body")
+
+    return change
+
+
 def _replay_all(acting: OperatorService, _: FormMultiDict) -> Outcome:
     done = acting.perform(
         operator_actions.replay_many, QUARANTINED, operator_actions.REPLAY_ALL_MAX
@@ -132,6 +149,11 @@ class DeliveryPages(Controller):
     @post("/{row_id:int}/replay")
     async def replay(self, request: AnyRequest, row_id: RowId) -> Response[Any]:
         return await act(request, _replay(row_id), f"/console/deliveries/{row_id}")
+
+    @post("/{row_id:int}/choose")
+    async def choose(self, request: AnyRequest, row_id: RowId) -> Response[Any]:
+        reader: PayloadReader = request.app.state[state_keys.PAYLOAD_READER]
+        return await act(request, _choose(row_id, reader), f"/console/deliveries/{row_id}")
 
     @post("/replay-quarantined")
     async def replay_all(self, request: AnyRequest) -> Response[Any]:

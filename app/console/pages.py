@@ -21,6 +21,7 @@ from litestar import Controller, Request, Response, get
 from litestar.exceptions import NotFoundException, ValidationException
 from litestar.params import FromQuery, QueryParameter
 from litestar.response import Template
+from markupsafe import Markup
 from sqlalchemy.orm import Session
 
 from app.console.chart import balance_chart
@@ -44,6 +45,7 @@ from reconciliation.postings import (
     list_identities,
 )
 from reconciliation.reports import (
+    DEFAULT_CSV_SECTION,
     FORMATS,
     OPEN_ITEMS_LISTED,
     SECTION_NAMES,
@@ -57,6 +59,7 @@ from reconciliation.reports import (
     items_listed,
     parse_window,
     render,
+    render_body,
 )
 from reconciliation.store import utcnow
 
@@ -70,6 +73,10 @@ EXTENSIONS: Final = {"text": "txt", "json": "json", "csv": "csv", "html": "html"
 ON_PAGE_DAYS: Final = 8
 #: The window the page starts with: the last day.
 DEFAULT_DAYS: Final = 1
+#: How the Reports page writes its default "since": a time a person reads and types back
+#: (`parse_moment` takes it: a space for the T, minutes, Z for UTC), never a raw ISO text
+#: cut off by the field's width.
+SINCE_SHOWN: Final = "%Y-%m-%d %H:%MZ"
 #: Holdings the reports page lists to pick from: a page, as the holdings list shows; more are
 #: found by typing part of an account number or name.
 PICK_LISTED: Final = 50
@@ -276,9 +283,10 @@ class ReadPages(Controller):
     ) -> Template:
         """Choose a window and a holding; the report on the page (one holding, a short
         window), and downloads of any window."""
-        default_since = (utcnow() - timedelta(days=DEFAULT_DAYS)).replace(microsecond=0)
+        default_since = utcnow() - timedelta(days=DEFAULT_DAYS)
         chosen = {
-            "since": since if since is not None else default_since.isoformat(),
+            # Written as a person types it (the form reads it back the same way).
+            "since": since if since is not None else default_since.strftime(SINCE_SHOWN),
             "until": until or "",
             "holding": (holding or "").strip(),
         }
@@ -294,13 +302,18 @@ class ReadPages(Controller):
             request,
             "reports.html",
             chosen=chosen,
-            text=render(view.report, "text") if view.report else None,
+            # render_body escapes every value it writes (as the HTML report file does).
+            shown=Markup(render_body(view.report)) if view.report else None,  # noqa: S704
             reason=view.reason,
             choices=view.choices,
             more=view.more,
             on_page_days=ON_PAGE_DAYS,
             formats=FORMATS,
-            csv_sections=SECTION_NAMES,
+            # The one a spreadsheet gets by default first, and chosen: unmatched items.
+            csv_sections=(
+                DEFAULT_CSV_SECTION,
+                *(s for s in SECTION_NAMES if s != DEFAULT_CSV_SECTION),
+            ),
         )
 
     @get("/reports/download", sync_to_thread=True)

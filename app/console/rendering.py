@@ -57,6 +57,7 @@ DONE_MESSAGES: Final = {
     "replayed-all": "The quarantined deliveries are pending again.",
     "replayed-some": "Quarantined deliveries are pending again; more remain: press again.",
     "none-quarantined": "No delivery is quarantined: nothing to replay.",
+    "chose-body": "This body is now the true one; the other bodies are kept as evidence.",
 }
 
 T = TypeVar("T")
@@ -131,6 +132,7 @@ def refusal_page(status: int, detail: str, back_to: str = "/console") -> Respons
     body = (
         "<!doctype html><meta charset=utf-8><title>recon console</title>"
         '<link rel="stylesheet" href="/console/static/console.css">'
+        '<link rel="icon" href="/console/static/favicon.svg" type="image/svg+xml">'
         f'<main class="refusal"><h1>{status}</h1><p>{escape(detail)}</p>'
         f'<p><a href="{escape(back_to)}">Back</a></p></main>'
     )

@@ -21,7 +21,7 @@ from uuid import UUID
 
 import click
 
-from recon.cli.startup import existing_store, fail, settings_or_exit
+from recon.cli.startup import cli_options, existing_store, fail, settings_or_exit
 from recon.cli.terminal import shown_time
 
 
@@ -41,9 +41,12 @@ def parse_since(text: str | None) -> datetime | None:
 
 
 def _print_digest(title: str, digest: dict[str, Any]) -> None:
+    """One line with the digest (two runs compare at a glance); each table's own digest only
+    under `recon --verbose`, for finding which table two digests disagree on."""
     click.echo(f"{title}: {digest['digest']}")
-    for table, value in digest["tables"].items():
-        click.echo(f"  {table:<16} {value}")
+    if cli_options().verbose:
+        for table, value in digest["tables"].items():
+            click.echo(f"  {table:<16} {value}")
 
 
 @click.command()
@@ -164,7 +167,15 @@ def rebuild(dry_run: bool, swap: bool, as_json: bool) -> None:
 
 
 def _print_rebuild(summary: dict[str, Any]) -> None:
+    """The verdict first (equal, or which tables differ), then how it was made; digests and
+    timings last, each table's and each phase's only under `recon --verbose`."""
     inbox = summary["inbox"]
+    comparison = summary["comparison"]
+    if comparison["same"]:
+        click.echo("the rebuilt state equals the live one")
+    else:
+        tables = ", ".join(d["table"] for d in comparison["differences"])
+        click.echo(f"the rebuilt state differs from the live one in: {tables}")
     click.echo(
         f"rebuilt as of {shown_time(summary['asOf'])} in {summary['scratch']} ({summary['mode']})"
     )
@@ -179,11 +190,6 @@ def _print_rebuild(summary: dict[str, Any]) -> None:
             "not yet judged by a pass (left out of both states): "
             + (", ".join(f"{n:,} {kind}" for kind, n in waiting.items()) or "nothing")
         )
-    comparison = summary["comparison"]
-    _print_digest("live derived state", comparison["live"])
-    _print_digest("rebuilt derived state", comparison["rebuilt"])
-    if comparison["same"]:
-        click.echo("the rebuilt state equals the live one")
     for d in comparison["differences"]:
         click.echo(f"{d['table']}: {d['liveOnly']} rows only live, {d['rebuiltOnly']} only rebuilt")
         for row in d["liveSample"]:
@@ -194,8 +200,13 @@ def _print_rebuild(summary: dict[str, Any]) -> None:
         written = {k: v for k, v in summary["swapped"].items() if v}
         click.echo(f"swapped: {written or 'nothing needed changing'}")
         _print_digest("live derived state after the swap", summary["afterSwap"])
-    seconds = ", ".join(f"{k} {v:.2f}s" for k, v in summary["seconds"].items())
-    click.echo(f"took {seconds}")
+    _print_digest("live derived state", comparison["live"])
+    _print_digest("rebuilt derived state", comparison["rebuilt"])
+    if cli_options().verbose:
+        took = ", ".join(f"{k} {v:.2f}s" for k, v in summary["seconds"].items())
+    else:
+        took = f"{sum(summary['seconds'].values()):.2f}s"
+    click.echo(f"took {took}")
 
 
 COMMANDS = [audit, rebuild]

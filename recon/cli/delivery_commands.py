@@ -13,7 +13,7 @@ import click
 
 from recon.cli.operator_door import BY, act
 from recon.cli.startup import fail, settings_or_exit
-from recon.cli.terminal import say, shown_time
+from recon.cli.terminal import output_width, say, shown_time, table_lines, width_option
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -63,8 +63,14 @@ def deliveries() -> None:
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 500))
 @click.option("--cursor", help="The 'next page' cursor printed by the previous call.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead of a table.")
+@width_option
 def list_deliveries(
-    state: str | None, event_type: str | None, limit: int, cursor: str | None, as_json: bool
+    state: str | None,
+    event_type: str | None,
+    limit: int,
+    cursor: str | None,
+    as_json: bool,
+    width: int | None,
 ) -> None:
     """Inbox rows, newest first."""
     import msgspec
@@ -100,9 +106,7 @@ def list_deliveries(
                 (item.error or "-")[:60],
             )
         )
-    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    for r in table:
-        say("  ".join(cell.ljust(width) for cell, width in zip(r, widths, strict=True)))
+    say("\n".join(table_lines(table, output_width(width))))
     if page.next_cursor:
         say(f"\nnext page: recon deliveries list --cursor {page.next_cursor}")
 

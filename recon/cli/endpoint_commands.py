@@ -21,9 +21,9 @@ from recon.cli.provider_commands import (
     provider_errors,
     provider_settings,
 )
-from recon.cli.terminal import say
+from recon.cli.terminal import fitted, output_width, say, width_option
 from reconciliation.operator import provider_actions
-from upstream import RESUME_REASONS, SUSPEND_REASONS, Endpoint, WriteReplayed
+from upstream import RESUME_REASONS, SUSPEND_REASONS, Endpoint, GatewayClient, WriteReplayed
 
 
 @click.group()
@@ -32,20 +32,45 @@ def endpoints() -> None:
 
 
 @endpoints.command("list")
+@click.option(
+    "--accounts/--no-accounts",
+    default=True,
+    show_default=True,
+    help="Show each endpoint's bank account number (what `recon transfer --from/--to` takes): "
+    "one request per endpoint that has a locator, as the register lists no numbers.",
+)
+@width_option
 @provider_errors
-def endpoints_list() -> None:
+def endpoints_list(accounts: bool, width: int | None) -> None:
     """Every programmable endpoint (follows the register to its end, 100 per page)."""
     count = 0
+    columns = output_width(width)
     with gateway_client(provider_settings()) as client:
         for row in client.iter_programmable_endpoints():
             count += 1
             summary = row.locator_summary
             locators = ", ".join(summary.forms) if summary and summary.forms else "no locator"
+            number = ""
+            if accounts and summary and summary.forms:
+                number = _account_numbers(client, row.endpoint_ref) or ""
             say(
-                f"{row.endpoint_ref}  {row.family}  account {row.account_ref}  "
-                f"{row.unit or '-'}  receive={row.capability_posture.receive or '-'}  {locators}"
+                fitted(
+                    f"{row.endpoint_ref}  {row.family}  account {row.account_ref}  "
+                    f"{row.unit or '-'}  receive={row.capability_posture.receive or '-'}  "
+                    f"{locators}" + (f"  account number {number}" if number else ""),
+                    columns,
+                )
             )
     say(f"{count} endpoint(s)")
+
+
+def _account_numbers(client: GatewayClient, endpoint_ref: uuid.UUID) -> str | None:
+    """The bank account numbers of one endpoint's locators, read from the endpoint itself."""
+    read = client.get_programmable_endpoint(endpoint_ref).value
+    if read.endpoint is None:
+        return None
+    numbers = [loc.account_number for loc in read.endpoint.locators if loc.account_number]
+    return ", ".join(numbers) or None
 
 
 def _describe(ep: Endpoint) -> list[str]:

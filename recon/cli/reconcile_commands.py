@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from recon.cli.operator_door import BY, act
-from recon.cli.startup import existing_store, fail, settings_or_exit
+from recon.cli.startup import cli_options, existing_store, fail, settings_or_exit
 from recon.cli.terminal import say
 
 if TYPE_CHECKING:
@@ -84,21 +84,29 @@ class RichProgress:
 
 
 def _print_result(result: Any, as_json: bool) -> None:
+    """What the pass did, for a person: what it matched, the alerts it moved, how long it took.
+
+    Quiet by default; `recon --verbose reconcile` adds the sample of pairs matched, each alert's
+    fingerprint and each phase's time (what someone debugging a rule reads).
+    """
     summary = result.as_dict()
     if as_json:
         say(json.dumps(summary, indent=2))
         return
+    verbose = cli_options().verbose
     verb = "would match" if result.dry_run else "matched"
-    rules = summary["matchedByRule"] or {"(nothing)": 0}
-    say(f"{verb}: " + ", ".join(f"{rule} {n}" for rule, n in rules.items()))
+    rules = summary["matchedByRule"]
+    say(f"{verb}: " + (", ".join(f"{rule} {n}" for rule, n in rules.items()) or "nothing"))
     if summary["transfersAttached"]:
         say(f"transfers attached to earlier matches: {summary['transfersAttached']}")
-    say(f"ambiguous (left for a person): {summary['ambiguities']}")
-    for row in summary["sample"]:
-        say(
-            f"  {row['rule']:<22} posting {row['posting']} transfer {row['transfer']} "
-            f"notification {row['notification']}"
-        )
+    if summary["ambiguities"]:
+        say(f"ambiguous (left for a person): {summary['ambiguities']}")
+    if verbose:
+        for row in summary["sample"]:
+            say(
+                f"  {row['rule']:<22} posting {row['posting']} transfer {row['transfer']} "
+                f"notification {row['notification']}"
+            )
     opened = "would open" if result.dry_run else "opened"
     for label, key in (
         (opened, "alertsOpened"),
@@ -107,12 +115,15 @@ def _print_result(result: Any, as_json: bool) -> None:
     ):
         if summary[key]:
             say(f"alerts {label}: {len(summary[key])}")
-            for fp in summary[key][:20]:
+            for fp in summary[key][:20] if verbose else ():
                 say(f"  {fp}")
     if summary["alertsHeldBack"]:
         say(f"alerts held back by the per-pass cap: {summary['alertsHeldBack']}")
-    seconds = ", ".join(f"{k} {v:.2f}s" for k, v in summary["seconds"].items())
-    say(f"took {seconds}" + ("; nothing was written (dry run)" if result.dry_run else ""))
+    if verbose:
+        took = ", ".join(f"{k} {v:.2f}s" for k, v in summary["seconds"].items())
+    else:
+        took = f"{sum(summary['seconds'].values()):.2f}s"
+    say(f"took {took}" + ("; nothing was written (dry run)" if result.dry_run else ""))
 
 
 @click.command()
@@ -140,7 +151,48 @@ def reconcile(dry_run: bool, as_json: bool) -> None:
 REASON = click.option("--reason", required=True, help="Why; recorded with the match.")
 
 
-@click.command()
+def _items_named(params: dict[str, object]) -> int:
+    postings = params.get("postings") or ()
+    assert isinstance(postings, tuple)
+    singles = ("posting", "transfer", "notification")
+    return len(postings) + sum(params.get(k) is not None for k in singles)
+
+
+class _NamesItems(click.Command):
+    """A command that acts on a number of items (`match`: two or more, `accept`: exactly one),
+    checked while its arguments are parsed: a wrong count is a usage error before any store is
+    opened, and the check of the commands quoted in docs/ (tests/unit/test_doc_commands.py)
+    sees it as click's parser does."""
+
+    least: int = 1
+    most: int | None = None
+    refusal: str = ""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        rest = super().parse_args(ctx, args)
+        named = _items_named(ctx.params)
+        if not ctx.resilient_parsing and (
+            named < self.least or (self.most is not None and named > self.most)
+        ):
+            raise click.UsageError(self.refusal, ctx)
+        return rest
+
+
+class _MatchCommand(_NamesItems):
+    least = 2
+    refusal = (
+        "a match needs the item and at least one counterpart (--posting, --transfer, "
+        "--notification); to close one item on its own, accept it without a counterpart: "
+        "recon accept --posting|--transfer|--notification ID --reason ..."
+    )
+
+
+class _AcceptCommand(_NamesItems):
+    least = most = 1
+    refusal = "name exactly one item: --posting, --transfer or --notification"
+
+
+@click.command(cls=_MatchCommand)
 @click.option(
     "--posting", "postings", type=int, multiple=True, help="Posting id (repeat for legs)."
 )
@@ -171,7 +223,7 @@ def match(
     say("matched: " + ", ".join(f"match {r.id}" for r in rows))
 
 
-@click.command()
+@click.command(cls=_AcceptCommand)
 @click.option("--posting", type=int, help="Posting id.")
 @click.option("--transfer", type=int, help="Transfer id.")
 @click.option("--notification", type=int, help="Notification id.")
@@ -192,9 +244,7 @@ def accept(
         for k, i in (("posting", posting), ("transfer", transfer), ("notification", notification))
         if i is not None
     ]
-    if len(named) != 1:
-        fail("name exactly one item: --posting, --transfer or --notification")
-    ((kind, item_id),) = named
+    ((kind, item_id),) = named  # exactly one: _AcceptCommand checked
     settings = settings_or_exit(store_only=True)
     row = act(settings, by, actions.accept_without_counterpart, kind, item_id, reason)
     say(f"accepted without a counterpart: {kind} {item_id} (match {row.id})")

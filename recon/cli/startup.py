@@ -296,7 +296,16 @@ def _where_stores_are(settings: Settings) -> str:
 
 
 def _require_schema(engine: Engine, shown: str) -> None:
-    from sqlalchemy import inspect
+    """The store has recon's tables: Alembic's version table, holding a revision. A store
+    taken down to `base` (`recon db downgrade --revision base --drop-everything`) keeps an
+    empty version table and nothing else: it has no tables yet either, not an outage."""
+    from sqlalchemy import inspect, text
 
-    if not inspect(engine).has_table("alembic_version"):
+    missing = not inspect(engine).has_table("alembic_version")
+    if not missing:
+        with engine.connect() as connection:
+            missing = (
+                connection.execute(text("SELECT version_num FROM alembic_version")).first() is None
+            )
+    if missing:
         fail(f"the store at {shown} has no tables yet: create them with `recon db upgrade`")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Final
 
@@ -36,6 +37,34 @@ def output_width(requested: int | None) -> int | None:
         return None
     columns = shutil.get_terminal_size((FALLBACK_COLUMNS, 24)).columns
     return max(columns, MIN_WIDTH)
+
+
+#: What every list command's `--width` says (alerts, webhooks, endpoints, deliveries).
+WIDTH_HELP: Final = (
+    "Lay out for this many columns (default: the terminal's; a pipe gets every value whole)."
+)
+
+
+def width_option(func: Any) -> Any:
+    """`--width N`, as every list command takes it."""
+    return click.option("--width", type=click.IntRange(min=1), help=WIDTH_HELP)(func)
+
+
+def table_lines(rows: Sequence[Sequence[str]], width: int | None) -> list[str]:
+    """Rows as columns padded to their widest cell; with a width (`output_width`), a line
+    longer than it is cut to it, the cut marked with `…` (a pipe's lines stay whole)."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        fitted("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip(), width)
+        for row in rows
+    ]
+
+
+def fitted(line: str, width: int | None) -> str:
+    """`line`, cut to `width` columns with `…` marking the cut (None: whole)."""
+    if width is None or len(line) <= width:
+        return line
+    return line[: width - 1] + "…"
 
 
 def say(message: object = None, **options: Any) -> None:

@@ -173,6 +173,12 @@ RERUN_IS_SAFE = (
     help="Quote first and create against that quote (sent whole as acceptedQuote): a fee "
     "charged other than the quoted one is then a fee_mismatch alert.",
 )
+@click.option(
+    "--yes",
+    is_flag=True,
+    help="Send without asking (for scripts). Without it, recon says the amount back in words "
+    "and its fee, then asks before anything is sent.",
+)
 @BY
 @provider_errors
 def transfer_create(
@@ -183,6 +189,7 @@ def transfer_create(
     currency: str,
     fee_bearer: str | None,
     accept_quote: bool,
+    yes: bool,
     by: str | None,
 ) -> None:
     """Create a transfer and follow it until terminal.
@@ -199,6 +206,9 @@ def transfer_create(
         planned = _planned_transfer(client, source, to, amount, unit, fee_bearer)
         say(f"sending {planned.sentence}")
         fee_line, accepted = _quote_before_create(client, planned.request, required=accept_quote)
+        say(fee_line)
+        if not yes:
+            _ask_before_sending()
         try:
             done = act_at_provider(
                 sessions,
@@ -224,12 +234,22 @@ def transfer_create(
     say(f"idempotency key: {done.idempotency_key}")
     if creation is not None and creation.evidence:
         say(f"receipts: {_receipts(creation.evidence)}")
-    say(fee_line)
     if done.outcome != DENIED:
         say("recorded: the workers poll it until its status is terminal")
     else:
         say("recorded: denied transfers are terminal at once")
         sys.exit(EXIT_REFUSED)
+
+
+def _ask_before_sending() -> None:
+    """The person confirms what was said back; anything but yes (or no answer at all, as from a
+    script without --yes) sends nothing."""
+    try:
+        sure = click.confirm("send it?", default=False, err=True)
+    except click.Abort:
+        sure = False
+    if not sure:
+        exit_with(EXIT_REFUSED, "not sent: nothing moved (answer y to send; a script passes --yes)")
 
 
 def _quote_before_create(

@@ -72,6 +72,14 @@ def delivery_enqueue(
 )
 def web(host: str, port: int | None, register: bool, workers: bool) -> None:
     """Serve the webhook receiver, the inbox API, /health, /ready, /metrics and /schema."""
+    from workers.stop_signal import StopSignal
+
+    # Installed before anything slow, and before uvicorn: uvicorn takes SIGTERM/SIGINT while it
+    # serves, shuts down gracefully, then restores the handler it found and raises the signal
+    # again. With the default handler found, that second raise killed the process before the
+    # `finally` below could stop the embedded workers (their in-flight messages cut, not
+    # finished); with this one it only marks the process stopping, and the stop completes.
+    stop = StopSignal()
     # The cheap checks come first: a port in use or a dead Redis must be one line within
     # seconds, not a failure after the workers started and the webhook registration began.
     settings = settings_or_exit(serves=True)
@@ -99,6 +107,8 @@ def web(host: str, port: int | None, register: bool, workers: bool) -> None:
         except ConfigError as exc:
             fail(str(exc))
         tune_garbage_collector()
+        if stop.arrived():
+            return  # told to stop while starting: the embedded workers stop below
         serve(
             forwarded_clients(app, settings.web.trusted_proxies),
             host,

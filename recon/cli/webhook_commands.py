@@ -17,7 +17,7 @@ import click
 
 from recon.cli.operator_door import BY, act_at_provider
 from recon.cli.startup import existing_store, fail, settings_or_exit
-from recon.cli.terminal import say, shown_time
+from recon.cli.terminal import output_width, say, shown_time, table_lines, width_option
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -84,7 +84,8 @@ def register(wait: float, by: str | None) -> None:
 
 
 @webhooks.command("list")
-def list_webhooks() -> None:
+@width_option
+def list_webhooks(width: int | None) -> None:
     """Show our webhooks: status, delivery counters and how many secrets are accepted."""
     from reconciliation.notifications import list_subscriptions, secret_counts, sync_webhooks
     from reconciliation.store import transaction
@@ -136,10 +137,7 @@ def list_webhooks() -> None:
                 row.url,
             )
         )
-    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    for r in table:
-        cells = (cell.ljust(width) for cell, width in zip(r, widths, strict=True))
-        say("  ".join(cells).rstrip())
+    say("\n".join(table_lines(table, output_width(width))))
     pending = counts.get(None, 0)
     if pending:
         say(f"\n{pending} secret(s) stored by an unfinished registration are accepted too")

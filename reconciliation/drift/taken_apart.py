@@ -69,9 +69,12 @@ def findings(session: Session, only: Iterable[tuple[str, int]] | None = None) ->
             Finding(
                 kind=KIND,
                 severity=SEVERITY,
+                # Named by the number the console and the CLI show (`recon match --posting
+                # 24`); the provider's refs are in the evidence, and the fingerprint keeps
+                # them so it survives a rebuild.
                 subject=(
-                    f"{kind} {key} has no counterpart since {by} took match {match_id} apart "
-                    f"({reason}): match it again or accept it without a counterpart"
+                    f"{kind} {item_id} has no counterpart since {by} took match {match_id} "
+                    f"apart ({reason}): match it again or accept it without a counterpart"
                 ),
                 fingerprint=fingerprint(KIND, kind, key),
                 evidence={

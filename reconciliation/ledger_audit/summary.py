@@ -1,8 +1,11 @@
 """The one line a report or the console overview says about the books: the last audit.
 
 "last audit: clean, 1,000 holdings, 1,000,000 postings over 30 days (2026-10-01 to
-2026-10-30)" (or how many divergences, or that it failed, or that none ran yet): the verdict
-and, beside it, what it covered. Reads the newest finished `audit_runs` row that audited at
+2026-10-30); finished 2026-10-31 02:00:04 UTC" (or how many divergences, or that it failed, or
+that none ran yet): the verdict and, beside it, what it covered and when. A verdict proves the
+books only as they were when it ran, so the line always says when; and when holdings are
+watched now that it did not read (discovered after it, or outside a one-holding audit) it says
+"4 of 5 holdings" rather than letting "clean" stand for all of them. Reads the newest finished `audit_runs` row that audited at
 least one holding: an audit of nothing (one run before any holding was known) proves nothing,
 so until a holding has been audited the line says "none yet". Cheap enough for a page that is
 rendered on every visit (one indexed row). The reconciliation report carries it in
@@ -15,10 +18,10 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from reconciliation.store.models import AuditRun
+from reconciliation.store.models import AuditRun, Holding
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +41,8 @@ class AuditSummary:
     partial: bool
     first_day: date | None = None
     last_day: date | None = None
+    #: Holdings watched now: more than `holdings` means some were not read by this audit.
+    watched_now: int = 0
 
     @property
     def outcome(self) -> str:
@@ -65,22 +70,33 @@ class AuditSummary:
     def covered(self) -> str:
         """What the audit read: `1,000 holdings, 1,000,000 postings over 30 days (...)` (and
         whether all of the store)."""
-        covered = f"{_many(self.holdings, 'holding')}, {_many(self.postings, 'posting')}"
+        holdings = _many(self.holdings, "holding")
+        if self.watched_now > self.holdings:
+            holdings = f"{self.holdings:,} of {_many(self.watched_now, 'holding')}"
+        covered = f"{holdings}, {_many(self.postings, 'posting')}"
         if self.days:
             covered += f" over {self.days}"
         return covered + " (part of the store)" if self.partial else covered
 
+    @property
+    def not_covered(self) -> int:
+        """Holdings watched now that this audit did not read."""
+        return max(0, self.watched_now - self.holdings)
+
     def line(self) -> str:
-        """The sentence a report prints."""
+        """The sentence a report prints: verdict, coverage, and when it finished."""
         covered = self.covered
+        when = f"finished {self.finished_at.strftime('%Y-%m-%d %H:%M:%S')} UTC"
+        if self.not_covered:
+            when += f"; {_many(self.not_covered, 'holding')} watched now not covered"
         if self.status == "clean":
-            return f"last audit: clean, {covered}"
+            return f"last audit: clean, {covered}; {when}"
         if self.status == "diverged":
             return (
                 f"last audit: {self.outcome} ({self.missing:,} missing, "
-                f"{self.unknown:,} unknown, {self.differing:,} differing), {covered}"
+                f"{self.unknown:,} unknown, {self.differing:,} differing), {covered}; {when}"
             )
-        return f"last audit: failed, {covered}"
+        return f"last audit: failed, {covered}; {when}"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -97,6 +113,8 @@ class AuditSummary:
             "partial": self.partial,
             "firstDay": self.first_day.isoformat() if self.first_day else None,
             "lastDay": self.last_day.isoformat() if self.last_day else None,
+            "holdingsWatchedNow": self.watched_now,
+            "holdingsNotCovered": self.not_covered,
             "line": self.line(),
         }
 
@@ -137,6 +155,11 @@ def last_audit(session: Session) -> AuditSummary | None:
         partial=run.holding_ref is not None or run.since is not None,
         first_day=run.first_day,
         last_day=run.last_day,
+        # One small count (holdings, not postings): cheap enough for the overview's every visit.
+        watched_now=session.scalar(
+            select(func.count()).select_from(Holding).where(Holding.watched.is_(True))
+        )
+        or 0,
     )
 
 

@@ -88,6 +88,10 @@ class Explanation:
     item: Item
     candidates: list[Candidate]
     active_matches: list[int]
+    #: Counterparts near its time already matched to other items and sharing no reference
+    #: with it: counted, not listed (a busy holding had a dozen such rows above the one that
+    #: mattered).
+    elsewhere: int = 0
 
 
 def _posting_select() -> Any:
@@ -350,11 +354,21 @@ def _reasons(item: Item, other: Item, window_seconds: int) -> list[str]:
 def explain(session: Session, kind: str, item_id: int, *, window_seconds: int) -> Explanation:
     """The item, its counterparts with the reasons each is apart, and its active matches."""
     item = load_item(session, kind, item_id)
+    own = _active_matches(session, kind, item_id)
     found = _counterparts(session, item, window_seconds)
     for other in found:
         active = _active_matches(session, other.kind, other.item_id)
         other.match_id = active[0] if active else None
-    candidates = [Candidate(other, _reasons(item, other, window_seconds)) for other in found]
+    partners = [o for o in found if o.match_id is not None and o.match_id in own]
+    shown = [
+        o for o in found if o.match_id is None or o in partners or _shares_a_reference(item, o)
+    ]
+    candidates = [
+        Candidate(other, [f"matched with it (match {other.match_id})"])
+        if other in partners
+        else Candidate(other, _reasons(item, other, window_seconds))
+        for other in shown
+    ]
     for group in ("posting", "notification", "transfer"):
         fitting = [c for c in candidates if c.item.kind == group and c.fits]
         # Two legs of one journal both fit one notification: that is one transfer, not doubt.
@@ -362,5 +376,16 @@ def explain(session: Session, kind: str, item_id: int, *, window_seconds: int) -
         if len(fitting) > 1 and not (group == "posting" and len(journals) == 1):
             for c in fitting:
                 c.reasons.append(f"ambiguous: {len(fitting)} {group}s fit equally well")
-    candidates.sort(key=lambda c: (not c.fits, c.item.kind, c.item.item_id))
-    return Explanation(item, candidates, _active_matches(session, kind, item_id))
+    candidates.sort(
+        key=lambda c: (c.item.match_id not in own, not c.fits, c.item.kind, c.item.item_id)
+    )
+    return Explanation(item, candidates, own, elsewhere=len(found) - len(shown))
+
+
+def _shares_a_reference(item: Item, other: Item) -> bool:
+    """Whether the two name the same receipt or transfer: a counterpart matched elsewhere is
+    then worth showing (it may be the one matched wrongly)."""
+    return bool(
+        (item.receipt_ref and item.receipt_ref == other.receipt_ref)
+        or (item.transfer_ref and item.transfer_ref == other.transfer_ref)
+    )

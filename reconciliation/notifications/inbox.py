@@ -49,8 +49,9 @@ STATES: Final = (PENDING, PROCESSED, QUARANTINED, REJECTED)
 BODY_CONFLICT_ALERT: Final = "delivery_body_conflict"
 #: What settles a delivery id re-sent with another body (replaying cannot).
 BODY_CONFLICT_NEXT_STEP: Final = (
-    "ask the provider which body is true, then mark it: recon deliveries choose ROW_ID "
-    "(the other bodies are kept as evidence); replaying cannot settle it"
+    "ask the provider which body is true, then mark it: recon deliveries choose ROW_ID, or "
+    "the console's delivery page, 'This body is the true one' (the other bodies are kept as "
+    "evidence); replaying cannot settle it"
 )
 #: Why a row with a known id and a new body is quarantined, with the step that settles it.
 BODY_CONFLICT_REASON: Final = (

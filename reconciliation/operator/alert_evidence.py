@@ -61,6 +61,10 @@ class AlertFilter:
     age: str | None = None
 
 
+#: The state filter meaning every state, spelled as `recon alerts list --state all` spells it.
+ANY_STATE: Final = "all"
+
+
 @dataclass(frozen=True, slots=True)
 class AlertPage:
     alerts: list[Alert]
@@ -75,9 +79,11 @@ def alert_page(
     query = select(Alert).order_by(Alert.opened_at.desc(), Alert.id.desc())
     if chosen.state == "active":
         query = query.where(Alert.state.in_((OPEN, ACKNOWLEDGED)))
-    elif chosen.state:
+    elif chosen.state and chosen.state != ANY_STATE:
         if chosen.state not in STATES:
-            raise BrowseError(f"state {chosen.state!r} is not one of active, {', '.join(STATES)}")
+            raise BrowseError(
+                f"state {chosen.state!r} is not one of active, {', '.join(STATES)}, {ANY_STATE}"
+            )
         query = query.where(Alert.state == chosen.state)
     if chosen.severity:
         if chosen.severity not in SEVERITIES:

@@ -43,6 +43,7 @@ from reconciliation.notifications.registration import (
 )
 from reconciliation.operator.actions import ActionRefusedError
 from reconciliation.operator.audit_trail import Actor
+from reconciliation.postings import HoldingIdentity, holding_identities
 from reconciliation.store.db import transaction
 from reconciliation.transfers import requests as transfers
 from reconciliation.transfers.requests import RequestedTransfer, TrackedTransfer
@@ -86,12 +87,14 @@ def request_transfer(
     caller's key reused for another request, or naming one refused earlier) adds none either.
     """
     moved = format_money(request.amount_minor_units, str(request.value_unit))
-    what = (
-        f"{moved} from holding {request.source.holding_ref} "
-        f"to holding {request.destination.holding_ref}"
-    )
 
     def with_intent(session: Session, key: uuid.UUID) -> None:
+        # Each holding as people name it (the account number a person typed, and its name),
+        # its holdingRef beside it as evidence; a holding recon has not discovered yet by ref.
+        refs = [str(request.source.holding_ref), str(request.destination.holding_ref)]
+        names = holding_identities(session, refs)
+        source, dest = (_named(names[r]) for r in refs)
+        what = f"{moved} from holding {source} to holding {dest}"
         subject = f"transfer intent {key}"
         audit.record(session, actor=actor, action=REQUESTED_TRANSFER, subject=subject, reason=what)
 
@@ -104,6 +107,12 @@ def request_transfer(
         accepted_quote=accepted_quote,
         with_intent=with_intent,
     )
+
+
+def _named(holding: HoldingIdentity) -> str:
+    """`0123456789 ADA OBI STORES (holdingRef ...)`, or the bare ref when its account is not
+    known."""
+    return f"{holding.label} (holdingRef {holding.ref})" if holding.named else holding.ref
 
 
 def track_transfer(

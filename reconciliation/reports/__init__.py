@@ -9,7 +9,7 @@ from typing import Final
 from reconciliation.reports.csv_format import render_csv
 from reconciliation.reports.fees import fee_figures
 from reconciliation.reports.figures import CSV_ITEMS_LISTED, OPEN_ITEMS_LISTED
-from reconciliation.reports.html_format import STYLE, render_html
+from reconciliation.reports.html_format import STYLE, render_body, render_html
 from reconciliation.reports.model import FeeTotal, Report, ReportWindow
 from reconciliation.reports.query import ReportError, build_report
 from reconciliation.reports.sections import DEFAULT_CSV_SECTION, SECTION_NAMES
@@ -72,6 +72,7 @@ def render(
 
 
 __all__ = [
+    "DEFAULT_CSV_SECTION",
     "FORMATS",
     "OPEN_ITEMS_LISTED",
     "SECTION_NAMES",
@@ -87,5 +88,6 @@ __all__ = [
     "parse_moment",
     "parse_window",
     "render",
+    "render_body",
     "report_as_dict",
 ]

@@ -33,12 +33,17 @@ HEIGHT: Final = 280
 #: Room around the plot: the left for axis labels as long as '-1,000,000.00 NGN', the right for
 #: the legend of series names.
 MARGIN: Final = {"left": 110, "right": 150, "top": 44, "bottom": 40}
+#: Height of one legend row under a line chart: its names are whole there (an account number
+#: and a name), never cut to fit a column beside the plot.
+LEGEND_ROW: Final = 18
+#: Closest two axis labels may sit (a little more than the font size) before one is left out.
+LABEL_GAP: Final = 14
 
 
-def _frame(title: str, body: list[str]) -> str:
+def _frame(title: str, body: list[str], height: int = HEIGHT) -> str:
     return (
-        f'<svg role="img" width="{WIDTH}" height="{HEIGHT}" '
-        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">'
+        f'<svg role="img" width="{WIDTH}" height="{height}" '
+        f'viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12">'
         f"<title>{escape(title)}</title>"
         f'<text x="{MARGIN["left"]}" y="18" font-size="14" font-weight="bold">{escape(title)}</text>'
         + "".join(body)
@@ -114,18 +119,21 @@ def stacked_bars(
 
 def lines_over_time(
     title: str,
-    series: Sequence[tuple[str, Sequence[tuple[datetime, int]]]],
+    series: Sequence[tuple[str, Sequence[tuple[datetime, int, bool]]]],
     value_label: Callable[[int], str] = str,
 ) -> str:
-    """One line per named series of (time, value); a dashed line marks zero.
+    """One line per named series of (time, value, explained); a dashed line marks zero.
 
-    `value_label` writes a value for the axis and the tooltips (an amount in major units, when
-    every line is in one currency).
+    A point `explained` (drift that transfers still in flight account for) is drawn hollow: it
+    is not counted as drift, so the chart and the figure beside it agree on what drifts. The
+    legend sits under the plot, one row per series with its whole name; the plot spans the
+    width. `value_label` writes a value for the axis and the tooltips (an amount in major units,
+    when every line is in one currency).
     """
-    points = [p for _, s in series for p in s]
+    points = [(t, v) for _, s in series for t, v, _ in s]
     if not points:
         return _frame(title, [f'<text x="{MARGIN["left"]}" y="60">No drift in this window.</text>'])
-    plot_w = WIDTH - MARGIN["left"] - MARGIN["right"]
+    plot_w = WIDTH - MARGIN["left"] - 20
     plot_h = HEIGHT - MARGIN["top"] - MARGIN["bottom"]
     start = min(t for t, _ in points).timestamp()
     end = max(t for t, _ in points).timestamp()
@@ -144,31 +152,42 @@ def lines_over_time(
     body = [
         f'<line x1="{MARGIN["left"]}" y1="{zero:.1f}" x2="{MARGIN["left"] + plot_w}" y2="{zero:.1f}" '
         'stroke="#333" stroke-dasharray="4 3"/>',
-        f'<text x="{MARGIN["left"] - 6}" y="{zero + 4:.1f}" text-anchor="end">0</text>',
-        f'<text x="{MARGIN["left"] - 6}" y="{MARGIN["top"] + 4}" text-anchor="end">'
-        f"{escape(value_label(high))}</text>",
-        f'<text x="{MARGIN["left"] - 6}" y="{MARGIN["top"] + plot_h + 4}" text-anchor="end">'
-        f"{escape(value_label(low))}</text>",
-        f'<text x="{MARGIN["left"]}" y="{HEIGHT - 10}">{escape(_short(start))}</text>',
-        f'<text x="{MARGIN["left"] + plot_w}" y="{HEIGHT - 10}" text-anchor="end">{escape(_short(end))}</text>',
     ]
+    # The axis: its top and bottom values, and 0 unless it would sit on one of them.
+    ticks: dict[float, int] = {MARGIN["top"]: high, MARGIN["top"] + plot_h: low}
+    if all(abs(zero - y) >= LABEL_GAP for y in ticks):
+        ticks[zero] = 0
+    for y, value in ticks.items():
+        shown = "0" if value == 0 else value_label(value)
+        body.append(
+            f'<text x="{MARGIN["left"] - 6}" y="{y + 4:.1f}" text-anchor="end">{escape(shown)}</text>'
+        )
+    axis_y = MARGIN["top"] + plot_h + 20
+    body.append(f'<text x="{MARGIN["left"]}" y="{axis_y}">{escape(_short(start))}</text>')
+    if end > start:
+        body.append(
+            f'<text x="{MARGIN["left"] + plot_w}" y="{axis_y}" text-anchor="end">'
+            f"{escape(_short(end))}</text>"
+        )
     for index, (name, values) in enumerate(series):
         colour = LINE_COLOURS[index % len(LINE_COLOURS)]
-        coords = " ".join(f"{x_of(t):.1f},{y_of(v):.1f}" for t, v in values)
+        coords = " ".join(f"{x_of(t):.1f},{y_of(v):.1f}" for t, v, _ in values)
         body.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{coords}"/>')
-        for t, v in values:
+        for t, v, explained in values:
+            fill = "#fff" if explained else colour
+            why = " (transfers in flight explain it)" if explained else ""
             body.append(
-                f'<circle cx="{x_of(t):.1f}" cy="{y_of(v):.1f}" r="3" fill="{colour}">'
-                f"<title>{escape(name)} {escape(moment(t))}: {escape(value_label(v))}</title>"
-                "</circle>"
+                f'<circle cx="{x_of(t):.1f}" cy="{y_of(v):.1f}" r="3" fill="{fill}" '
+                f'stroke="{colour}" data-value="{v}" data-explained="{int(explained)}">'
+                f"<title>{escape(name)} {escape(moment(t))}: {escape(value_label(v))}"
+                f"{why}</title></circle>"
             )
-        y = MARGIN["top"] + 20 * index
-        x = WIDTH - MARGIN["right"] + 20
+        y = HEIGHT + LEGEND_ROW * index
         body.append(
-            f'<rect x="{x}" y="{y}" width="12" height="12" fill="{colour}"/>'
-            f'<text x="{x + 18}" y="{y + 11}">{escape(name[:18])}</text>'
+            f'<rect x="{MARGIN["left"]}" y="{y}" width="12" height="12" fill="{colour}"/>'
+            f'<text x="{MARGIN["left"] + 18}" y="{y + 11}">{escape(name)}</text>'
         )
-    return _frame(title, body)
+    return _frame(title, body, HEIGHT + LEGEND_ROW * len(series))
 
 
 def _short(epoch: float) -> str:

@@ -5,6 +5,8 @@ say the same in sentences above the figures, so these are `people=False`.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from reconciliation.postings.holding_identity import HoldingIdentity
 from reconciliation.reports.legend import legend
 from reconciliation.reports.model import Report
@@ -15,9 +17,9 @@ def window(report: Report) -> Section:
     """What the report covers and how it judged (CSV; text and HTML say it in a sentence)."""
     scope = report.scope or HoldingIdentity(ref="")
     rows: list[tuple[Cell, ...]] = [
-        ("since", report.window.since.isoformat() if report.window.since else ""),
-        ("until", report.window.until.isoformat()),
-        ("generated_at", report.generated_at.isoformat()),
+        ("since", report.window.since or ""),
+        ("until", report.window.until),
+        ("generated_at", report.generated_at),
         ("grace_seconds", str(report.grace_seconds)),
         ("finality_seconds", str(report.finality_seconds)),
         ("items_unmatched", str(report.figures()["unmatched"])),
@@ -43,7 +45,7 @@ def audit(report: Report) -> Section:
     if found is not None:
         facts: list[tuple[str, object]] = [
             ("run", found.run_id),
-            ("finished_at", found.finished_at.isoformat()),
+            ("finished_at", found.finished_at),
             ("status", found.status),
             ("holdings", found.holdings),
             ("postings", found.postings),
@@ -55,7 +57,10 @@ def audit(report: Report) -> Section:
             ("differing", found.differing),
             ("partial", int(found.partial)),
         ]
-        rows += [(metric, str(value)) for metric, value in facts]
+        rows += [
+            (metric, value if isinstance(value, datetime) else str(value))
+            for metric, value in facts
+        ]
     return Section(
         key="audit",
         title="Last ledger audit",

@@ -10,7 +10,8 @@ Cells are written for machines: an amount as a plain decimal in major units with
 exponent ("1500.50", "-0.01", "30000000.000000000000000000"; no separators, so
 `decimal.Decimal` reads it exactly) and, beside it in `<column>_minor`, the exact minor units
 (the only amount given for a unit whose exponent recon does not know: the decimal is left
-empty rather than guessed); times in ISO 8601; a holding as three columns,
+empty rather than guessed); times in UTC as `2026-11-29 04:39:17` (what a spreadsheet reads as
+a date and time; ISO 8601 with an offset and microseconds it keeps as text); a holding as three columns,
 `<column>_account_number`, `<column>_name`, `<column>_ref`; states and kinds as their machine
 names. Text that a spreadsheet would run as a formula is written with a leading apostrophe.
 """
@@ -20,7 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import unicodedata
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Final
 
 from foundation.money import major_decimal
@@ -43,6 +44,15 @@ from reconciliation.reports.tables import (
 #: injection): such text is written with a leading apostrophe. Amounts are written by recon
 #: itself (a '-' there is a sign) and are left alone.
 FORMULA_STARTS: Final = ("=", "+", "-", "@", "\t", "\r")
+
+#: How a time is written: UTC to the second, a space for the T, no offset (the file says UTC).
+#: Excel, LibreOffice and Google Sheets read this as a date and time.
+TIME_FORMAT: Final = "%Y-%m-%d %H:%M:%S"
+
+
+def spreadsheet_time(moment: datetime) -> str:
+    """A time as a spreadsheet reads it (`TIME_FORMAT`, in UTC)."""
+    return moment.astimezone(UTC).strftime(TIME_FORMAT)
 
 
 def _headers(column: Column) -> list[str]:
@@ -72,7 +82,7 @@ def _cells(column: Column, cell: Cell) -> list[str]:
     if column.kind == AMOUNTS and isinstance(cell, tuple):
         return ["; ".join(_amount_words(m) for m in cell)]
     if isinstance(cell, datetime):
-        return [cell.isoformat()]
+        return [spreadsheet_time(cell)]
     return [_inert("" if cell is None else str(cell))]
 
 

@@ -14,6 +14,7 @@ from typing import Any, Final
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from reconciliation.matching.vocabulary import EVENT_SIDE
 from reconciliation.reports.filters import UNKNOWN_HOLDING
 from reconciliation.reports.items import FINALITY_SECONDS, age_bucket, classified, why_open
 from reconciliation.reports.model import (
@@ -102,6 +103,20 @@ def _add(
         tally.amount_minor += amount
 
 
+#: The side a transfer we asked for moves money on the holding it is listed under: its source.
+TRANSFER_SIDE: Final = "debit"
+
+
+def _side(stream: str, detail: object) -> str:
+    """`credit` or `debit` on the item's holding: a posting's own side, a notification's by its
+    event type, a transfer's on its source holding."""
+    if stream == "posting":
+        return str(detail or "")
+    if stream == "notification":
+        return EVENT_SIDE.get(str(detail), "")
+    return TRANSFER_SIDE
+
+
 def open_items(
     session: Session,
     window: ReportWindow,
@@ -133,6 +148,7 @@ def open_items(
                     age_days=(window.until - row.at).days,
                     state=row.state,
                     why=why_open(stream, row.state, row.detail, row.marked),
+                    side=_side(stream, row.detail),
                 )
             )
     found.sort(key=lambda item: (item.since, item.stream, item.item_id))

@@ -70,6 +70,8 @@ def alert_counts(
             state=a.state,
             subject=a.subject,
             opened_at=a.opened_at,
+            acknowledged_by=a.acknowledged_by,
+            note=a.note,
         )
         for a in session.scalars(
             select(Alert)

@@ -25,14 +25,14 @@ from reconciliation.reports.tables import Cell, Column, Section
 from reconciliation.reports.text import audit_sentence, for_people, window_line
 
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2rem; color: #222; max-width: 72rem; }
+body { font-family: system-ui, sans-serif; margin: 1.5rem; color: #222; max-width: 75rem; }
 h1 { font-size: 1.4rem; margin-bottom: .2rem; } h2 { font-size: 1.1rem; margin-top: 2rem; }
 table { border-collapse: collapse; margin: .5rem 0; font-size: .85rem; }
-th, td { border: 1px solid #ccc; padding: .25rem .5rem; text-align: left; vertical-align: top;
-  white-space: nowrap; }
+th, td { border: 1px solid #ccc; padding: .25rem .5rem; text-align: left; vertical-align: top; }
+div.table { max-width: 100%; overflow-x: auto; }
 td.w { white-space: normal; overflow-wrap: anywhere; min-width: 10rem; }
 th { background: #f4f4f4; }
-td.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; overflow-wrap: anywhere; }
 .muted { color: #666; } .empty { color: #666; font-style: italic; }
 .cards { display: flex; gap: .75rem; flex-wrap: wrap; margin: 1rem 0; }
 .card { border: 1px solid #ccc; border-radius: 6px; padding: .4rem .8rem; min-width: 7rem; }
@@ -88,18 +88,32 @@ def _section(section: Section, report: Report) -> list[str]:
         "<tr>" + "".join(_cell(c, cell) for c, cell in zip(columns, row, strict=True)) + "</tr>"
         for row in rows
     )
-    parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    parts.append(
+        f'<div class="table"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>"
+    )
     return parts
 
 
 def render_html(report: Report) -> str:
-    figures = report.figures()
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         "<title>Reconciliation report</title>",
         f"<style>{STYLE}</style></head><body>",
         "<h1>Reconciliation report</h1>",
+        render_body(report),
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def render_body(report: Report) -> str:
+    """The report under its heading, without the document around it or its style: what the
+    console shows on its Reports page, in its own style (no inline style for its policy to
+    allow), so a person reads tables there rather than a text dump."""
+    figures = report.figures()
+    parts = [
         f'<p class="muted">{escape(window_line(report))}. Generated '
         f"{escape(moment(report.generated_at))}; notification grace "
         f"{escape(grace_words(report.grace_seconds))}.</p>",
@@ -124,7 +138,6 @@ def render_html(report: Report) -> str:
                 )
                 + "</dl>"
             )
-    parts.append("</body></html>")
     return "\n".join(parts)
 
 
@@ -154,16 +167,25 @@ def _drift_chart(report: Report) -> str:
     def label(value: int) -> str:
         return format_money(value, only, signed=True) if only else f"{value:+,} minor units"
 
-    return lines_over_time(
+    chart = lines_over_time(
         "Balance minus postings sum, over time",
         [
             (
                 report.holding(d.holding_ref).label,
-                [(p.observed_at, p.drift_minor) for p in d.series],
+                [(p.observed_at, p.drift_minor, p.explained_by_lag) for p in d.series],
             )
             for d in drawn
         ],
         label,
+    )
+    # The same count as the figure "holdings whose balance drifts": a line away from zero
+    # earlier in the window, or drawn hollow (transfers in flight explain it), is not drift now.
+    now = report.figures()["holdingsDrifting"]
+    return chart + (
+        f'<p class="muted chart-note" data-drifting="{now}">At the latest check '
+        f"{now:,} holding{'' if now == 1 else 's'} drift (the figure above). A line back at 0 "
+        "is drift that cleared; a hollow point is a difference that transfers still in flight "
+        "explain, not drift.</p>"
     )
 
 

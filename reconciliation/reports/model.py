@@ -142,6 +142,9 @@ class OpenItem:
     age_days: int
     state: str
     why: str
+    #: Which way the money moves on its holding: `credit` (in), `debit` (out), or "" when the
+    #: item does not say (a notification of a kind that names no side).
+    side: str = ""
 
 
 @dataclass(slots=True)
@@ -172,6 +175,10 @@ class OpenAlert:
     state: str
     subject: str
     opened_at: datetime
+    #: Who owns it, and what they wrote (the acknowledgement's note): a team reading the list
+    #: sees which alerts someone is already on.
+    acknowledged_by: str | None = None
+    note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

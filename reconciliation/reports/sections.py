@@ -60,13 +60,34 @@ FIGURE_LABELS: Final = {
 }
 
 #: Figure -> the legend term that defines it (figures without one are plain counts).
-FIGURE_TERMS: Final = {
+FIGURE_TERMS: Final = {"openAlerts": "openAlerts"}
+
+#: Figures whose meaning is their own sentence (the legend defines their family once; a CSV row
+#: per figure repeating the family's definition said nothing about the row).
+FIGURE_MEANINGS: Final = {
+    "holdings": "holdings with an item in the window",
+    "transfersSettled": "transfers we asked for that the provider says are terminal and successful",
+    "transfersInFlight": "transfers we asked for that are not terminal yet at the provider",
+    "transfersRefused": "transfers the provider denied at creation: nothing moved",
+    "transfersFailed": "transfers the provider says are terminal and not successful",
+    "alertsOpened": "alerts opened in the window, whatever their state now",
+    "alertsResolved": "alerts resolved in the window",
+    "holdingsDrifting": "holdings whose latest balance differs from the sum of their postings "
+    "by more than transfers in flight explain",
+}
+
+#: What each figure counts, so a spreadsheet never adds transfers or alerts to items: the
+#: transfers are also items (each counted once among them), the alerts are conditions.
+FIGURE_COUNTS: Final = {
+    "holdings": "holdings",
+    "holdingsDrifting": "holdings",
     "transfersSettled": "transfers",
     "transfersInFlight": "transfers",
     "transfersRefused": "transfers",
     "transfersFailed": "transfers",
-    "alertsOpened": "openAlerts",
-    "alertsResolved": "openAlerts",
+    "openAlerts": "alerts",
+    "alertsOpened": "alerts",
+    "alertsResolved": "alerts",
 }
 
 
@@ -85,13 +106,15 @@ def summary(report: Report) -> Section:
             Column("label", "figure", machines=False),
             count_column("value", "count"),
             Column("meaning", "what it counts", prose=True, people=False),
+            Column("counts", "unit", NAME, people=False),
         ),
         rows=tuple(
             (
                 name,
                 FIGURE_LABELS.get(name, name),
                 value,
-                meanings.get(FIGURE_TERMS.get(name, name), ""),
+                FIGURE_MEANINGS.get(name) or meanings.get(FIGURE_TERMS.get(name, name), ""),
+                FIGURE_COUNTS.get(name, "items"),
             )
             for name, value in report.figures().items()
         ),
@@ -144,6 +167,8 @@ def open_items(report: Report) -> Section:
             Column("reference", "reference", prose=True),
             money_column("amount", "amount"),
             Column("currency", "unit", people=False),
+            # Debit or credit on the holding: a spreadsheet sums money in and out apart.
+            Column("side", "side", NAME, people=False),
             Column("time", "since", MOMENT),
             Column("state", "state", NAME),
             Column("why_listed", "why", prose=True),
@@ -156,6 +181,7 @@ def open_items(report: Report) -> Section:
                 e.reference,
                 Money(e.amount_minor, e.currency),
                 e.currency,
+                e.side,
                 e.since,
                 e.state,
                 e.why,
@@ -321,9 +347,20 @@ def open_alerts(report: Report) -> Section:
             Column("kind", "kind"),
             Column("opened", "opened", MOMENT),
             Column("subject", "subject", prose=True),
+            Column("acknowledged_by", "acknowledged by"),
+            Column("note", "note", prose=True),
         ),
         rows=tuple(
-            (str(o.alert_id), o.severity, o.state, o.kind, o.opened_at, o.subject)
+            (
+                str(o.alert_id),
+                o.severity,
+                o.state,
+                o.kind,
+                o.opened_at,
+                o.subject,
+                o.acknowledged_by or "",
+                o.note or "",
+            )
             for o in report.open_alerts
         ),
         empty="Alerts open now: none.",

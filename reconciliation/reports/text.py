@@ -59,10 +59,7 @@ def window_line(report: Report) -> str:
 
 def audit_sentence(report: Report) -> str:
     """The last ledger audit and when it finished, or that none has run yet."""
-    found = report.last_audit
-    if found is None:
-        return report.audit_line()
-    return f"{found.line()}; finished {moment(found.finished_at)}"
+    return report.audit_line()
 
 
 def _money(amount: Money) -> str:

@@ -134,6 +134,8 @@ def report_as_dict(report: Report) -> dict[str, Any]:
                     "state": a.state,
                     "subject": a.subject,
                     "openedAt": _when(a.opened_at),
+                    "acknowledgedBy": a.acknowledged_by,
+                    "note": a.note,
                 }
                 for a in report.open_alerts
             ],

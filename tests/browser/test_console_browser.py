@@ -21,9 +21,9 @@ from sqlalchemy import select
 from app.main import create_app
 from foundation.settings import load_settings
 from reconciliation.store.db import make_engine, make_session_factory
-from reconciliation.store.models import AuditEvent, Delivery, Match, Posting
+from reconciliation.store.models import Alert, AuditEvent, Delivery, Match, Posting
 from tests.browser.fault_scenario import build_fault_store
-from tests.integration.app.receiver_helpers import ADMIN_TOKEN, ServedApp, wait_for
+from tests.integration.app.receiver_helpers import ADMIN_TOKEN, ServedApp
 
 NAME = "Ada Operator"
 
@@ -135,24 +135,36 @@ def test_operator_walks_through_the_four_faults(
             match = s.scalars(select(Match).where(Match.posting_id == silent.id)).one()
         assert (match.matched_by, match.rule) == (NAME, "accepted")
 
-        # Replay the quarantined delivery (the other body under a known id).
+        # The quarantined delivery is the other body under a known id: replay cannot settle
+        # it, so its page offers the choice of the true body instead.
         page.goto(f"{base}/console/deliveries?state=quarantined")
         _shot(page, screenshots, "08-deliveries")
         page.locator("table a").first.click()
         row_id = int(page.url.rstrip("/").rsplit("/", 1)[1])
         assert page.locator("pre.raw").inner_text().startswith("{")
+        assert page.locator("form[action$=replay]").count() == 0
         _shot(page, screenshots, "09-delivery")
-        page.click("form[action$=replay] button")
-        assert "pending again" in page.locator(".flash.done").inner_text()
-        wait_for(lambda: row_id in enqueued or None, what="the replayed row to be enqueued")
+        choose = page.locator("form[action$=choose]")
+        choose.locator("input[name=reason]").fill("The provider says the second body is true")
+        choose.locator("button[type=submit]").click()
+        assert "now the true one" in page.locator(".flash.done").inner_text()
+        _shot(page, screenshots, "09-delivery-chosen")
         with sessions() as s:
-            assert s.get(Delivery, row_id).state == "pending"  # type: ignore[union-attr]
+            chosen = s.get_one(Delivery, row_id)
+            others = s.scalars(
+                select(Delivery.state).where(
+                    Delivery.delivery_id == chosen.delivery_id, Delivery.id != row_id
+                )
+            ).all()
+            assert (chosen.state, list(others)) == ("processed", ["rejected"])
+            conflict = s.scalars(select(Alert).where(Alert.kind == "delivery_body_conflict")).one()
+            assert (conflict.state, conflict.resolved_by) == ("resolved", NAME)
 
         # A report: every holding as a file (the page says why it is not shown) and a list to
         # pick one from by its account; one holding's last day on the page, reached from the
         # list, from the holding's page, or by typing its account number.
         page.goto(f"{base}/console/reports")
-        assert page.locator("pre.report").count() == 0
+        assert page.locator("div.report").count() == 0
         assert page.get_by_text(
             "Not shown on the page because it covers every holding"
         ).is_visible()
@@ -162,21 +174,26 @@ def test_operator_walks_through_the_four_faults(
         assert re.fullmatch(r"\d{10} .+", label), label  # account number and name, no UUID
         assert (first.get_attribute("title") or "").startswith("holdingRef ")
         page.locator("a.pick").first.click()
-        shown = page.locator("pre.report").inner_text()
-        assert shown.startswith("Reconciliation report") and f", holding {label}" in shown
+        shown = page.locator("div.report").inner_text()
+        assert f", holding {label}" in shown.splitlines()[0]
+        assert page.locator("div.report table").count() > 3  # tables, not a text dump
         page.goto(f"{base}/console/reports")
         page.fill("input[name=holding]", label.split()[0])
         page.click("form.filters button:text-is('Show')")
-        assert f", holding {label}" in page.locator("pre.report").inner_text()
+        assert f", holding {label}" in page.locator("div.report").inner_text()
         page.goto(f"{base}/console/holdings")
         page.locator("table a.holding").first.click()
         page.click("a.button:text-is('Report for this holding, last day')")
         assert "/console/reports?holding=" in page.url
-        shown = page.locator("pre.report").inner_text()
-        assert shown.startswith("Reconciliation report") and ", holding " in shown
+        shown = page.locator("div.report").inner_text()
+        assert ", holding " in shown.splitlines()[0]
+        # The page fits the screen: nothing of the report is off to the right.
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1360
         _shot(page, screenshots, "10-reports")
+        # The one CSV button gives the section chosen, unmatched items unless another is picked.
+        assert page.locator("select[name=section]").input_value() == "items"
         with page.expect_download() as download:
-            page.click("a.button:text-is('CSV')")
+            page.click("button:text-is('Download CSV')")
         items = list(csv.DictReader(io.StringIO(Path(download.value.path()).read_text())))
         for row in items:  # the CSV a spreadsheet opens: one row per item, major units
             assert Decimal(row["amount"]) * 10**2 == Decimal(row["amount_minor"])
@@ -185,7 +202,7 @@ def test_operator_walks_through_the_four_faults(
         with page.expect_download() as download:
             page.click("button:text-is('Download CSV')")
         summary = Path(download.value.path()).read_text().splitlines()
-        assert summary[0] == "figure,value,meaning"
+        assert summary[0] == "figure,value,meaning,counts"
 
         # Holdings and the chart.
         page.goto(f"{base}/console/holdings")
@@ -213,7 +230,7 @@ def test_operator_walks_through_the_four_faults(
             "acknowledged alert",
             "resolved alert",
             "accepted without a counterpart",
-            "replayed delivery",
+            "chose the true body",
             "downloaded report",
         } <= actions
 

@@ -348,6 +348,11 @@ def test_downgrade_names_its_revision_and_base_needs_confirming(
     assert done.returncode == 0, done.stderr
     assert "downgraded to base" in done.stdout
     assert _tables(url) <= {"alembic_version"}
+    # A store taken down to base says what the README says, not "database unavailable".
+    line = one_line(recon(base_env, "report"))
+    assert line.startswith("recon: the store at ") and line.endswith(
+        "has no tables yet: create them with `recon db upgrade`"
+    ), line
 
 
 @pytest.mark.parametrize("command", [["web"], ["worker"]])

@@ -54,6 +54,10 @@ def test_register_list_rotate(run, sandbox: SandboxServer) -> None:  # type: ign
     assert listed.exit_code == 0, listed.output
     line = next(row for row in listed.output.splitlines() if row.startswith(webhook_id))
     assert line.split()[1:7] == ["ACTIVE", "0", "0", "0", "-", "1"]
+    narrow = run("webhooks", "list", "--width", "60")
+    assert narrow.exit_code == 0, narrow.output
+    table = [row for row in narrow.stdout.splitlines() if row.startswith(("webhook ", "wh_"))]
+    assert len(table) == 2 and max(len(row) for row in table) == 60, narrow.stdout
     rotated = run("webhooks", "rotate")
     assert rotated.exit_code == 0, rotated.output
     assert "the old secrets stay accepted for 24 h" in last_line(rotated)
@@ -98,6 +102,11 @@ def test_deliveries_list_show_replay(run, engine: Engine) -> None:  # type: igno
         if line.split()[:1] != [] and line.split()[0].isdigit()
     ]
     assert [line.split()[1] for line in table] == ["evt_2", "evt_1"]
+    # Laid out for a window of 50 columns when asked: no line longer, each cut one marked.
+    narrow = run("deliveries", "list", "--limit", "2", "--width", "50")
+    assert narrow.exit_code == 0, narrow.output
+    assert max(len(line) for line in narrow.stdout.splitlines()) == 50
+    assert any(line.endswith("…") for line in narrow.stdout.splitlines())
     assert "next page: recon deliveries list --cursor" in listed.output
     as_json = json.loads(last_line(run("deliveries", "list", "--state", "quarantined", "--json")))
     assert [item["deliveryId"] for item in as_json["items"]] == ["evt_2"]

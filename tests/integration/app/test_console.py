@@ -322,16 +322,25 @@ def test_the_reports_page_shows_one_holding_and_offers_the_rest_as_downloads(
     sign_in(client)
 
     everyone = client.get("/console/reports").text
-    assert '<pre class="report">' not in everyone
+    assert '<div class="report">' not in everyone
     assert "Not shown on the page because it covers every holding" in everyone
-    assert "download?format=csv" in everyone
+    # One CSV button, and the section it gives is the one chosen: unmatched items.
+    assert everyone.count("Download CSV") == 1 and "format=csv&" not in everyone
+    assert '<option value="items" selected>Unmatched items, one row per item</option>' in everyone
+    # "Since" as a person types it, and the page takes it back as typed.
+    since = re.search(r'name="since" value="([^"]+)"', everyone)
+    assert since is not None and re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\dZ", since.group(1))
+    again = client.get("/console/reports", params={"since": since.group(1)})
+    assert again.status_code == 200
 
     mine = client.get(f"/console/reports?holding={holding.holding_ref}").text
-    assert '<pre class="report">' in mine
+    # The report as tables in the page's own style, not a text dump in a dark box.
+    assert '<div class="report">' in mine and '<pre class="report">' not in mine
+    assert "<table>" in mine.split('<div class="report">')[1]
     assert "4,321.00 NGN" in mine and "9,876.00 NGN" not in mine
 
     month = client.get(f"/console/reports?holding={holding.holding_ref}&since=2026-01-01").text
-    assert '<pre class="report">' not in month
+    assert '<div class="report">' not in month
     assert "its window is longer than 8 days" in month
 
     unknown = client.get("/console/reports?holding=not-a-holding")
@@ -455,3 +464,85 @@ def test_the_alert_api_refuses_an_id_no_row_can_have(client: Client, action: str
         headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
     )
     assert answer.status_code in (400, 404), answer.text
+
+
+def test_the_alerts_page_takes_state_all_as_the_cli_does(
+    client: Client, factory: sessionmaker[Session]
+) -> None:
+    """`recon alerts list --state all` has a console twin: `?state=all` lists alerts in every
+    state (it was a bare 400), and the state picker's "Any" sends it."""
+    kept, settled = open_alert(factory, 1), open_alert(factory, 2)
+    sign_in(client)
+    token = csrf_of(client)
+    resolved = client.post(
+        f"/console/alerts/{settled}/resolve",
+        data={"csrf_token": token, "comment": "known cause"},
+        follow_redirects=False,
+    )
+    assert resolved.status_code == 303
+    listed = client.get("/console/alerts?state=all")
+    assert listed.status_code == 200, listed.text
+    shown = set(re.findall(r'href="/console/alerts/(\d+)"', listed.text))
+    assert {str(kept), str(settled)} <= shown
+    assert '<option value="all" selected>Any</option>' in listed.text
+    active = client.get("/console/alerts").text
+    assert str(settled) not in set(re.findall(r'href="/console/alerts/(\d+)"', active))
+    assert (
+        "is not one of active, open, acknowledged, resolved, all"
+        in client.get("/console/alerts?state=gone").text
+    )
+
+
+def test_every_console_page_names_recon_s_own_icon(client: Client) -> None:
+    """A tab shows recon's icon, served by recon itself (no request to /favicon.ico that
+    answers 404, no asset from elsewhere)."""
+    link = '<link rel="icon" href="/console/static/favicon.svg" type="image/svg+xml">'
+    assert link in client.get("/console/sign-in").text
+    sign_in(client)
+    assert link in client.get("/console").text
+    assert link in client.get("/console/alerts?state=gone").text  # a refusal page too
+    icon = client.get("/console/static/favicon.svg")
+    assert icon.status_code == 200
+    assert icon.headers["content-type"].startswith("image/svg+xml")
+    assert icon.text.startswith("<svg")
+
+
+def test_a_matched_item_s_page_says_so_and_lists_its_partner_not_unrelated_matches(
+    client: Client, factory: sessionmaker[Session]
+) -> None:
+    """A matched posting's page is titled as matched, and names its own counterpart as its
+    partner ("matched with it"), not as "already matched" elsewhere; counterparts near its time
+    that are matched to other items and share no reference are counted, not listed."""
+    from reconciliation.policy import ReconcilePolicy
+    from reconciliation.reconcile import run_pass
+    from reconciliation.store.models import Match
+    from tests.integration.reconciliation.builders import Store, at
+
+    store = Store(factory)
+    holding = store.holding()
+    pairs = []
+    for n in range(4):
+        posting = store.posting(holding, 1_000 + n, posted=at(n))
+        note = store.notification(
+            "PAYMENT_RECEIVED", holding, 1_000 + n, receipt=posting.receipt_ref, occurred=at(n)
+        )
+        pairs.append((posting.id, note.id))
+    alone = store.posting(holding, 7_777, posted=at(2))
+    run_pass(factory, ReconcilePolicy(notification_grace_seconds=300), now=at(60), publish=False)
+    posting_id, note_id = pairs[0]
+    with factory() as s:
+        match_id = s.scalars(select(Match.id).where(Match.posting_id == posting_id)).one()
+    sign_in(client)
+
+    matched = client.get(f"/console/exceptions/posting/{posting_id}").text
+    assert f"Posting {posting_id} is matched</h1>" in matched
+    assert "not matched?" not in matched
+    assert f"matched with it (match {match_id})" in matched
+    assert f'href="/console/exceptions/notification/{note_id}"' in matched
+    assert "already matched (match" not in matched
+    assert "3 more near its time are already matched to other items" in matched
+
+    lonely = client.get(f"/console/exceptions/posting/{alone.id}").text
+    assert f"Why is posting {alone.id} not matched?" in lonely
+    assert "already matched (match" not in lonely
+    assert "4 more near its time are already matched to other items" in lonely

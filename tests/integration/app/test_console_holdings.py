@@ -90,7 +90,7 @@ def test_the_holdings_search_and_the_reports_page_take_what_people_type(
 
     # No holding named: every holding to pick from, each a link to its report on the page.
     everyone = client.get("/console/reports").text
-    assert '<pre class="report">' not in everyone
+    assert '<div class="report">' not in everyone
     picks = re.findall(r'<a class="pick" href="([^"]+)">report for ([^<]+)</a>', everyone)
     assert {unescape(name) for _, name in picks} == {
         label,
@@ -99,7 +99,7 @@ def test_the_holdings_search_and_the_reports_page_take_what_people_type(
     }
     chosen = next(unescape(href) for href, name in picks if unescape(name) == label)
     shown = client.get(chosen).text
-    assert '<pre class="report">' in shown and f", holding {label}" in unescape(shown)
+    assert '<div class="report">' in shown and f", holding {label}" in unescape(shown)
 
     by_name = unescape(client.get("/console/reports", params={"holding": "obi stores"}).text)
     assert f", holding {label}" in by_name and "4,321.00 NGN" in by_name
@@ -127,7 +127,7 @@ def test_the_holdings_search_and_the_reports_page_take_what_people_type(
     summary = client.get(
         "/console/reports/download", params={"format": "csv", "section": "summary"}
     )
-    assert summary.text.splitlines()[0] == "figure,value,meaning"
+    assert summary.text.splitlines()[0] == "figure,value,meaning,counts"
     assert "-summary.csv" in summary.headers["content-disposition"]
     wrong = client.get("/console/reports/download", params={"format": "csv", "section": "x"})
     assert wrong.status_code == 400 and "not one of summary, items" in wrong.text

@@ -208,6 +208,12 @@ def test_every_console_action_leaves_one_row_from_the_console(
     accepted = _match_of(factory, w.posting)
     post(f"/console/deliveries/{w.quarantined[0]}/replay")
     post("/console/deliveries/replay-quarantined")
+    # A body conflict is settled from the delivery's page too: replay cannot settle it.
+    conflict = client.get(f"/console/deliveries/{w.second_body}").text
+    assert f'action="/console/deliveries/{w.second_body}/choose"' in conflict
+    assert "/replay" not in conflict
+    post(f"/console/deliveries/{w.second_body}/choose", 400, reason=" ")
+    post(f"/console/deliveries/{w.second_body}/choose", reason="provider said")
     assert client.get("/console/reports/download?format=csv").status_code == 200
     post("/console/sign-out")
 
@@ -225,6 +231,7 @@ def test_every_console_action_leaves_one_row_from_the_console(
         ),
         ("Grace", "console", "replayed delivery", f"delivery {w.quarantined[0]}"),
         ("Grace", "console", "replayed quarantined deliveries", "1 quarantined deliveries"),
+        ("Grace", "console", "chose the true body", f"delivery {w.second_body}"),
         ("Grace", "console", "downloaded report", "report csv since the start until now"),
         ("Grace", "console", "signed out", "console"),
     ]

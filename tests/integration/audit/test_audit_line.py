@@ -134,9 +134,10 @@ def test_every_report_format_says_what_the_last_audit_found(polled: Runtime) -> 
     clean = _said(_rendered(polled))
     line = f"last audit: clean, 2 holdings, {sum(SIZES)} postings over {days}"
     assert clean["text"].startswith(line + "; finished ")
-    assert clean["json"]["line"] == clean["json"]["run"]["line"] == line
+    assert clean["json"]["line"] == clean["json"]["run"]["line"]
+    assert clean["json"]["line"].startswith(line + "; finished ")
     assert clean["json"]["run"]["status"] == "clean"
-    assert (clean["csv"]["line"], clean["csv"]["status"]) == (line, "clean")
+    assert clean["csv"]["line"] == clean["json"]["line"] and clean["csv"]["status"] == "clean"
     assert clean["csv"]["postings"] == str(sum(SIZES))
     assert clean["json"]["run"]["firstDay"] == clean["csv"]["first_day"] != ""
     assert clean["json"]["run"]["lastDay"] == clean["csv"]["last_day"] != ""
@@ -150,10 +151,40 @@ def test_every_report_format_says_what_the_last_audit_found(polled: Runtime) -> 
         f"2 holdings, {sum(SIZES)} postings over {days}"
     )
     assert diverged["text"].startswith(line + "; finished ")
-    assert diverged["json"]["run"]["missing"] == 1 and diverged["json"]["line"] == line
+    assert diverged["json"]["run"]["missing"] == 1
+    assert diverged["json"]["line"].startswith(line + "; finished ")
     assert diverged["json"]["run"]["run"] > clean["json"]["run"]["run"]
     assert (diverged["csv"]["status"], diverged["csv"]["missing"]) == ("diverged", "1")
     assert diverged["html"].startswith(line) and diverged["html_alarm"]
+
+
+def test_the_audit_line_says_when_and_which_holdings_it_did_not_read(
+    env: dict[str, str], console: TestClient[Any]
+) -> None:
+    """A clean audit proves the books as they were when it ran: every format says when it
+    finished, and a holding discovered after it is named as not covered ("2 of 3 holdings"),
+    rather than "clean, 2 holdings" heading a report of three."""
+    with inprocess_sandbox(PRESETS["recon"]) as sandbox:
+        rt = build_runtime(
+            reader_settings(env, PAGE), transport=sandbox.transport, clock=StepClock()
+        )
+        try:
+            _fill(rt, sandbox)
+            assert _audit(rt) == "clean"
+            sandbox.add_postings(sandbox.new_holding(), [1] * 3, anywhere_in_ties=False)
+            discover(rt)
+            said = _said(_rendered(rt))
+        finally:
+            release_runtime(rt)
+    covered = re.compile(
+        r"^last audit: clean, 2 of 3 holdings, \d+ postings over .*; "
+        r"finished \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC; 1 holding watched now not covered"
+    )
+    for line in (said["text"], said["json"]["line"], said["csv"]["line"], said["html"]):
+        assert covered.match(line), line
+    assert said["json"]["run"]["holdingsNotCovered"] == 1
+    _, tile = _tile(console)
+    assert "2 of 3 holdings" in _words(tile)
 
 
 def _signed_in(env: dict[str, str]) -> Iterator[TestClient[Any]]:

@@ -6,6 +6,7 @@ The rebuild's own behaviour is tested in test_rebuild.py; here, what an operator
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -37,7 +38,13 @@ def test_rebuild_dry_run_then_swap_from_the_command_line(
     build_world(session_factory)
     same = runner.invoke(cli, ["rebuild", "--dry-run"], catch_exceptions=False)
     assert same.exit_code == 0, same.output
-    assert "the rebuilt state equals the live one" in same.output
+    # The verdict first; each table's digest and each phase's time only under --verbose.
+    assert same.output.splitlines()[0] == "the rebuilt state equals the live one"
+    assert not any(line.startswith("  ") for line in same.output.splitlines()), same.output
+    took = next(line for line in same.output.splitlines() if line.startswith("took "))
+    assert re.fullmatch(r"took \d+\.\d\ds", took), took
+    loud = runner.invoke(cli, ["--verbose", "rebuild", "--dry-run"], catch_exceptions=False)
+    assert "  matches " in loud.output, loud.output
     live = next(line for line in same.output.splitlines() if line.startswith("live derived state:"))
     rebuilt = next(
         line for line in same.output.splitlines() if line.startswith("rebuilt derived state:")
@@ -79,5 +86,6 @@ def test_rebuild_prints_its_result_and_nothing_of_its_scratch_pass(
     assert ran.exit_code == 0, ran.output
     assert ran.stderr == ""
     assert "not yet judged by a pass (left out of both states): nothing" in ran.stdout
-    rebuilt = next(line for line in ran.stdout.splitlines() if "open_alerts" in line)
-    assert not rebuilt.split()[-1].startswith("0:")  # the scratch did open alerts
+    found = runner.invoke(cli, ["rebuild", "--dry-run", "--json"], catch_exceptions=False)
+    rebuilt = json.loads(found.stdout)["comparison"]["rebuilt"]["tables"]["open_alerts"]
+    assert not str(rebuilt).startswith("0:")  # the scratch did open alerts

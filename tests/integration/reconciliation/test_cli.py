@@ -6,7 +6,7 @@ import csv
 import io
 import json
 import re
-from datetime import datetime, timedelta
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -48,6 +48,13 @@ def test_reconcile_dry_run_then_for_real(
 
     dry = invoke(run, "reconcile", "--dry-run")
     assert "would match: receipt_ref 1" in dry and "nothing was written" in dry
+    # Routine output is for a person: no internal pairs, no per-rule timings, no empty lines
+    # of things that did not happen; --verbose has them.
+    assert re.fullmatch(
+        r"would match: receipt_ref 1\ntook \d+\.\d\ds; nothing was written \(dry run\)\n", dry
+    ), dry
+    loud = invoke(run, "--verbose", "reconcile", "--dry-run")
+    assert f"posting {posting.id} " in loud and "took matching " in loud and "drift." in loud
     with session_factory() as s:
         assert s.scalars(select(Match)).all() == []
 
@@ -63,6 +70,12 @@ def test_reconcile_dry_run_then_for_real(
         raised = s.scalars(select(Alert).where(Alert.state == "open")).all()
         assert sorted(a.evidence["itemKind"] for a in raised) == ["notification", "posting"]
         assert {a.kind for a in raised} == {"unmatched_by_hand"}
+        # Each named by the number people see and type, its provider refs in the evidence.
+        subjects = sorted(a.subject.split(" has ")[0] for a in raised)
+        ids = {a.evidence["itemKind"]: a.evidence["itemId"] for a in raised}
+        assert subjects == [f"notification {ids['notification']}", f"posting {ids['posting']}"]
+        posting_alert = next(a for a in raised if a.evidence["itemKind"] == "posting")
+        assert posting_alert.evidence["posting"]["journalRef"]
     assert out.count("alert ") == 2 and "took match" in out and "wrong customer" in out
 
     # One item alone is not a match: the CLI says which decision that is instead.
@@ -259,8 +272,11 @@ def test_report_names_holdings_by_account_and_finds_them_by_what_people_type(
         ref,
     )
     assert Decimal(row["amount"]) == Decimal("1234.56") and row["currency"] == "NGN"
+    assert row["side"] == "credit"  # a posting's own side: money into its holding
+    assert by_name[""]["side"] == "debit"  # a transfer: money out of its source holding
     assert (row["state"], row["why_listed"]) == ("exception", "no notification within the grace")
-    assert datetime.fromisoformat(row["time"]) == AN_HOUR_AGO
+    # UTC to the second, as a spreadsheet reads a date and time.
+    assert row["time"] == AN_HOUR_AGO.strftime("%Y-%m-%d %H:%M:%S")
     summary = csv.DictReader(
         io.StringIO(invoke(run, "report", "--format", "csv", "--section", "summary"))
     )

@@ -132,7 +132,7 @@ def test_report_finds_a_holding_by_account_number_name_or_reference(
     summary = client.get(
         "/reports/reconciliation", params={"format": "csv", "section": "summary"}, headers=AUTH
     ).text
-    assert summary.splitlines()[0] == "figure,value,meaning"
+    assert summary.splitlines()[0] == "figure,value,meaning,counts"
 
 
 def test_alerts_list_ack_resolve(

@@ -39,8 +39,8 @@ def env(base_env: dict[str, str], sandbox: SandboxServer) -> Iterator[dict[str, 
     logging.getLogger("upstream").setLevel(logging.NOTSET)
 
 
-def run(env: dict[str, str], *args: str) -> Result:
-    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+def run(env: dict[str, str], *args: str, answer: str | None = None) -> Result:
+    return CliRunner().invoke(cli, list(args), env=env, input=answer, catch_exceptions=False)
 
 
 def _arg(h: HoldingAddress) -> str:
@@ -104,9 +104,10 @@ def test_transfer_quote_create_and_status(
     quoted = run(env, "transfer", "quote", *args)
     assert quoted.exit_code == 0 and "fees: none (no_configured_fee)" in quoted.output
     assert "amount: 120.00 NGN (minor units 12000)" in quoted.output
-    created = run(env, "transfer", "create", *args)
+    created = run(env, "transfer", "create", "--yes", *args)
     assert created.exit_code == 0, created.output
-    said, accepted = created.output.splitlines()[:2]
+    said, fee, accepted = created.output.splitlines()[:3]
+    assert fee.startswith("fee")
     assert said == (
         f"sending 120.00 NGN (one hundred twenty and 00/100 NGN) from holding "
         f"{source.holding_ref} to holding {dest.holding_ref}"
@@ -116,9 +117,31 @@ def test_transfer_quote_create_and_status(
     assert available(gateway, source) == 50_000 - 12_000, "120 major units moved, not 120 minor"
     status = run(env, "transfer", "status", ref)
     assert status.exit_code == 0 and "awaiting_finality" in status.output
-    denied = run(env, "transfer", "create", *args[:4], "--amount-minor", "10000000")
+    denied = run(env, "transfer", "create", "--yes", *args[:4], "--amount-minor", "10000000")
     assert denied.exit_code == 1 and "denied: " in denied.output
     assert "of 100,000.00 NGN: InsufficientAvailableBalance; nothing moved" in denied.output
+
+
+def test_transfer_create_asks_before_it_sends_unless_told_yes(
+    env: dict[str, str], gateway: GatewayClient, control: Control
+) -> None:
+    """The amount is read back and then asked about: "n", or no answer at all (a script that
+    forgot --yes), sends nothing; "y" sends it."""
+    source = funded(gateway, control, 50_000)
+    dest = new_endpoint(gateway, "customer_balance_internal")
+    args = ["transfer", "create", "--from", _arg(source), "--to", _arg(dest), "--amount", "120"]
+    for answer in ("n\n", ""):
+        kept = run(env, *args, answer=answer)
+        assert kept.exit_code == 1, kept.output
+        assert (
+            "one hundred twenty and 00/100 NGN" in kept.output and "send it? [y/N]" in kept.output
+        )
+        assert "not sent: nothing moved" in kept.output
+        assert available(gateway, source) == 50_000
+    sent = run(env, *args, answer="y\n")
+    assert sent.exit_code == 0, sent.output
+    assert "accepted: transfer " in sent.output
+    assert available(gateway, source) == 50_000 - 12_000
 
 
 @pytest.mark.parametrize(
@@ -158,8 +181,15 @@ def test_endpoint_commands(env: dict[str, str], gateway: GatewayClient) -> None:
     ref = str(holding.endpoint_ref)
     listed = run(env, "endpoints", "list")
     assert listed.exit_code == 0 and ref in listed.output and "1 endpoint(s)" in listed.output
+    narrow = run(env, "endpoints", "list", "--width", "48")
+    assert narrow.exit_code == 0 and ref[:40] in narrow.output
+    assert max(len(line) for line in narrow.output.splitlines()) <= 48
     shown = run(env, "endpoints", "show", ref)
     assert shown.exit_code == 0 and "locator: nigerian_bank_account" in shown.output
+    # The list says the account number people type (`transfer --from`), as `show` does.
+    (number,) = re.findall(r"\(account number (\d+)\)", shown.output)
+    line = next(row for row in listed.output.splitlines() if row.startswith(ref))
+    assert line.endswith(f"account number {number}"), line
     ready = run(env, "endpoints", "readiness", ref)
     assert ready.exit_code == 0 and "receive_funds" in ready.output
     suspended = run(env, "endpoints", "suspend", ref, "--reason", "compliance_hold")
@@ -201,7 +231,9 @@ def test_credit_simulate_and_transfer_take_an_account_number(
     wait_for_available(gateway, holding, 1_250_050)
 
     dest = new_endpoint(gateway, "customer_balance_internal")
-    moved = run(env, "transfer", "create", "--from", number, "--to", _arg(dest), "--amount", "0.5")
+    moved = run(
+        env, "transfer", "create", "--yes", "--from", number, "--to", _arg(dest), "--amount", "0.5"
+    )
     assert moved.exit_code == 0, moved.output
     assert moved.output.startswith(f"sending 0.50 NGN (zero and 50/100 NGN) from account {number}")
     wait_for_available(gateway, holding, 1_250_000)
@@ -235,7 +267,9 @@ def test_transfer_quote_and_create_with_a_fee_bearer_and_an_accepted_quote(
     assert quoted.exit_code == 0, quoted.output
     assert "fee: 25.00 NGN (application_fee, receiver_pays)" in quoted.output
 
-    created = run(env, "transfer", "create", *args, "--fee-bearer", "split", "--accept-quote")
+    created = run(
+        env, "transfer", "create", "--yes", *args, "--fee-bearer", "split", "--accept-quote"
+    )
     assert created.exit_code == 0, created.output
     assert "fee: 25.00 NGN (application_fee, split), as quoted and accepted" in created.output
     engine = make_engine(env["DATABASE_URL"])

@@ -25,8 +25,9 @@ from app.main import create_app
 from foundation.settings import load_settings
 from recon.cli.main import cli
 from reconciliation.store.db import make_engine, make_session_factory
-from reconciliation.store.models import AuditEvent, TransferIntent
+from reconciliation.store.models import AuditEvent, Holding, TransferIntent
 from sandbox.server import SandboxServer
+from tests.integration.reconciliation.builders import Store
 from tests.integration.upstream.conftest import Control, funded, new_endpoint
 from upstream import (
     Destination,
@@ -113,13 +114,29 @@ def test_every_cli_provider_action_leaves_one_row_from_the_cli(
     source = funded(gateway, control, 50_000)
     dest = new_endpoint(gateway, "customer_balance_internal")
     move = ["--from", _arg(source), "--to", _arg(dest)]
+    # The source is a holding recon knows, by its account number; the destination is not yet.
+    builder = Store(store)
+    known = builder.holding(name="ADA OBI STORES")
+    with store.begin() as s:
+        s.get_one(Holding, known.id).holding_ref = source.holding_ref
 
-    sent = _key_in(run("transfer", "create", *move, "--amount-minor", "10000", "--by", "ana"))
-    denied = _key_in(run("transfer", "create", *move, "--amount-minor", "10000000", code=1))
+    sent = _key_in(
+        run("transfer", "create", "--yes", *move, "--amount-minor", "10000", "--by", "ana")
+    )
+    # The trail names the holding as people do, its ref beside it as evidence.
+    reason = trail(store)[0][4]
+    assert reason == (
+        f"100.00 NGN from holding {builder.numbers[known.id]} ADA OBI STORES "
+        f"(holdingRef {source.holding_ref}) "
+        f"to holding {dest.holding_ref}"
+    ), reason
+    denied = _key_in(
+        run("transfer", "create", "--yes", *move, "--amount-minor", "10000000", code=1)
+    )
     # The answer lost (every attempt a 5xx): the intent and its row are written, and the rerun,
     # by whoever, completes the same decision under the same key, adding no row.
     control.fault("POST /v1/transfers", "error_5xx", count=4)
-    lost = ["transfer", "create", *move, "--amount-minor", "2000"]
+    lost = ["transfer", "create", "--yes", *move, "--amount-minor", "2000"]
     assert "Run the same command again" in run(*lost, "--by", "ana", code=3)
     resent = _key_in(run(*lost, "--by", "bo"))
     other = made_elsewhere(gateway, source, dest)
@@ -164,10 +181,11 @@ def test_every_cli_provider_action_leaves_one_row_from_the_cli(
         ("ana", "cli", "registered webhook", f"webhook {webhooks[0]}"),
         ("ana", "cli", "rotated webhook secret", f"webhook {webhooks[1]}"),
     ]
+    named = f"{builder.numbers[known.id]} ADA OBI STORES (holdingRef {source.holding_ref})"
     assert [r[4] for r in rows] == [
-        f"100.00 NGN from holding {source.holding_ref} to holding {dest.holding_ref}",
-        f"100,000.00 NGN from holding {source.holding_ref} to holding {dest.holding_ref}",
-        f"20.00 NGN from holding {source.holding_ref} to holding {dest.holding_ref}",
+        f"100.00 NGN from holding {named} to holding {dest.holding_ref}",
+        f"100,000.00 NGN from holding {named} to holding {dest.holding_ref}",
+        f"20.00 NGN from holding {named} to holding {dest.holding_ref}",
         "newly followed (origin imported)",
         "already followed: polled now",
         "compliance_hold: active -> suspended (state version 1 -> 2)",

@@ -105,9 +105,10 @@ def created_elsewhere(
 
 
 def answer(out: str) -> str:
-    """The gateway's answer: what `transfer create` prints after saying the transfer back."""
-    said, _, rest = out.partition("\n")
-    assert said.startswith("sending "), out
+    """The gateway's answer: what `transfer create` prints after saying the transfer back and
+    its fee."""
+    said, fee, rest = out.split("\n", 2)
+    assert said.startswith("sending ") and fee.startswith("fee"), out
     return rest
 
 
@@ -133,13 +134,13 @@ def test_cli_create_and_track_are_recorded_then_polled_to_terminal(
     sandbox.state.outcomes.queue_next("hold")
     move = ["--from", arg(source), "--to", arg(target)]
 
-    code, out = run_cli("transfer", "create", *move, "--amount", "100")
+    code, out = run_cli("transfer", "create", "--yes", *move, "--amount", "100")
     assert code == 0 and answer(out).startswith("accepted: transfer "), out
     settled = uuid.UUID(answer(out).split()[2])
-    code, out = run_cli("transfer", "create", *move, "--amount", "10000000000000")
+    code, out = run_cli("transfer", "create", "--yes", *move, "--amount", "10000000000000")
     assert code == 1 and answer(out).startswith("denied: transfer "), out
     denied = uuid.UUID(answer(out).split()[2].rstrip(":"))
-    code, out = run_cli("transfer", "create", *move, "--amount", "200")
+    code, out = run_cli("transfer", "create", "--yes", *move, "--amount", "200")
     assert code == 0, out
     held = uuid.UUID(answer(out).split()[2])
 
@@ -311,7 +312,15 @@ def test_a_rerun_after_a_kill_between_answer_and_record_resends_under_the_same_k
     assert keys.find(first.idempotency_key).state == "done"  # type: ignore[union-attr]
 
     code, out = run_cli(
-        "transfer", "create", "--from", arg(source), "--to", arg(target), "--amount-minor", "100"
+        "transfer",
+        "create",
+        "--yes",
+        "--from",
+        arg(source),
+        "--to",
+        arg(target),
+        "--amount-minor",
+        "100",
     )
     assert code == 0, out
     assert f"already sent: the gateway replayed transfer {first.transfer_ref}" in out, out
@@ -324,7 +333,15 @@ def test_a_rerun_after_a_kill_between_answer_and_record_resends_under_the_same_k
 
     # The answer is now recorded: the same command once more is a new, second transfer.
     code, out = run_cli(
-        "transfer", "create", "--from", arg(source), "--to", arg(target), "--amount-minor", "100"
+        "transfer",
+        "create",
+        "--yes",
+        "--from",
+        arg(source),
+        "--to",
+        arg(target),
+        "--amount-minor",
+        "100",
     )
     assert code == 0 and answer(out).startswith("accepted: transfer "), out
     assert len(sandbox.state.transfers) == 2

@@ -87,6 +87,8 @@ def report() -> Report:
                 state="open",
                 subject="drift <b>",
                 opened_at=NOW,
+                acknowledged_by="Ada",
+                note="asked the provider",
             )
         ],
         drift=[
@@ -138,7 +140,7 @@ def _csv(built: Report, section: str | None = None) -> list[dict[str, str]]:
 def test_the_csv_of_items_is_one_row_per_item_a_spreadsheet_reads() -> None:
     text = render(report(), "csv")
     header = text.splitlines()[0].split(",")
-    assert header[:10] == [
+    assert header[:11] == [
         "kind",
         "id",
         "holding_account_number",
@@ -148,9 +150,10 @@ def test_the_csv_of_items_is_one_row_per_item_a_spreadsheet_reads() -> None:
         "amount",
         "amount_minor",
         "currency",
+        "side",
         "time",
     ]
-    assert header[10:] == ["state", "why_listed"]
+    assert header[11:] == ["state", "why_listed"]
     [item] = _csv(report())
     assert (item["kind"], item["state"], item["why_listed"]) == (
         "notification",
@@ -160,7 +163,7 @@ def test_the_csv_of_items_is_one_row_per_item_a_spreadsheet_reads() -> None:
     assert (item["holding_account_number"], item["holding_name"]) == ("0123456789", "Ada Obi")
     assert item["holding_ref"] == HOLDING
     assert Decimal(item["amount"]) == Decimal("5.00") and item["currency"] == "NGN"
-    assert datetime.fromisoformat(item["time"]) == NOW - timedelta(days=9)
+    assert datetime.fromisoformat(item["time"]).replace(tzinfo=UTC) == NOW - timedelta(days=9)
 
 
 def test_every_csv_section_is_a_table_of_its_own() -> None:
@@ -169,6 +172,19 @@ def test_every_csv_section_is_a_table_of_its_own() -> None:
     assert summary == built.figures()
     meaning = {r["figure"]: r["meaning"] for r in _csv(built, "summary")}
     assert meaning["unmatched"] == "waiting + exceptions"
+    # Each figure says what it is, once; and what it counts, so transfers and alerts are never
+    # summed with items.
+    transfers = [meaning[f] for f in summary if f.startswith("transfers")]
+    assert len(set(transfers)) == 4, transfers
+    counts = {r["figure"]: r["counts"] for r in _csv(built, "summary")}
+    assert (counts["items"], counts["transfersSettled"], counts["openAlerts"]) == (
+        "items",
+        "transfers",
+        "alerts",
+    )
+    # Who owns each open alert, and their note.
+    [alert] = _csv(built, "open_alerts")
+    assert (alert["acknowledged_by"], alert["note"]) == ("Ada", "asked the provider")
     [totals] = _csv(built, "totals")
     # Major units exactly, past what a float holds; the minor units beside them.
     assert Decimal(totals["credits"]) == Decimal("90071992547409.93")
@@ -182,7 +198,10 @@ def test_every_csv_section_is_a_table_of_its_own() -> None:
     assert (ages["8-30"]["notifications"], ages["8-30"]["amount"]) == ("1", "5.00 NGN")
     assert {r["term"] for r in _csv(built, "legend")} >= {"waiting", "exceptions"}
     window = {r["name"]: r["value"] for r in _csv(built, "window")}
-    assert window["until"] == NOW.isoformat() and window["holding_ref"] == ""
+    # Times as a spreadsheet reads a date and time: UTC to the second, no offset, no "T".
+    assert window["until"] == "2026-11-22 12:00:00" and window["holding_ref"] == ""
+    [item] = list(_csv(built, "items"))[:1]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", item["time"]), item["time"]
     assert (window["items_unmatched"], window["items_listed"]) == ("4", "1")
     [holding] = _csv(built, "holdings")
     assert (holding["holding_ref"], holding["unit"]) == (HOLDING, "NGN")
@@ -247,7 +266,7 @@ def test_charts_survive_empty_data() -> None:
     empty_bars = stacked_bars("t", [("0-1", {}), ("2-7", {})], ("posting",))
     assert empty_bars.startswith("<svg") and "NaN" not in empty_bars
     assert "No drift in this window." in lines_over_time("t", [])
-    one_point = lines_over_time("t", [("h", [(NOW, 5)])])
+    one_point = lines_over_time("t", [("h", [(NOW, 5, False)])])
     assert "<circle" in one_point and "NaN" not in one_point
 
 
