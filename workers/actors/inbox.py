@@ -9,6 +9,7 @@ the receiver and by the sweep, changes nothing the second time.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import dramatiq
@@ -57,10 +58,19 @@ def handle_deliveries(rt: Runtime, delivery_pks: Sequence[int]) -> ProcessOutcom
 )
 def process_delivery(delivery_pks: list[int]) -> None:
     """Turn the deliveries with these row ids into notifications (skipping any already done);
-    ask for discovery when one names a holding the store does not have yet."""
+    ask for discovery when one names a holding the store does not have yet (at once, or
+    deferred to the end of the ask interval when another ask was made within it)."""
     rt = current_runtime()
     outcome = handle_deliveries(rt, delivery_pks)
     named = (outcome.holdings_named, outcome.endpoints_named)
-    if ask_for_discovery(rt.sessions, *named, rt.clock()):
-        log.info("holdings.discovery_asked", reason="a notification names an unknown holding")
-        discover_holdings.send()
+    send_in = ask_for_discovery(rt.sessions, *named, rt.clock())
+    if send_in is not None:
+        log.info(
+            "holdings.discovery_asked",
+            reason="a notification names an unknown holding",
+            deferred_seconds=round(send_in, 3),
+        )
+        if send_in > 0:
+            discover_holdings.send_with_options(delay=math.ceil(send_in * 1000))
+        else:
+            discover_holdings.send()
