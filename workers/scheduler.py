@@ -40,6 +40,14 @@ class Tick:
     send: Callable[[], Any]
 
 
+def activity_tick_seconds(settings: Settings) -> float:
+    """How often due activity reads are chosen and sent."""
+    return min(
+        settings.schedules.poll_activity_seconds,
+        max(1.0, settings.schedules.poll_activity_seconds / ACTIVITY_CHECKS_PER_INTERVAL),
+    )
+
+
 def configured_ticks(settings: Settings) -> list[Tick]:
     """Every tick, with its interval from the configuration."""
     from workers.actors import (
@@ -54,10 +62,7 @@ def configured_ticks(settings: Settings) -> list[Tick]:
         sweep,
     )
 
-    activity = min(
-        settings.schedules.poll_activity_seconds,
-        max(1.0, settings.schedules.poll_activity_seconds / ACTIVITY_CHECKS_PER_INTERVAL),
-    )
+    activity = activity_tick_seconds(settings)
     return [
         Tick(
             "discover_holdings",

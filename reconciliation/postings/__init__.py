@@ -10,7 +10,6 @@ from reconciliation.postings.activity import (
     LeaseLostError,
     StoredTerms,
     acquire_lease,
-    claim_due_holdings,
     ensure_cursor_rows,
     release_lease,
     renew_lease,
@@ -24,6 +23,17 @@ from reconciliation.postings.balances import (
     store_snapshot,
 )
 from reconciliation.postings.discovery_asks import ask_for_discovery
+from reconciliation.postings.due_reads import (
+    PRIORITY_CATCH_UP,
+    PRIORITY_SIGNALLED,
+    PRIORITY_SILENT,
+    SILENT_SHARE,
+    DueHolding,
+    claim_due_holdings,
+    holdings_named,
+    quiet_interval,
+    signal_holdings,
+)
 from reconciliation.postings.holding_history import (
     HoldingError,
     HoldingList,
@@ -43,6 +53,11 @@ from reconciliation.postings.holdings import known_endpoints, needs_read, store_
 
 __all__ = [
     "LEASE_SECONDS",
+    "PRIORITY_CATCH_UP",
+    "PRIORITY_SIGNALLED",
+    "PRIORITY_SILENT",
+    "SILENT_SHARE",
+    "DueHolding",
     "HoldingError",
     "HoldingIdentity",
     "HoldingList",
@@ -60,14 +75,17 @@ __all__ = [
     "find_holdings",
     "holding_identities",
     "holding_view",
+    "holdings_named",
     "known_endpoints",
     "list_holdings",
     "list_identities",
     "needs_read",
     "note_snapshot_failures",
+    "quiet_interval",
     "release_lease",
     "renew_lease",
     "resolve_holding",
+    "signal_holdings",
     "store_endpoint",
     "store_page",
     "store_snapshot",

@@ -35,10 +35,13 @@ from foundation.settings import Settings
 from reconciliation.ledger_audit import claim_first_audit
 from reconciliation.postings import (
     LEASE_SECONDS,
+    PRIORITY_CATCH_UP,
+    PRIORITY_SILENT,
     LeasedHolding,
     LeaseLostError,
     StoredTerms,
     acquire_lease,
+    quiet_interval,
     release_lease,
     store_page,
 )
@@ -121,7 +124,8 @@ def read_activity(
     # began then, and it holds nothing made since (the next walk does). So the moment a read
     # caught up to is taken here, not when it ends: a balance observed while the pages were
     # being read is judged only once a read that began after it has caught up.
-    listed_from = None if lease.position.walk_top is not None else rt.clock()
+    began_at = rt.clock()
+    listed_from = None if lease.position.walk_top is not None else began_at
     deadline = time.monotonic() + time_budget
     try:
         # One connection for the whole read: each page's transaction then costs no pool
@@ -170,6 +174,8 @@ def read_activity(
             lease,
             rt.clock() + timedelta(seconds=retry_in),
             error=f"{type(exc).__name__}: {exc}",
+            priority=PRIORITY_CATCH_UP,
+            began_at=began_at,
         )
         if isinstance(exc, NOT_RETRYABLE):
             raise
@@ -179,13 +185,30 @@ def read_activity(
         raise
     now = rt.clock()
     if result.caught_up:
-        interval = timedelta(seconds=settings.schedules.poll_activity_seconds)
-        release_lease(rt.sessions, lease, now + interval, caught_up_at=listed_from, completed=True)
+        # The silent schedule: soon again after postings, backing off while none come; a
+        # balance snapshot follows a read that stored postings (it is judged against them).
+        quiet = 0 if result.postings else lease.quiet_reads + 1
+        schedules = settings.schedules
+        wait = quiet_interval(
+            quiet, schedules.poll_activity_seconds, schedules.max_staleness_seconds
+        )
+        release_lease(
+            rt.sessions,
+            lease,
+            now + timedelta(seconds=wait),
+            caught_up_at=listed_from,
+            completed=True,
+            priority=PRIORITY_SILENT,
+            began_at=began_at,
+            quiet_reads=quiet,
+            balance_due_at=now if result.postings else None,
+        )
     elif result.stopped:
-        release_lease(rt.sessions, lease, now)  # due at once, for whichever worker is left
+        # Due at once, for whichever worker is left.
+        release_lease(rt.sessions, lease, now, priority=PRIORITY_CATCH_UP)
         result.continues = True
     else:
-        release_lease(rt.sessions, lease, now + redo_after(settings))
+        release_lease(rt.sessions, lease, now + redo_after(settings), priority=PRIORITY_CATCH_UP)
         result.continues = True
     return result
 

@@ -10,7 +10,8 @@ the receiver and by the sweep, changes nothing the second time.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import uuid
+from collections.abc import Collection, Sequence
 
 import dramatiq
 import structlog
@@ -18,10 +19,11 @@ import structlog
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
 from foundation.logs import log_item
 from reconciliation.notifications import ProcessOutcome, process_deliveries
-from reconciliation.postings import ask_for_discovery
+from reconciliation.postings import ask_for_discovery, holdings_named, signal_holdings
 from reconciliation.store import transaction
 from upstream import reader_for
 from workers.actors.holdings import discover_holdings
+from workers.actors.sweep import send_due_activity_polls
 from workers.queues import INBOX, PRIORITY_URGENT
 from workers.retry_policy import MINUTE_MS, SECOND_MS
 from workers.runtime import Runtime, current_runtime
@@ -48,6 +50,20 @@ def handle_deliveries(rt: Runtime, delivery_pks: Sequence[int]) -> ProcessOutcom
     return outcome
 
 
+def read_named_holdings(
+    rt: Runtime, holding_refs: Collection[uuid.UUID], endpoint_refs: Collection[uuid.UUID]
+) -> int:
+    """Reads follow the money: the holdings a batch names are due at once, first in line, and
+    their reads are sent now rather than at the next tick. Returns how many were sent (a
+    holding being read now is left to its reader, whose release sees the signal)."""
+    if not holding_refs and not endpoint_refs:
+        return 0
+    with transaction(rt.sessions) as session:
+        ids = holdings_named(session, holding_refs, endpoint_refs)
+        signal_holdings(session, ids, rt.clock())
+    return send_due_activity_polls(rt, sorted(ids)) if ids else 0
+
+
 @dramatiq.actor(
     queue_name=INBOX,
     priority=PRIORITY_URGENT,
@@ -63,6 +79,7 @@ def process_delivery(delivery_pks: list[int]) -> None:
     rt = current_runtime()
     outcome = handle_deliveries(rt, delivery_pks)
     named = (outcome.holdings_named, outcome.endpoints_named)
+    read_named_holdings(rt, *named)
     send_in = ask_for_discovery(rt.sessions, *named, rt.clock())
     if send_in is not None:
         log.info(
