@@ -71,6 +71,9 @@ class ActivityRead:
     holding_id: int
     pages: int = 0
     postings: int = 0
+    #: Whether the read moved the holding's position: it found postings the store lacked (a
+    #: newest-first walk re-reads the ties at its high-water, which are not news).
+    advanced: bool = False
     caught_up: bool = False
     continues: bool = False
     skipped: bool = False
@@ -150,6 +153,8 @@ def read_activity(
                         page_size=learned.page_size if learned.page_size < configured else None,
                         oldest_first=learned.oldest_first,
                     )
+                if step.page.entries and step.position != lease.position:
+                    result.advanced = True
                 POSTINGS_STORED.inc(len(step.page.entries))
                 result.pages += 1
                 result.postings += len(step.page.entries)
@@ -187,7 +192,7 @@ def read_activity(
     if result.caught_up:
         # The silent schedule: soon again after postings, backing off while none come; a
         # balance snapshot follows a read that stored postings (it is judged against them).
-        quiet = 0 if result.postings else lease.quiet_reads + 1
+        quiet = 0 if result.advanced else lease.quiet_reads + 1
         schedules = settings.schedules
         wait = quiet_interval(
             quiet, schedules.poll_activity_seconds, schedules.max_staleness_seconds
@@ -201,7 +206,7 @@ def read_activity(
             priority=PRIORITY_SILENT,
             began_at=began_at,
             quiet_reads=quiet,
-            balance_due_at=now if result.postings else None,
+            balance_due_at=now if result.advanced else None,
         )
     elif result.stopped:
         # Due at once, for whichever worker is left.
