@@ -17,9 +17,12 @@ from reconciliation.postings.activity import (
     watched_without_cursor,
 )
 from reconciliation.postings.balances import (
+    EndpointToRead,
+    claim_due_endpoints,
     clear_snapshot_failures,
     endpoints_to_read,
     note_snapshot_failures,
+    schedule_next_snapshots,
     store_snapshot,
 )
 from reconciliation.postings.discovery_asks import ask_for_discovery
@@ -58,6 +61,7 @@ __all__ = [
     "PRIORITY_SILENT",
     "SILENT_SHARE",
     "DueHolding",
+    "EndpointToRead",
     "HoldingError",
     "HoldingIdentity",
     "HoldingList",
@@ -68,6 +72,7 @@ __all__ = [
     "StoredTerms",
     "acquire_lease",
     "ask_for_discovery",
+    "claim_due_endpoints",
     "claim_due_holdings",
     "clear_snapshot_failures",
     "endpoints_to_read",
@@ -85,6 +90,7 @@ __all__ = [
     "release_lease",
     "renew_lease",
     "resolve_holding",
+    "schedule_next_snapshots",
     "signal_holdings",
     "store_endpoint",
     "store_page",

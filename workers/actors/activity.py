@@ -47,6 +47,7 @@ from reconciliation.postings import (
 )
 from upstream import ActivityCursor, ActivityPage, ActivityReader, PagingTerms, ProviderError
 from workers.actors.audit import audit_ledger
+from workers.actors.balances import snapshot_balances
 from workers.lease_keeper import LeaseKeeper
 from workers.middleware.metrics import PAGE_WRITE_SECONDS, POSTINGS_STORED
 from workers.queues import POLLING, PRIORITY_BULK
@@ -263,6 +264,8 @@ def poll_activity(holding_id: int, after_reads: int | None = None) -> None:
         poll_activity.send(holding_id, after_reads)
     if result.caught_up and after_reads == 0:
         _first_audit_when_every_holding_is_read(rt)
+    if result.caught_up and result.advanced:
+        snapshot_balances.send(holding_id)  # the balance follows the postings just stored
     if result.pages or result.error or result.lease_lost:
         fields = {
             "holding_id": holding_id,

@@ -19,9 +19,11 @@ from reconciliation.postings import (
     PRIORITY_CATCH_UP,
     PRIORITY_SIGNALLED,
     PRIORITY_SILENT,
+    claim_due_endpoints,
     claim_due_holdings,
     ensure_cursor_rows,
     quiet_interval,
+    schedule_next_snapshots,
     signal_holdings,
 )
 from reconciliation.store.db import transaction
@@ -208,3 +210,42 @@ def test_a_quiet_holding_backs_off_to_the_ceiling_and_an_unnotified_posting_is_f
         assert _due_now(rt, clock) == [holding]
     finally:
         release_runtime(rt)
+
+
+def _balance_due(factory: sessionmaker[Session], holding_id: int) -> datetime | None:
+    with factory() as session:
+        row = session.get(ActivityCursor, holding_id)
+        assert row is not None
+        return row.balance_due_at
+
+
+def test_a_balance_snapshot_is_due_after_activity_and_at_the_ceiling_otherwise(
+    session_factory: sessionmaker[Session],
+) -> None:
+    """Snapshots are chosen from the due index a slice at a time; after a snapshot the next is
+    at the ceiling, unless a read stored postings after the balance was observed."""
+    first, second = _cursors(session_factory, 2)  # new holdings: due at once
+    with transaction(session_factory) as session:
+        one = claim_due_endpoints(session, NOW, REDO, limit=1)
+    with transaction(session_factory) as session:
+        other = claim_due_endpoints(session, NOW, REDO, limit=5)
+    with transaction(session_factory) as session:
+        none = claim_due_endpoints(session, NOW, REDO, limit=5)
+    assert [set(t.holding_ids.values()) for t in one + other] == [{first}, {second}]
+    assert none == []
+
+    ceiling = NOW + timedelta(seconds=CEILING)
+    with transaction(session_factory) as session:
+        schedule_next_snapshots(session, [first], NOW, ceiling)
+    assert _balance_due(session_factory, first) == ceiling  # silent: at the ceiling
+
+    # The second's balance was observed at NOW + 2, but a read stored postings at NOW + 5
+    # (its release made the snapshot due then): that snapshot does not cover them.
+    _set(session_factory, second, balance_due_at=NOW + timedelta(seconds=5))
+    with transaction(session_factory) as session:
+        schedule_next_snapshots(session, [second], NOW + timedelta(seconds=2), ceiling)
+    assert _balance_due(session_factory, second) == NOW + timedelta(seconds=5)
+    at = NOW + timedelta(seconds=6)
+    with transaction(session_factory) as session:
+        again = claim_due_endpoints(session, at, REDO, limit=5, holding_id=second)
+    assert [set(t.holding_ids.values()) for t in again] == [{second}]

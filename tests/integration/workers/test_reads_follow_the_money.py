@@ -9,13 +9,14 @@ dropped is still found within the staleness ceiling, however long the holding wa
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from foundation.settings import load_settings
-from reconciliation.store.models import ActivityCursor
+from reconciliation.store.models import ActivityCursor, BalanceSnapshot, Holding
 from sandbox.server import SandboxServer
 from tests.integration.workers.inbox_receiver import inbox_receiver
 from tests.integration.workers.ledger_compare import sandbox_ledger, stored_ledger
@@ -63,6 +64,18 @@ def _credit(sandbox: SandboxServer, scenario: Scenario) -> None:
     _wait("the credit posted", lambda: posted() > before, 10)
 
 
+def _latest_balance(sessions: sessionmaker[Session], holding_ref: str) -> int | None:
+    with sessions() as s:
+        row = s.execute(
+            select(BalanceSnapshot.settled_minor)
+            .join(Holding, Holding.id == BalanceSnapshot.holding_id)
+            .where(Holding.holding_ref == uuid.UUID(holding_ref))
+            .order_by(BalanceSnapshot.observed_at.desc(), BalanceSnapshot.id.desc())
+            .limit(1)
+        ).first()
+    return None if row is None else int(row[0])
+
+
 def _least_quiet(sessions: sessionmaker[Session]) -> int:
     with sessions() as s:
         return int(s.scalar(select(func.min(ActivityCursor.quiet_reads))) or 0)
@@ -81,6 +94,13 @@ def test_a_notification_has_its_posting_stored_without_waiting_for_a_round(
             _wait("the first reads", lambda: _ledger_agrees(sandbox, sessions, scenario), 60)
             _credit(sandbox, scenario)  # its PAYMENT_RECEIVED names the holding
             _wait("the notified posting", lambda: _ledger_agrees(sandbox, sessions, scenario), 30)
+            # The balance follows the read (the snapshot tick is an hour away, and not running).
+            ref = scenario.holdings[2]["holdingRef"]
+            _wait(
+                "its balance",
+                lambda: _latest_balance(sessions, ref) == sandbox.state.posted_sum(ref),
+                30,
+            )
     finally:
         embedded.stop()
 
