@@ -25,6 +25,12 @@ from reconciliation.postings.balances import (
     schedule_next_snapshots,
     store_snapshot,
 )
+from reconciliation.postings.capacity import (
+    CeilingShortfall,
+    ReadBudget,
+    ceiling_shortfall,
+    stored_ceiling_shortfall,
+)
 from reconciliation.postings.discovery_asks import ask_for_discovery
 from reconciliation.postings.due_reads import (
     PRIORITY_CATCH_UP,
@@ -60,6 +66,7 @@ __all__ = [
     "PRIORITY_SIGNALLED",
     "PRIORITY_SILENT",
     "SILENT_SHARE",
+    "CeilingShortfall",
     "DueHolding",
     "EndpointToRead",
     "HoldingError",
@@ -69,9 +76,11 @@ __all__ = [
     "HoldingView",
     "LeaseLostError",
     "LeasedHolding",
+    "ReadBudget",
     "StoredTerms",
     "acquire_lease",
     "ask_for_discovery",
+    "ceiling_shortfall",
     "claim_due_endpoints",
     "claim_due_holdings",
     "clear_snapshot_failures",
@@ -95,5 +104,6 @@ __all__ = [
     "store_endpoint",
     "store_page",
     "store_snapshot",
+    "stored_ceiling_shortfall",
     "watched_without_cursor",
 ]

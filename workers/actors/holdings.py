@@ -15,7 +15,13 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
-from reconciliation.postings import known_endpoints, needs_read, store_endpoint
+from reconciliation.postings import (
+    ReadBudget,
+    known_endpoints,
+    needs_read,
+    store_endpoint,
+    stored_ceiling_shortfall,
+)
 from reconciliation.store import transaction
 from upstream import NotFound
 from workers.actors.activity import poll_activity
@@ -85,3 +91,24 @@ def discover_holdings() -> None:
         read=result.read,
         new=len(result.new_holdings),
     )
+    warn_if_ceiling_unheld(rt)
+
+
+def warn_if_ceiling_unheld(rt: Runtime) -> None:
+    """Say so when the gateway budget cannot hold the staleness ceiling for the holdings now
+    known: discovery runs at start and whenever holdings may have been added."""
+    budget = ReadBudget(
+        rt.settings.provider.gateway_requests_per_second,
+        rt.settings.schedules.max_staleness_seconds,
+    )
+    with rt.sessions() as session:
+        shortfall = stored_ceiling_shortfall(session, budget)
+    if shortfall is not None:
+        log.warning(
+            "capacity.ceiling_unheld",
+            detail=shortfall.sentence(),
+            holdings=shortfall.holdings,
+            needed_per_second=round(shortfall.needed_per_second, 1),
+            ceiling_that_holds=shortfall.ceiling_that_holds,
+            budget_that_holds=shortfall.budget_that_holds,
+        )
