@@ -1,7 +1,7 @@
 """`recon config check` says when the gateway budget cannot hold the staleness ceiling for the
 holdings the store knows, with the ceiling and the budget that would hold it.
 
-Invariant: cost grows with activity, not with holdings; the one cost that does grow with
+Invariant 10: cost grows with activity, not with holdings; the one cost that does grow with
 holdings (reading each silent one once per ceiling) is checked against the budget.
 """
 

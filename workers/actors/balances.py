@@ -54,10 +54,11 @@ class SnapshotPass:
 
 
 def snapshots_per_tick(settings: Settings) -> int:
-    """Endpoints one scheduled tick may read: the share of the gateway budget until the next
-    tick that silent activity reads leave (reconciliation.postings.SILENT_SHARE)."""
+    """Endpoints one scheduled tick may read: at most the share of the gateway budget until
+    the next tick that silent activity reads may take too (reconciliation.postings
+    .SILENT_SHARE). A cap on what is sent, not a reservation: the shared limiter paces them."""
     seconds = settings.schedules.snapshot_balances_seconds
-    budget = settings.provider.gateway_requests_per_second * seconds * (1 - SILENT_SHARE)
+    budget = settings.provider.gateway_requests_per_second * seconds * SILENT_SHARE
     return max(1, math.ceil(budget))
 
 

@@ -31,7 +31,7 @@ NOW = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
 def test_an_unknown_holding_asks_once_per_interval_and_a_known_one_never(
     session_factory: sessionmaker[Session],
 ) -> None:
-    """No signal is dropped, only coalesced or deferred: an ask inside the interval is sent at
+    """Invariant 10: no signal is dropped, only coalesced or deferred: an ask inside the interval is sent at
     the interval's end, and an ask while that one is pending is coalesced into it."""
     known = Store(session_factory).holding(locator=False)
     stranger = uuid.uuid4()

@@ -1,6 +1,6 @@
 """Which holdings are read, and when: priorities, coalescing, backoff and the staleness ceiling.
 
-Invariant: reads follow the money; no signal is ever dropped, only coalesced or deferred; cost
+Invariant 10: reads follow the money; no signal is ever dropped, only coalesced or deferred; cost
 grows with activity, not with holdings. Everything runs on an injected clock (the reader's
 StepClock, the claim's `now`), on SQLite and PostgreSQL, against the in-process sandbox.
 """

@@ -1,6 +1,6 @@
 """Reads follow the money, end to end: real workers, the sandbox over HTTP, both stores.
 
-Invariant: reads follow the money; no signal is ever dropped, only coalesced or deferred. A
+Invariant 10: reads follow the money; no signal is ever dropped, only coalesced or deferred. A
 notification naming a holding has its posting stored without waiting for any round (here
 the silent reads are an hour apart and no scheduler runs); a posting whose webhook was
 dropped is still found within the staleness ceiling, however long the holding was quiet.
