@@ -21,7 +21,9 @@ is made due again shortly; the upstream client has already retried within its ow
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Final
@@ -37,14 +39,17 @@ from reconciliation.postings import (
     LEASE_SECONDS,
     PRIORITY_CATCH_UP,
     PRIORITY_SILENT,
+    SILENT_SHARE,
     LeasedHolding,
     LeaseLostError,
     StoredTerms,
     acquire_lease,
+    claim_due_holdings,
     quiet_interval,
     release_lease,
     store_page,
 )
+from reconciliation.store import transaction
 from upstream import ActivityCursor, ActivityPage, ActivityReader, PagingTerms, ProviderError
 from workers.actors.audit import audit_ledger
 from workers.actors.balances import snapshot_balances
@@ -54,6 +59,7 @@ from workers.queues import POLLING, PRIORITY_BULK
 from workers.retry_policy import MINUTE_MS, NOT_RETRYABLE, SECOND_MS
 from workers.runtime import Runtime, current_runtime, worker_identity
 from workers.stop_signal import stopping
+from workers.tick_intervals import activity_tick_seconds
 
 #: Pages and seconds one message reads before handing the rest of a catch-up to the next.
 PAGE_BUDGET: Final = 100
@@ -245,6 +251,32 @@ def _release_after_crash(rt: Runtime, lease: LeasedHolding, exc: BaseException) 
         release_lease(rt.sessions, lease, None, error=f"{type(exc).__name__}: {exc}")
     except Exception as release_error:  # noqa: BLE001 - the original error is what matters
         log.warning("activity.release_failed", error=type(release_error).__name__)
+
+
+def reads_per_tick(settings: Settings) -> int:
+    """How many activity reads one tick may send: what the gateway budget serves until the
+    next tick (a caught-up read is one request). More would only queue silent reads in front
+    of the next tick's signalled ones."""
+    budget = settings.provider.gateway_requests_per_second * activity_tick_seconds(settings)
+    return max(1, math.ceil(budget))
+
+
+def send_due_activity_polls(rt: Runtime, holding_ids: Sequence[int] | None = None) -> int:
+    """Send poll_activity for the due holdings the budget allows, highest priority first
+    (only among `holding_ids` when given); returns how many were sent."""
+    limit = reads_per_tick(rt.settings)
+    with transaction(rt.sessions) as session:
+        due = claim_due_holdings(
+            session,
+            rt.clock(),
+            redo_after(rt.settings),
+            limit,
+            silent_limit=max(1, math.floor(limit * SILENT_SHARE)),
+            holding_ids=holding_ids,
+        )
+    for holding in due:
+        poll_activity.send(holding.holding_id, holding.reads_completed)
+    return len(due)
 
 
 @dramatiq.actor(

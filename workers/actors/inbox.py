@@ -22,8 +22,8 @@ from reconciliation.notifications import ProcessOutcome, process_deliveries
 from reconciliation.postings import ask_for_discovery, holdings_named, signal_holdings
 from reconciliation.store import transaction
 from upstream import reader_for
+from workers.actors.activity import send_due_activity_polls
 from workers.actors.holdings import discover_holdings
-from workers.actors.sweep import send_due_activity_polls
 from workers.queues import INBOX, PRIORITY_URGENT
 from workers.retry_policy import MINUTE_MS, SECOND_MS
 from workers.runtime import Runtime, current_runtime

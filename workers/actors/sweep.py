@@ -21,9 +21,7 @@ in the store: the highest id this round has re-sent
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
@@ -33,25 +31,21 @@ import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
 from foundation.quiet_logs import IntervalSummary
-from foundation.settings import Settings
 from reconciliation.notifications import (
     advance_resend_mark,
     pending_deliveries,
     read_resend_mark,
 )
 from reconciliation.postings import (
-    SILENT_SHARE,
-    claim_due_holdings,
     ensure_cursor_rows,
     watched_without_cursor,
 )
 from reconciliation.store import transaction
-from workers.actors.activity import poll_activity, redo_after
+from workers.actors.activity import send_due_activity_polls
 from workers.dispatch import RESEND_BATCH, EnqueueError, send_process_delivery
 from workers.queues import PRIORITY_URGENT, TICKS
 from workers.retry_policy import MINUTE_MS
 from workers.runtime import Runtime, current_runtime
-from workers.scheduler import activity_tick_seconds
 
 #: Deliveries read and sent per round trip of a sweep: a chunk's ids are a few hundred kB in
 #: memory and its 40 messages (`RESEND_BATCH` rows each) go to Redis in well under a second; a
@@ -81,32 +75,6 @@ class SweepPass:
     deliveries: int = 0
     holdings: int = 0
     cursors_created: int = 0
-
-
-def reads_per_tick(settings: Settings) -> int:
-    """How many activity reads one tick may send: what the gateway budget serves until the
-    next tick (a caught-up read is one request). More would only queue silent reads in front
-    of the next tick's signalled ones."""
-    budget = settings.provider.gateway_requests_per_second * activity_tick_seconds(settings)
-    return max(1, math.ceil(budget))
-
-
-def send_due_activity_polls(rt: Runtime, holding_ids: Sequence[int] | None = None) -> int:
-    """Send poll_activity for the due holdings the budget allows, highest priority first
-    (only among `holding_ids` when given); returns how many were sent."""
-    limit = reads_per_tick(rt.settings)
-    with transaction(rt.sessions) as session:
-        due = claim_due_holdings(
-            session,
-            rt.clock(),
-            redo_after(rt.settings),
-            limit,
-            silent_limit=max(1, math.floor(limit * SILENT_SHARE)),
-            holding_ids=holding_ids,
-        )
-    for holding in due:
-        poll_activity.send(holding.holding_id, holding.reads_completed)
-    return len(due)
 
 
 def sweep_store(rt: Runtime) -> SweepPass:

@@ -30,7 +30,7 @@ from reconciliation.transfers import (
     transfer_legs,
 )
 from upstream import ProviderError
-from workers.actors.sweep import send_due_activity_polls
+from workers.actors.activity import send_due_activity_polls
 from workers.queues import POLLING, PRIORITY_URGENT
 from workers.retry_policy import MINUTE_MS, NOT_RETRYABLE
 from workers.runtime import Runtime, current_runtime, worker_identity
