@@ -52,7 +52,7 @@ def test_an_unknown_holding_asks_once_per_interval_and_a_known_one_never(
 def test_an_ask_inside_the_interval_is_deferred_then_served(
     worker_env: dict[str, str], sandbox: SandboxServer
 ) -> None:
-    """An ask made right after another is not thrown away: discovery comes at the interval's
+    """Invariant 10: an ask made right after another is not thrown away: discovery comes at the interval's
     end (here a few seconds away, as if another account had been asked about just before),
     not at the discovery tick an hour later."""
     settings = load_settings({**worker_env, "RECON_DISCOVER_HOLDINGS_SECONDS": "3600"})

@@ -71,8 +71,8 @@ def _set(factory: sessionmaker[Session], holding_id: int, **values: object) -> N
 def test_signalled_reads_come_first_then_catch_up_then_silent_within_the_budget(
     session_factory: sessionmaker[Session],
 ) -> None:
-    """A signalled holding is read before silent ones that were due long before it, and the
-    silent share of a tick's budget is capped: a round never fills the queue."""
+    """Invariant 10: a signalled holding is read before silent ones that were due long before
+    it, and the silent share of a tick's budget is capped: a round never fills the queue."""
     silent = _cursors(session_factory, 5)
     catch_up, signalled = _cursors(session_factory, 2)
     for offset, holding in enumerate(silent):
@@ -157,7 +157,7 @@ def _due_now(rt: Runtime, clock: StepClock) -> list[int]:
 def test_a_quiet_holding_backs_off_to_the_ceiling_and_an_unnotified_posting_is_found_within_it(
     base_env: dict[str, str], db_url: str, sandbox: InProcessSandbox
 ) -> None:
-    """A dropped webhook's posting: nothing signals it, and the holding has been quiet for
+    """Invariant 10: a dropped webhook's posting: nothing signals it, and the holding has been quiet for
     long, yet it is read (and the posting stored) by the ceiling."""
     clock = StepClock()
     ref = sandbox.new_holding()

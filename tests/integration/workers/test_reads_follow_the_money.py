@@ -84,7 +84,9 @@ def _least_quiet(sessions: sessionmaker[Session]) -> int:
 def test_a_notification_has_its_posting_stored_without_waiting_for_a_round(
     worker_env: dict[str, str], sandbox: SandboxServer
 ) -> None:
-    settings = load_settings(worker_env)  # silent reads an hour apart
+    """Invariant 10: the credit's webhook names the holding, whose read and balance follow at
+    once; no round would read it (silent reads an hour apart, no scheduler)."""
+    settings = load_settings(worker_env)
     embedded = start_embedded(settings, with_scheduler=False)
     try:
         sessions = embedded.running.runtime.sessions
@@ -108,6 +110,8 @@ def test_a_notification_has_its_posting_stored_without_waiting_for_a_round(
 def test_a_dropped_webhooks_posting_is_found_within_the_ceiling(
     worker_env: dict[str, str], sandbox: SandboxServer
 ) -> None:
+    """Invariant 10: nothing signals the credit (its webhook goes nowhere), and the holding
+    has backed off far past the ceiling's worth, yet it is read within the ceiling."""
     ceiling = 2.0
     env = {
         **worker_env,

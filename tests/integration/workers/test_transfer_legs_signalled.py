@@ -29,6 +29,7 @@ from workers.runtime import Runtime
 def test_a_terminal_transfer_makes_both_legs_due_at_once(
     runtime: Runtime, sandbox: SandboxServer
 ) -> None:
+    """Invariant 10: both legs of recon's own transfer are read as soon as it is terminal."""
     source, target, bystander = build_bulk(sandbox.state, holdings=3, postings=9, seed=11)
     discover(runtime)
     later = runtime.clock() + timedelta(hours=1)
