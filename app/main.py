@@ -54,6 +54,7 @@ from reconciliation.notifications import (
 )
 from reconciliation.operator import SessionRules
 from reconciliation.policy import ReconcilePolicy
+from reconciliation.postings import ReadBudget
 from reconciliation.store import make_engine, make_session_factory
 from upstream import CompanyClient, reader_for
 
@@ -175,6 +176,10 @@ def create_app(
                 state_keys.ENQUEUE: relay.submit if relay else _leave_pending,
                 state_keys.BROKER_URL: settings.broker.redis_url,
                 state_keys.PAYLOAD_READER: reader_for(settings.webhooks),
+                state_keys.READ_BUDGET: ReadBudget(
+                    settings.provider.gateway_requests_per_second,
+                    settings.schedules.max_staleness_seconds,
+                ),
                 ADMIN_TOKEN_STATE_KEY: settings.web.admin_token,
                 AUTH_LIMITER_STATE_KEY: limiter,
                 RULES_STATE_KEY: SessionRules(

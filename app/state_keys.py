@@ -23,3 +23,6 @@ SIGNING_KEYS: Final = "signing_keys"
 #: The `PayloadReader` RECON_PAYLOAD_SHAPES and RECON_PAYLOAD_FIELD_MAP describe (reading a body a
 #: person marks as the true one, as the workers would read it).
 PAYLOAD_READER: Final = "payload_reader"
+#: The gateway budget and staleness ceiling (reconciliation.postings.ReadBudget): the console's
+#: overview says when they cannot hold the holdings known.
+READ_BUDGET: Final = "read_budget"

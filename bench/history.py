@@ -25,7 +25,8 @@ from sqlalchemy import Engine
 
 from reconciliation.notifications.processing import pending_deliveries
 from reconciliation.policy import ReconcilePolicy
-from reconciliation.postings.activity import acquire_lease, claim_due_holdings, release_lease
+from reconciliation.postings.activity import acquire_lease, release_lease
+from reconciliation.postings.due_reads import claim_due_holdings
 from reconciliation.reconcile import run_pass
 from reconciliation.store.db import make_engine, make_session_factory, transaction
 from reconciliation.store.types import utcnow

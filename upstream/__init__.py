@@ -48,7 +48,7 @@ from upstream.signatures import (
 )
 from upstream.signatures.factory import key_problem
 from upstream.signatures.keys import new_secret
-from upstream.transport import DEFAULT_LIMITS, DEFAULT_TIMEOUT
+from upstream.transport import DEFAULT_LIMITS, DEFAULT_TIMEOUT, parse_retry_after
 from upstream.webhooks.payloads import (
     MONEY_EVENTS,
     DeliveryNotification,
@@ -193,6 +193,7 @@ __all__ = [
     "make_verifier",
     "material_fingerprint",
     "new_secret",
+    "parse_retry_after",
     "posting_refs",
     "read_fees",
     "reader_for",

@@ -10,6 +10,9 @@ A request that finds no slot waits (polling the limiter with a little jitter) up
 "the gateway could not be reached" and knows was never sent. If the limiter's backend is
 unreachable (Redis down), requests go ahead unthrottled and a warning is logged: the gateway's
 own 429s still protect it, and stopping all polling because a counter is down would be worse.
+
+The rate is the one in use (workers.gateway_rate): a 429 lowers it for every worker, no request
+goes out before its Retry-After has passed, and it climbs back while no 429 comes.
 """
 
 from __future__ import annotations
@@ -26,7 +29,15 @@ import structlog
 from dramatiq.rate_limits import WindowRateLimiter
 from dramatiq.rate_limits.backends import RedisBackend, StubBackend
 
-from workers.middleware.metrics import RATE_LIMIT_WAIT
+from upstream import parse_retry_after
+from workers.gateway_rate import (
+    LocalRateState,
+    RateState,
+    RateStateStore,
+    RedisRateState,
+    rate_in_use,
+)
+from workers.middleware.metrics import RATE_IN_USE, RATE_LIMIT_WAIT
 
 #: The limiter's key in the backend: one budget for the whole deployment.
 LIMITER_KEY: Final = "recon:gateway-requests"
@@ -36,6 +47,9 @@ MAX_WAIT_SECONDS: Final = 60.0
 
 #: Longest sleep between two tries for a slot.
 POLL_SECONDS: Final = 0.05
+
+#: The gateway's answer when it grants fewer requests than we send.
+TOO_MANY_REQUESTS: Final = 429
 
 log = structlog.get_logger(__name__)
 
@@ -60,22 +74,88 @@ class Window:
         return cls(limit=max(1, limit), seconds=seconds)
 
 
-def build_limiter(redis_url: str | None, per_second: float) -> WindowRateLimiter:
-    """The shared limiter: on Redis when configured, in-process otherwise."""
-    backend: Any = RedisBackend(url=redis_url) if redis_url else StubBackend()  # type: ignore[no-untyped-call]
-    window = Window.for_rate(per_second)
-    return WindowRateLimiter(  # type: ignore[no-untyped-call]
-        backend, LIMITER_KEY, limit=window.limit, window=window.seconds
-    )
+class GatewayLimiter:
+    """The shared window limiter at the rate in use (workers.gateway_rate): RECON_GATEWAY_RPS
+    until a 429 lowers it; a limiter per window size, all on the one key."""
+
+    def __init__(
+        self,
+        backend: Any,
+        configured: float,
+        state: RateStateStore,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.configured = configured
+        self._backend = backend
+        self._state = state
+        self._clock = clock
+        self._limiters: dict[Window, WindowRateLimiter] = {}
+
+    def current(self) -> tuple[float, float]:
+        """The rate in use now, and the seconds left before a 429's Retry-After has passed."""
+        now = self._clock()
+        try:
+            state = self._state.read()
+        except Exception as exc:  # noqa: BLE001 - a broken store must not stop polling
+            log.warning("gateway_rate.unavailable", error=type(exc).__name__)
+            state = RateState()
+        rate = rate_in_use(self.configured, state, now)
+        RATE_IN_USE.set(rate)
+        return rate, max(0.0, state.paused_until - now)
+
+    def limiter(self, rate: float) -> WindowRateLimiter:
+        """The window limiter for this rate (they share one key, so counts carry over)."""
+        window = Window.for_rate(rate)
+        found = self._limiters.get(window)
+        if found is None:
+            found = WindowRateLimiter(  # type: ignore[no-untyped-call]
+                self._backend, LIMITER_KEY, limit=window.limit, window=window.seconds
+            )
+            self._limiters[window] = found
+        return found
+
+    def note_429(self, retry_after: float) -> None:
+        """A 429 came back: lower the shared rate and pause everyone for its Retry-After."""
+        try:
+            state = self._state.lower(self.configured, self._clock(), retry_after)
+        except Exception as exc:  # noqa: BLE001 - the gateway's 429s still protect it
+            log.warning("gateway_rate.unavailable", error=type(exc).__name__)
+            return
+        if state.lowered_to is not None:
+            RATE_IN_USE.set(state.lowered_to)
+        log.info(
+            "gateway_rate.lowered",
+            rate=round(state.lowered_to or self.configured, 3),
+            configured=self.configured,
+            retry_after=retry_after,
+        )
+
+
+def build_limiter(
+    redis_url: str | None, per_second: float, *, clock: Callable[[], float] = time.time
+) -> GatewayLimiter:
+    """The shared limiter: on Redis when configured, in-process otherwise (`clock`: epoch
+    seconds, the same on every worker, for the 429 pause and the climb back)."""
+    Window.for_rate(per_second)  # refuses a rate that is no rate
+    if redis_url:
+        backend: Any = RedisBackend(url=redis_url)
+        state: RateStateStore = RedisRateState(backend.client)
+    else:
+        backend = StubBackend()  # type: ignore[no-untyped-call]
+        state = LocalRateState()
+    RATE_IN_USE.set(per_second)
+    return GatewayLimiter(backend, per_second, state, clock=clock)
 
 
 class RateLimitedTransport(httpx.BaseTransport):
-    """An httpx transport that takes a slot from the limiter before each request."""
+    """An httpx transport that takes a slot from the limiter before each request, and lowers
+    the shared rate when the gateway answers 429."""
 
     def __init__(
         self,
         inner: httpx.BaseTransport,
-        limiter: WindowRateLimiter,
+        limiter: GatewayLimiter,
         *,
         max_wait: float = MAX_WAIT_SECONDS,
         sleep: Callable[[float], None] = time.sleep,
@@ -87,20 +167,31 @@ class RateLimitedTransport(httpx.BaseTransport):
         self._rng = random.Random()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        """Wait for a slot, then send."""
+        """Wait for a slot, then send; a 429 lowers the rate for every worker."""
         self.wait_for_slot(request)
-        return self._inner.handle_request(request)
+        response = self._inner.handle_request(request)
+        if response.status_code == TOO_MANY_REQUESTS:
+            self._limiter.note_429(
+                parse_retry_after(
+                    response.headers.get("Retry-After"), sent_at=response.headers.get("Date")
+                )
+            )
+        return response
 
     def wait_for_slot(self, request: httpx.Request | None = None) -> float:
         """Block until the limiter grants a slot; returns the seconds waited."""
         started = time.monotonic()
         while True:
             try:
-                with self._limiter.acquire(raise_on_failure=False) as acquired:
-                    if acquired:
-                        waited = time.monotonic() - started
-                        RATE_LIMIT_WAIT.observe(waited)
-                        return waited
+                rate, paused = self._limiter.current()
+                acquired = False
+                if paused <= 0:
+                    with self._limiter.limiter(rate).acquire(raise_on_failure=False) as acquired:
+                        pass
+                if acquired:
+                    waited = time.monotonic() - started
+                    RATE_LIMIT_WAIT.observe(waited)
+                    return waited
             except Exception as exc:  # noqa: BLE001 - a broken limiter must not stop polling
                 log.warning("gateway_rate_limit.unavailable", error=type(exc).__name__)
                 return time.monotonic() - started
@@ -108,10 +199,11 @@ class RateLimitedTransport(httpx.BaseTransport):
             if waited >= self._max_wait:
                 raise httpx.PoolTimeout(
                     f"no gateway request slot within {self._max_wait:g}s under the shared rate "
-                    "limit (RECON_GATEWAY_RPS); the request was not sent",
+                    "limit (RECON_GATEWAY_RPS, lowered after a 429); the request was not sent",
                     request=request,
                 )
-            self._sleep(self._rng.uniform(POLL_SECONDS / 5, POLL_SECONDS))
+            pause = min(paused, self._max_wait - waited) if paused > 0 else 0.0
+            self._sleep(max(pause, self._rng.uniform(POLL_SECONDS / 5, POLL_SECONDS)))
 
     def close(self) -> None:
         """Close the wrapped transport."""

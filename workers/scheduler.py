@@ -17,17 +17,14 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any
 
 import structlog
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from foundation.settings import Settings
 from workers.scheduler_lock import LOCK_SECONDS, SchedulerLock
-
-#: The activity tick runs this many times per poll interval (a holding becomes due at its own
-#: time; checking only once per interval would add up to a whole interval of delay).
-ACTIVITY_CHECKS_PER_INTERVAL: Final = 4
+from workers.tick_intervals import activity_tick_seconds
 
 log = structlog.get_logger(__name__)
 
@@ -55,10 +52,7 @@ def configured_ticks(settings: Settings) -> list[Tick]:
         sweep,
     )
 
-    activity = min(
-        settings.schedules.poll_activity_seconds,
-        max(1.0, settings.schedules.poll_activity_seconds / ACTIVITY_CHECKS_PER_INTERVAL),
-    )
+    activity = activity_tick_seconds(settings)
     return [
         Tick(
             "discover_holdings",

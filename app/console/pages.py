@@ -24,6 +24,7 @@ from litestar.response import Template
 from markupsafe import Markup
 from sqlalchemy.orm import Session
 
+from app import state_keys
 from app.console.chart import balance_chart
 from app.console.rendering import operator, page, policy, read
 from app.console.session import console_guard
@@ -38,11 +39,13 @@ from reconciliation.postings import (
     HoldingIdentity,
     HoldingList,
     HoldingView,
+    ReadBudget,
     find_holdings,
     holding_identities,
     holding_view,
     list_holdings,
     list_identities,
+    stored_ceiling_shortfall,
 )
 from reconciliation.reports import (
     DEFAULT_CSV_SECTION,
@@ -105,6 +108,8 @@ class OverviewView:
     audit: AuditSummary | None
     #: holdingRef -> how people name it, for the lagging cursors listed.
     holdings: dict[str, HoldingIdentity]
+    #: The staleness ceiling the gateway budget cannot hold for the holdings known, if so.
+    ceiling: str | None = None
 
     @property
     def audit_links(self) -> list[tuple[str, str]]:
@@ -117,7 +122,9 @@ class OverviewView:
         return links
 
 
-def _overview(session: Session, rules: ReconcilePolicy) -> OverviewView:
+def _overview(
+    session: Session, rules: ReconcilePolicy, budget: ReadBudget | None = None
+) -> OverviewView:
     figures = read_overview(
         session,
         now=utcnow(),
@@ -125,7 +132,10 @@ def _overview(session: Session, rules: ReconcilePolicy) -> OverviewView:
         finality_seconds=rules.finality_deadline_seconds,
     )
     names = holding_identities(session, [c.holding_ref for c in figures.lagging])
-    return OverviewView(figures, last_audit(session), names)
+    shortfall = stored_ceiling_shortfall(session, budget) if budget is not None else None
+    return OverviewView(
+        figures, last_audit(session), names, shortfall.sentence() if shortfall else None
+    )
 
 
 def _holdings(session: Session, after: int | None, search: str | None) -> HoldingList:
@@ -232,10 +242,13 @@ class ReadPages(Controller):
     @get("/", sync_to_thread=True)
     def overview(self, request: AnyRequest) -> Template:
         """Is recon healthy right now; the audit tile links to the audit's alerts, by kind."""
-        view = read(request, _overview, policy(request))
+        view = read(
+            request, _overview, policy(request), request.app.state.get(state_keys.READ_BUDGET)
+        )
         return page(
             request,
             "overview.html",
+            ceiling=view.ceiling,
             o=view.figures,
             holdings=view.holdings,
             audit=view.audit,

@@ -152,6 +152,7 @@ VARIABLES: Final[dict[str, str]] = {
     "schedules.reconcile_seconds": "RECON_RECONCILE_SECONDS",
     "schedules.delivery_grace_seconds": "RECON_DELIVERY_GRACE_SECONDS",
     "schedules.audit_seconds": "RECON_AUDIT_SECONDS",
+    "schedules.max_staleness_seconds": "RECON_MAX_STALENESS_SECONDS",
     "matching.match_window_seconds": "RECON_MATCH_WINDOW_SECONDS",
     "matching.notification_grace_seconds": "RECON_NOTIFICATION_GRACE_SECONDS",
     "matching.projection_grace_seconds": "RECON_PROJECTION_GRACE_SECONDS",

@@ -33,19 +33,26 @@ class ScheduleSettings:
     delivery_grace_seconds: float
     # The audit of every holding's postings against the gateway (recon audit): daily.
     audit_seconds: float = 86_400.0
+    # The longest a holding goes unread (activity and balance) when nothing signals it: a
+    # quiet holding's reads back off up to this, so a posting nobody notified (a dropped
+    # webhook) is still found within it. Below RECON_POLL_ACTIVITY_SECONDS it is that. Holdings / this is the silent reads' share of the
+    # gateway budget (recon config check reports a ceiling the budget cannot hold).
+    max_staleness_seconds: float = 3600.0
 
     @classmethod
     def from_env(cls, r: EnvReader) -> ScheduleSettings:
         # Waits between polls of a transfer still awaiting finality: first, then doubling to a cap.
         backoff_first = r.seconds("RECON_TRANSFER_BACKOFF_FIRST_SECONDS", 2.0)
         backoff_cap = r.seconds("RECON_TRANSFER_BACKOFF_CAP_SECONDS", 300.0)
+        poll_activity = r.seconds("RECON_POLL_ACTIVITY_SECONDS", 15.0)
+        staleness = r.seconds("RECON_MAX_STALENESS_SECONDS", 3600.0)
         r.check(
             backoff_cap >= backoff_first,
             f"RECON_TRANSFER_BACKOFF_CAP_SECONDS={backoff_cap:g} is not valid: it must be at "
             f"least RECON_TRANSFER_BACKOFF_FIRST_SECONDS ({backoff_first:g})",
         )
         return cls(
-            poll_activity_seconds=r.seconds("RECON_POLL_ACTIVITY_SECONDS", 15.0),
+            poll_activity_seconds=poll_activity,
             poll_transfers_seconds=r.seconds("RECON_POLL_TRANSFERS_SECONDS", 5.0),
             transfer_backoff_first_seconds=backoff_first,
             transfer_backoff_cap_seconds=backoff_cap,
@@ -56,6 +63,7 @@ class ScheduleSettings:
             reconcile_seconds=r.seconds("RECON_RECONCILE_SECONDS", 30.0),
             delivery_grace_seconds=r.seconds("RECON_DELIVERY_GRACE_SECONDS", 60.0),
             audit_seconds=r.seconds("RECON_AUDIT_SECONDS", 86_400.0),
+            max_staleness_seconds=staleness,
         )
 
 

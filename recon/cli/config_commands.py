@@ -6,7 +6,7 @@ import os
 
 import click
 
-from foundation.settings import TEST_GATEWAY_KEY_PREFIX
+from foundation.settings import TEST_GATEWAY_KEY_PREFIX, Settings
 from recon.cli.startup import settings_or_exit
 
 
@@ -33,6 +33,9 @@ def check() -> None:
         if settings.broker.embedded
         else "distributed (Redis broker)"
     )
+    shortfall = _ceiling_shortfall(settings)
+    if shortfall is not None:
+        click.echo(f"\nwarning: {shortfall}")
     click.echo(f"\nconfiguration is valid; mode: {mode}")
     if settings.provider.mode == "live" and settings.provider.gateway_api_key.reveal().startswith(
         TEST_GATEWAY_KEY_PREFIX
@@ -42,6 +45,32 @@ def check() -> None:
             "note: RECON_PROVIDER_MODE=live with a test gateway key (ak_test_...): live rules "
             "for a test key, so credentials are held to live strength"
         )
+
+
+def _ceiling_shortfall(settings: Settings) -> str | None:
+    """The staleness ceiling the gateway budget cannot hold for the holdings the store knows,
+    as a sentence; None when it holds, or when there is no store to count them in yet (a
+    check before the first deploy): the check never creates nor changes a store."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from reconciliation.postings import ReadBudget, stored_ceiling_shortfall
+    from reconciliation.store import StoreMissingError, make_engine, make_session_factory
+
+    budget = ReadBudget(
+        settings.provider.gateway_requests_per_second, settings.schedules.max_staleness_seconds
+    )
+    try:
+        engine = make_engine(settings.store.database_url, must_exist=True)
+    except (StoreMissingError, SQLAlchemyError):
+        return None
+    try:
+        with make_session_factory(engine)() as session:
+            found = stored_ceiling_shortfall(session, budget)
+    except SQLAlchemyError:
+        return None  # unreachable, or not migrated yet: nothing to count
+    finally:
+        engine.dispose()
+    return None if found is None else found.sentence()
 
 
 @config.command("generate-key")

@@ -55,6 +55,9 @@ from upstream import GatewayClient
 #: Schedules and grace periods of the demo's recon processes: a business day in a minute.
 DEMO_TIMINGS: Final[dict[str, str]] = {
     "RECON_POLL_ACTIVITY_SECONDS": "1",
+    # Quiet holdings back off, but never past this: the dropped webhook's posting is found by
+    # a silent read within seconds, as the demo's minute needs.
+    "RECON_MAX_STALENESS_SECONDS": "5",
     "RECON_POLL_TRANSFERS_SECONDS": "1",
     "RECON_SNAPSHOT_BALANCES_SECONDS": "2",
     "RECON_DISCOVER_HOLDINGS_SECONDS": "2",

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from reconciliation.postings.activity_copy import compile_move, copy_page, page_transaction
@@ -41,6 +41,7 @@ from reconciliation.postings.activity_statements import (
     TAKE_LEASE,
     TAKE_LEASE_AFTER_READS,
 )
+from reconciliation.postings.due_reads import PRIORITY_CATCH_UP
 from reconciliation.store.db import transaction
 from reconciliation.store.models import UNMATCHED, ActivityCursor, Holding, Posting
 from reconciliation.store.tables import postings
@@ -84,6 +85,8 @@ class LeasedHolding:
     position: ReadPosition
     owner: str
     terms: StoredTerms = StoredTerms()
+    #: Completed reads in a row that found nothing (the silent schedule backs off on it).
+    quiet_reads: int = 0
 
     @property
     def cursor(self) -> WireCursor | None:
@@ -104,6 +107,8 @@ def ensure_cursor_rows(session: Session, holding_ids: Sequence[int], now: dateti
         {
             "holding_id": h,
             "next_poll_at": now,
+            "due_priority": PRIORITY_CATCH_UP,
+            "balance_due_at": now,
             "consecutive_errors": 0,
             "postings_read": 0,
             "reads_completed": 0,
@@ -162,6 +167,7 @@ def acquire_lease(
             high_water=row.high_water_posted_at,
         ),
         owner=owner,
+        quiet_reads=row.quiet_reads,
         terms=StoredTerms(
             largest_page=found.largest_page, page_size=found.page_size, oldest_first=oldest_first
         ),
@@ -306,6 +312,10 @@ def release_lease(
     caught_up_at: datetime | None = None,
     completed: bool | None = None,
     error: str | None = None,
+    priority: int | None = None,
+    began_at: datetime | None = None,
+    quiet_reads: int | None = None,
+    balance_due_at: datetime | None = None,
 ) -> None:
     """Give the lease back and say when the holding is due again; record an error if any.
 
@@ -314,6 +324,11 @@ def release_lease(
     that reached the last page counts in `reads_completed` (`completed`; by default, whether
     `caught_up_at` is given). `next_poll_at` None leaves the due time as the last renewal set
     it. A release by a worker that no longer holds the lease changes nothing.
+
+    `priority` is why the holding is due next (reconciliation.postings.due_reads); with
+    `began_at` (when the read's listing began), a signal that came after it overrides both:
+    the holding is due again at once, first in line. `quiet_reads` and `balance_due_at` are
+    written when given (None keeps the row's).
     """
     done = caught_up_at is not None if completed is None else completed
     params = {
@@ -324,6 +339,10 @@ def release_lease(
         "completed": 1 if done else 0,
         "failed": 0 if error is None else 1,
         "error": None if error is None else error[:ERROR_TEXT_LIMIT],
+        "priority": priority,
+        "began_at": began_at,
+        "quiet_reads": quiet_reads,
+        "balance_due_at": balance_due_at,
     }
     with transaction(factory) as session:
         session.connection().execute(RELEASE_LEASE, params)
@@ -339,42 +358,6 @@ def renew_lease(
     params = {"holding": lease.holding_id, "owner": lease.owner, "until": lease_until(now, seconds)}
     with transaction(factory) as session:
         return rows_touched(session.connection().execute(RENEW_LEASE, params)) == 1
-
-
-@dataclass(frozen=True, slots=True)
-class DueHolding:
-    """A holding to poll, and its completed reads when the poll was asked for."""
-
-    holding_id: int
-    reads_completed: int
-
-
-def claim_due_holdings(
-    session: Session, now: datetime, redo_after: timedelta, limit: int = 10_000
-) -> list[DueHolding]:
-    """Watched holdings due for a poll, marked as sent so they are not sent again at once.
-
-    Their due time moves to `now + redo_after`: if the message is lost, the holding becomes due
-    again then and the next pass sends it again (a poll that runs moves it itself).
-    """
-    due = _due_condition(now)
-    found = [
-        DueHolding(holding_id=row.holding_id, reads_completed=row.reads_completed)
-        for row in session.execute(
-            select(ActivityCursor.holding_id, ActivityCursor.reads_completed)
-            .join(Holding, Holding.id == ActivityCursor.holding_id)
-            .where(Holding.watched.is_(True), due)
-            .order_by(ActivityCursor.next_poll_at, ActivityCursor.holding_id)
-            .limit(limit)
-        )
-    ]
-    if found:
-        session.execute(
-            update(ActivityCursor)
-            .where(ActivityCursor.holding_id.in_([d.holding_id for d in found]), due)
-            .values(next_poll_at=now + redo_after)
-        )
-    return found
 
 
 def watched_without_cursor(session: Session) -> list[int]:
@@ -394,11 +377,3 @@ def stored_postings_count(session: Session, holding_id: int | None = None) -> in
     if holding_id is not None:
         query = query.where(Posting.holding_id == holding_id)
     return int(session.scalar(query) or 0)
-
-
-def _due_condition(now: datetime) -> Any:
-    """Due and not leased by a live worker."""
-    return and_(
-        or_(ActivityCursor.next_poll_at.is_(None), ActivityCursor.next_poll_at <= now),
-        or_(ActivityCursor.lease_owner.is_(None), ActivityCursor.lease_expires_at < now),
-    )

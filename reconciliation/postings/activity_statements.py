@@ -10,9 +10,22 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from sqlalchemy import Boolean, Integer, bindparam, case, func, or_, select, update
+from sqlalchemy import (
+    Boolean,
+    Integer,
+    SmallInteger,
+    and_,
+    bindparam,
+    case,
+    func,
+    or_,
+    select,
+    update,
+)
 
+from reconciliation.postings.due_reads import PRIORITY_SIGNALLED
 from reconciliation.store.models import ActivityCursor, Holding
+from reconciliation.store.types import UTCDateTime
 
 _LEASE_FREE_OR_OURS: Final = (
     ActivityCursor.holding_id == bindparam("holding"),
@@ -51,6 +64,7 @@ READ_LEASED: Final = (
         ActivityCursor.cursor_source,
         ActivityCursor.walk_top_posted_at,
         ActivityCursor.high_water_posted_at,
+        ActivityCursor.quiet_reads,
     )
     .join(ActivityCursor, ActivityCursor.holding_id == Holding.id)
     .where(Holding.id == bindparam("holding"))
@@ -108,10 +122,20 @@ MOVE_CURSOR: Final = (
     )
 )
 
+_BEGAN_AT: Final = bindparam("began_at", type_=UTCDateTime())
+
+#: A signal (notification, terminal transfer) came after the read's listing began: the
+#: holding is due again at once (from the moment the listing began), first in line.
+_SIGNALLED_DURING_READ: Final = and_(
+    _BEGAN_AT.is_not(None), ActivityCursor.signalled_at > _BEGAN_AT
+)
+
 #: Give the lease back, if still ours (params: holding, owner). NULL keeps a stored value:
-#: `next_poll_at`, `caught_up_at` (the moment the read stored everything up to: sets
-#: last_polled_at) and `error` (sets last_error);
-#: `completed` and `failed` (0 or 1) count a finished read and an error.
+#: `next_poll_at`, `priority` (due_priority), `caught_up_at` (the moment the read stored
+#: everything up to: sets last_polled_at), `error` (sets last_error), `quiet_reads` and
+#: `balance_due_at`; `completed` and `failed` (0 or 1) count a finished read and an error;
+#: `began_at` (when the read's listing began, or NULL) lets a later signal override the due
+#: time and priority.
 RELEASE_LEASE: Final = (
     update(ActivityCursor)
     .where(
@@ -121,7 +145,24 @@ RELEASE_LEASE: Final = (
     .values(
         lease_owner=None,
         lease_expires_at=None,
-        next_poll_at=func.coalesce(bindparam("next_poll_at"), ActivityCursor.next_poll_at),
+        next_poll_at=case(
+            (_SIGNALLED_DURING_READ, _BEGAN_AT),
+            else_=func.coalesce(
+                bindparam("next_poll_at", type_=UTCDateTime()), ActivityCursor.next_poll_at
+            ),
+        ),
+        due_priority=case(
+            (_SIGNALLED_DURING_READ, PRIORITY_SIGNALLED),
+            else_=func.coalesce(
+                bindparam("priority", type_=SmallInteger), ActivityCursor.due_priority
+            ),
+        ),
+        quiet_reads=func.coalesce(
+            bindparam("quiet_reads", type_=Integer), ActivityCursor.quiet_reads
+        ),
+        balance_due_at=func.coalesce(
+            bindparam("balance_due_at", type_=UTCDateTime()), ActivityCursor.balance_due_at
+        ),
         last_polled_at=func.coalesce(bindparam("caught_up_at"), ActivityCursor.last_polled_at),
         reads_completed=ActivityCursor.reads_completed + bindparam("completed"),
         consecutive_errors=ActivityCursor.consecutive_errors + bindparam("failed"),

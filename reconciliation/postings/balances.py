@@ -10,20 +10,26 @@ Amounts are int minor units as the upstream client converted them.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Final
 
-from sqlalchemy import insert, select
+from sqlalchemy import insert, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from reconciliation.alerts.lifecycle import RESOLVED, fingerprint, raise_alert, resolve_alert
 from reconciliation.postings.holding_identity import holding_identities
-from reconciliation.store.models import Alert, BalanceSnapshot, Holding
+from reconciliation.store.in_lists import chunks
+from reconciliation.store.models import ActivityCursor, Alert, BalanceSnapshot, Holding
 from reconciliation.store.write_statements import refusal
 from upstream import BalanceSnapshot as WireSnapshot
+
+#: A due time this far past a snapshot's observation is a claim's mark (a claim marks at least
+#: twice this on) or the previous ceiling, not a read that made the snapshot due again after
+#: the balance was observed (which sets it to the read's end, within a read of the snapshot).
+CLAIM_MARK_AFTER: Final = timedelta(seconds=30)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,19 +41,89 @@ class EndpointToRead:
     holding_ids: dict[uuid.UUID, int]
 
 
-def endpoints_to_read(session: Session) -> list[EndpointToRead]:
-    """Every endpoint with at least one watched holding, with those holdings' ids."""
+def endpoints_to_read(
+    session: Session, endpoint_refs: Collection[uuid.UUID] | None = None
+) -> list[EndpointToRead]:
+    """Every endpoint with at least one watched holding (or those of `endpoint_refs`), with
+    those holdings' ids."""
     grouped: dict[tuple[uuid.UUID, uuid.UUID], dict[uuid.UUID, int]] = {}
-    for holding_id, account_ref, endpoint_ref, holding_ref in session.execute(
+    query = (
         select(Holding.id, Holding.account_ref, Holding.endpoint_ref, Holding.holding_ref)
         .where(Holding.watched.is_(True))
         .order_by(Holding.endpoint_ref, Holding.id)
-    ):
-        grouped.setdefault((account_ref, endpoint_ref), {})[holding_ref] = holding_id
+    )
+    batches: list[list[uuid.UUID] | None] = [None]
+    if endpoint_refs is not None:
+        batches = list(chunks(sorted(set(endpoint_refs))))
+    for batch in batches:
+        picked = query if batch is None else query.where(Holding.endpoint_ref.in_(batch))
+        for holding_id, account_ref, endpoint_ref, holding_ref in session.execute(picked):
+            grouped.setdefault((account_ref, endpoint_ref), {})[holding_ref] = holding_id
     return [
         EndpointToRead(account_ref=a, endpoint_ref=e, holding_ids=h)
         for (a, e), h in grouped.items()
     ]
+
+
+def claim_due_endpoints(
+    session: Session,
+    now: datetime,
+    redo_after: timedelta,
+    limit: int,
+    holding_id: int | None = None,
+) -> list[EndpointToRead]:
+    """Endpoints with a holding whose balance snapshot is due (only `holding_id`'s when given),
+    oldest due first, at most `limit` due holdings' worth, from the balance_due_at index.
+
+    A snapshot is due soon after a read that stored postings, and at the staleness ceiling for
+    a silent holding. Every holding of a chosen endpoint is marked `now + redo_after` (the read
+    answers for them all): a lost message makes them due again then.
+    """
+    due = (
+        select(ActivityCursor.holding_id)
+        .where(ActivityCursor.balance_due_at <= now)
+        .order_by(ActivityCursor.balance_due_at, ActivityCursor.holding_id)
+        .limit(limit)
+    )
+    if holding_id is not None:
+        due = due.where(ActivityCursor.holding_id == holding_id)
+    ids = list(session.scalars(due))
+    if not ids:
+        return []
+    refs: set[uuid.UUID] = set()
+    for batch in chunks(ids):
+        refs.update(session.scalars(select(Holding.endpoint_ref).where(Holding.id.in_(batch))))
+    targets = endpoints_to_read(session, refs)
+    marked = [h for t in targets for h in t.holding_ids.values()]
+    mark = now + max(redo_after, 2 * CLAIM_MARK_AFTER)
+    for batch in chunks(marked):
+        session.execute(
+            update(ActivityCursor)
+            .where(ActivityCursor.holding_id.in_(batch))
+            .values(balance_due_at=mark)
+        )
+    return targets
+
+
+def schedule_next_snapshots(
+    session: Session, holding_ids: Collection[int], observed_at: datetime, next_due: datetime
+) -> None:
+    """After a snapshot observed at `observed_at`: these holdings' next is due at `next_due`
+    (the staleness ceiling), unless a read stored postings after the balance was observed
+    (their snapshot is due again, and stays so)."""
+    for batch in chunks(sorted(holding_ids)):
+        session.execute(
+            update(ActivityCursor)
+            .where(
+                ActivityCursor.holding_id.in_(batch),
+                or_(
+                    ActivityCursor.balance_due_at.is_(None),
+                    ActivityCursor.balance_due_at <= observed_at,
+                    ActivityCursor.balance_due_at > observed_at + CLAIM_MARK_AFTER,
+                ),
+            )
+            .values(balance_due_at=next_due)
+        )
 
 
 @dataclass(slots=True)

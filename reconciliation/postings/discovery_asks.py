@@ -7,13 +7,20 @@ reading. So the inbox asks for discovery when a batch names a holding (by holdin
 endpointRef) the store does not have, at most once per `ASK_INTERVAL_SECONDS` across every
 worker: a notification about a holding that never appears in the register (a payload naming
 someone else's) costs one register listing per interval, not one per delivery.
+
+An ask inside the interval is deferred to the interval's end, never dropped (invariant: no
+signal is lost, only coalesced or deferred): dropping it left an account opened 10 s after
+another unknown until the discovery tick five minutes later. The watermark holds the time of
+the latest ask, sent or deferred; a deferred one is in the future, and an ask made while a
+deferred one is pending is coalesced into it (the deferred listing starts after the ask, so it
+sees the holding the ask was about).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Collection
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Final
 
 from sqlalchemy import select, update
@@ -53,29 +60,46 @@ def ask_for_discovery(
     holding_refs: Collection[uuid.UUID],
     endpoint_refs: Collection[uuid.UUID],
     now: datetime,
-) -> bool:
-    """True when the caller should send discovery now: a ref names no stored holding and no
-    worker asked within the interval (the ask is claimed with one conditional write)."""
+    interval_seconds: float = ASK_INTERVAL_SECONDS,
+) -> float | None:
+    """Seconds from now after which the caller should send discovery (0: at once), or None.
+
+    None when every ref names a stored holding, or when an ask already pending (deferred to a
+    moment still to come) will list the register after this one. Otherwise the ask is claimed
+    with one conditional write on the watermark: at once when no worker asked within the
+    interval, else deferred to the interval's end.
+    """
     if not holding_refs and not endpoint_refs:
-        return False
+        return None
     with factory() as session:
         if not unknown_holdings(session, holding_refs, endpoint_refs):
-            return False
+            return None
         stamp = watermarks.to_millis(now)
-        before = watermarks.to_millis(now - timedelta(seconds=ASK_INTERVAL_SECONDS))
+        interval_ms = round(interval_seconds * 1000)
+        last = session.get(Watermark, ASKED_AT)
+        if last is None:
+            session.add(Watermark(name=ASKED_AT, value=stamp, updated_at=now))
+            try:
+                session.commit()
+            except IntegrityError:
+                session.rollback()
+                last = session.get(Watermark, ASKED_AT)  # another worker's first ask won
+                if last is None:
+                    return None
+            else:
+                return 0.0
+        previous = last.value
+        if previous > stamp:
+            return None  # a deferred ask still to come covers this one
+        at = max(stamp, previous + interval_ms)
         claimed = rows_touched(
             session.execute(
                 update(Watermark)
-                .where(Watermark.name == ASKED_AT, Watermark.value <= before)
-                .values(value=stamp, updated_at=now)
+                .where(Watermark.name == ASKED_AT, Watermark.value == previous)
+                .values(value=at, updated_at=now)
             )
         )
-        if not claimed:
-            if session.get(Watermark, ASKED_AT) is not None:
-                return False  # asked within the interval
-            session.add(Watermark(name=ASKED_AT, value=stamp, updated_at=now))
-        try:
-            session.commit()
-        except IntegrityError:
-            return False  # another worker's first ask won
-    return True
+        session.commit()
+    if not claimed:
+        return None  # another worker claimed this ask (sent or deferred) at the same moment
+    return (at - stamp) / 1000.0

@@ -8,10 +8,12 @@ from reconciliation.transfers.intents import DENIED, RESERVED
 from reconciliation.transfers.outbound import StoreIdempotencyKeys
 from reconciliation.transfers.polling import (
     Backoff,
+    TransferLegs,
     claim_due_transfers,
     record_poll_failure,
     record_status,
     release_claims,
+    transfer_legs,
 )
 from reconciliation.transfers.requests import (
     ClientKeyReusedError,
@@ -30,9 +32,11 @@ __all__ = [
     "RequestedTransfer",
     "StoreIdempotencyKeys",
     "TrackedTransfer",
+    "TransferLegs",
     "claim_due_transfers",
     "record_poll_failure",
     "record_status",
     "release_claims",
     "request_transfer",
+    "transfer_legs",
 ]

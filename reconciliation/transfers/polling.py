@@ -21,6 +21,7 @@ whose stage is not known leaves the stage empty rather than guessed.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
@@ -329,3 +330,37 @@ def release_claims(
             .where(Transfer.id.in_([c.id for c in claims]), Transfer.lease_owner == owner)
             .values(lease_owner=None, lease_expires_at=None)
         )
+
+
+@dataclass(frozen=True, slots=True)
+class TransferLegs:
+    """The holdings (and endpoints, where a leg names no holding) a set of transfers moved."""
+
+    holding_refs: set[uuid.UUID]
+    endpoint_refs: set[uuid.UUID]
+
+
+def transfer_legs(session: Session, transfer_refs: Sequence[uuid.UUID]) -> TransferLegs:
+    """Both legs of these transfers: the holdings whose postings a terminal transfer made.
+
+    A leg outside recon's holdings (another company's account) names nothing stored, and is
+    ignored by whoever signals the holdings.
+    """
+    legs = TransferLegs(set(), set())
+    if not transfer_refs:
+        return legs
+    rows = session.execute(
+        select(
+            Transfer.source_holding_ref,
+            Transfer.source_endpoint_ref,
+            Transfer.dest_holding_ref,
+            Transfer.dest_endpoint_ref,
+        ).where(Transfer.transfer_ref.in_(list(transfer_refs)))
+    )
+    for source_holding, source_endpoint, dest_holding, dest_endpoint in rows:
+        for holding, endpoint in ((source_holding, source_endpoint), (dest_holding, dest_endpoint)):
+            if holding is not None:
+                legs.holding_refs.add(holding)
+            elif endpoint is not None:
+                legs.endpoint_refs.add(endpoint)
+    return legs

@@ -34,6 +34,7 @@ RELEASED: Final[dict[str, str]] = {
     "0008_transfer_changes_outcome.py": "f63cddb8c2a51969c11d57e00bf86cbccf268263ca7849f21085a3e9197cfa98",
     "0009_postings_lighter_writes.py": "0032810eede01cdf2a8227df8fa5aa0e6a36396976f3184bc93e44f07c56ba7b",
     "0010_transfer_fee_receipts.py": "4ff7f139a494c6edd20566e9fb1985b505714eb3b30dc0dc5340117bff23eba3",
+    "0011_reads_follow_the_money.py": "9b1094654d5da39e8f38539297f0f5bcbfaf735fd87d31cc736f6c2a9e27a552",
 }
 
 

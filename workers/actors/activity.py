@@ -21,7 +21,9 @@ is made due again shortly; the upstream client has already retried within its ow
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Final
@@ -35,21 +37,29 @@ from foundation.settings import Settings
 from reconciliation.ledger_audit import claim_first_audit
 from reconciliation.postings import (
     LEASE_SECONDS,
+    PRIORITY_CATCH_UP,
+    PRIORITY_SILENT,
+    SILENT_SHARE,
     LeasedHolding,
     LeaseLostError,
     StoredTerms,
     acquire_lease,
+    claim_due_holdings,
+    quiet_interval,
     release_lease,
     store_page,
 )
+from reconciliation.store import transaction
 from upstream import ActivityCursor, ActivityPage, ActivityReader, PagingTerms, ProviderError
 from workers.actors.audit import audit_ledger
+from workers.actors.balances import snapshot_balances
 from workers.lease_keeper import LeaseKeeper
 from workers.middleware.metrics import PAGE_WRITE_SECONDS, POSTINGS_STORED
 from workers.queues import POLLING, PRIORITY_BULK
 from workers.retry_policy import MINUTE_MS, NOT_RETRYABLE, SECOND_MS
 from workers.runtime import Runtime, current_runtime, worker_identity
 from workers.stop_signal import stopping
+from workers.tick_intervals import activity_tick_seconds
 
 #: Pages and seconds one message reads before handing the rest of a catch-up to the next.
 PAGE_BUDGET: Final = 100
@@ -68,6 +78,9 @@ class ActivityRead:
     holding_id: int
     pages: int = 0
     postings: int = 0
+    #: Whether the read moved the holding's position: it found postings the store lacked (a
+    #: newest-first walk re-reads the ties at its high-water, which are not news).
+    advanced: bool = False
     caught_up: bool = False
     continues: bool = False
     skipped: bool = False
@@ -121,7 +134,8 @@ def read_activity(
     # began then, and it holds nothing made since (the next walk does). So the moment a read
     # caught up to is taken here, not when it ends: a balance observed while the pages were
     # being read is judged only once a read that began after it has caught up.
-    listed_from = None if lease.position.walk_top is not None else rt.clock()
+    began_at = rt.clock()
+    listed_from = None if lease.position.walk_top is not None else began_at
     deadline = time.monotonic() + time_budget
     try:
         # One connection for the whole read: each page's transaction then costs no pool
@@ -146,6 +160,8 @@ def read_activity(
                         page_size=learned.page_size if learned.page_size < configured else None,
                         oldest_first=learned.oldest_first,
                     )
+                if step.page.entries and step.position != lease.position:
+                    result.advanced = True
                 POSTINGS_STORED.inc(len(step.page.entries))
                 result.pages += 1
                 result.postings += len(step.page.entries)
@@ -170,6 +186,8 @@ def read_activity(
             lease,
             rt.clock() + timedelta(seconds=retry_in),
             error=f"{type(exc).__name__}: {exc}",
+            priority=PRIORITY_CATCH_UP,
+            began_at=began_at,
         )
         if isinstance(exc, NOT_RETRYABLE):
             raise
@@ -179,13 +197,30 @@ def read_activity(
         raise
     now = rt.clock()
     if result.caught_up:
-        interval = timedelta(seconds=settings.schedules.poll_activity_seconds)
-        release_lease(rt.sessions, lease, now + interval, caught_up_at=listed_from, completed=True)
+        # The silent schedule: soon again after postings, backing off while none come; a
+        # balance snapshot follows a read that stored postings (it is judged against them).
+        quiet = 0 if result.advanced else lease.quiet_reads + 1
+        schedules = settings.schedules
+        wait = quiet_interval(
+            quiet, schedules.poll_activity_seconds, schedules.max_staleness_seconds
+        )
+        release_lease(
+            rt.sessions,
+            lease,
+            now + timedelta(seconds=wait),
+            caught_up_at=listed_from,
+            completed=True,
+            priority=PRIORITY_SILENT,
+            began_at=began_at,
+            quiet_reads=quiet,
+            balance_due_at=now if result.advanced else None,
+        )
     elif result.stopped:
-        release_lease(rt.sessions, lease, now)  # due at once, for whichever worker is left
+        # Due at once, for whichever worker is left.
+        release_lease(rt.sessions, lease, now, priority=PRIORITY_CATCH_UP)
         result.continues = True
     else:
-        release_lease(rt.sessions, lease, now + redo_after(settings))
+        release_lease(rt.sessions, lease, now + redo_after(settings), priority=PRIORITY_CATCH_UP)
         result.continues = True
     return result
 
@@ -218,6 +253,32 @@ def _release_after_crash(rt: Runtime, lease: LeasedHolding, exc: BaseException) 
         log.warning("activity.release_failed", error=type(release_error).__name__)
 
 
+def reads_per_tick(settings: Settings) -> int:
+    """How many activity reads one tick may send: what the gateway budget serves until the
+    next tick (a caught-up read is one request). More would only queue silent reads in front
+    of the next tick's signalled ones."""
+    budget = settings.provider.gateway_requests_per_second * activity_tick_seconds(settings)
+    return max(1, math.ceil(budget))
+
+
+def send_due_activity_polls(rt: Runtime, holding_ids: Sequence[int] | None = None) -> int:
+    """Send poll_activity for the due holdings the budget allows, highest priority first
+    (only among `holding_ids` when given); returns how many were sent."""
+    limit = reads_per_tick(rt.settings)
+    with transaction(rt.sessions) as session:
+        due = claim_due_holdings(
+            session,
+            rt.clock(),
+            redo_after(rt.settings),
+            limit,
+            silent_limit=max(1, math.floor(limit * SILENT_SHARE)),
+            holding_ids=holding_ids,
+        )
+    for holding in due:
+        poll_activity.send(holding.holding_id, holding.reads_completed)
+    return len(due)
+
+
 @dramatiq.actor(
     queue_name=POLLING,
     priority=PRIORITY_BULK,
@@ -235,6 +296,8 @@ def poll_activity(holding_id: int, after_reads: int | None = None) -> None:
         poll_activity.send(holding_id, after_reads)
     if result.caught_up and after_reads == 0:
         _first_audit_when_every_holding_is_read(rt)
+    if result.caught_up and result.advanced:
+        snapshot_balances.send(holding_id)  # the balance follows the postings just stored
     if result.pages or result.error or result.lease_lost:
         fields = {
             "holding_id": holding_id,

@@ -1,4 +1,9 @@
-"""snapshot_balances: the current balance of every watched holding, stored with its time.
+"""snapshot_balances: the current balance of watched holdings, stored with its time.
+
+A snapshot follows the money: a read that stored a holding's postings sends one for its
+endpoint at once (it is what the balance check judges those postings against), and the
+scheduled tick reads only the endpoints whose snapshot is due (such a follow-up lost, or a
+silent holding at the staleness ceiling), a budget's slice at a time from an index.
 
 One read per endpoint (it answers for all its holdings), one row per watched holding. An
 endpoint whose read fails is skipped this time and logged; the next tick reads it again. Only
@@ -10,16 +15,22 @@ their snapshot is stored again; every other endpoint and holding is snapshotted 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from datetime import timedelta
 
 import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
+from foundation.settings import Settings
 from reconciliation.postings import (
+    SILENT_SHARE,
+    claim_due_endpoints,
     clear_snapshot_failures,
     endpoints_to_read,
     note_snapshot_failures,
+    schedule_next_snapshots,
     store_snapshot,
 )
 from reconciliation.store import transaction
@@ -42,11 +53,32 @@ class SnapshotPass:
     refused: int = 0
 
 
-def snapshot_watched(rt: Runtime) -> SnapshotPass:
-    """Read and store a snapshot for every endpoint with watched holdings."""
+def snapshots_per_tick(settings: Settings) -> int:
+    """Endpoints one scheduled tick may read: at most the share of the gateway budget until
+    the next tick that silent activity reads may take too (reconciliation.postings
+    .SILENT_SHARE). A cap on what is sent, not a reservation: the shared limiter paces them."""
+    seconds = settings.schedules.snapshot_balances_seconds
+    budget = settings.provider.gateway_requests_per_second * seconds * SILENT_SHARE
+    return max(1, math.ceil(budget))
+
+
+def snapshot_watched(
+    rt: Runtime, *, due_only: bool = False, holding_id: int | None = None
+) -> SnapshotPass:
+    """Read and store a snapshot for every endpoint with watched holdings; with `due_only`,
+    only for the endpoints whose snapshot is due (after a read that stored postings, or at
+    the staleness ceiling), as many as the budget allows; with `holding_id`, that holding's
+    endpoint if its snapshot is due."""
     result = SnapshotPass()
+    settings = rt.settings
+    redo = timedelta(seconds=settings.schedules.snapshot_balances_seconds)
+    ceiling = timedelta(seconds=settings.schedules.max_staleness_seconds)
     with transaction(rt.sessions) as session:
-        targets = endpoints_to_read(session)
+        if due_only or holding_id is not None:
+            limit = snapshots_per_tick(settings)
+            targets = claim_due_endpoints(session, rt.clock(), redo, limit, holding_id)
+        else:
+            targets = endpoints_to_read(session)
     for target in targets:
         result.endpoints += 1
         try:
@@ -71,6 +103,9 @@ def snapshot_watched(rt: Runtime) -> SnapshotPass:
         observed_at = rt.clock()
         with transaction(rt.sessions) as session:
             outcome = store_snapshot(session, target, answer.value, observed_at)
+            schedule_next_snapshots(
+                session, target.holding_ids.values(), observed_at, observed_at + ceiling
+            )
             note_snapshot_failures(session, outcome.refused, observed_at)
             clear_snapshot_failures(
                 session,
@@ -96,9 +131,12 @@ def snapshot_watched(rt: Runtime) -> SnapshotPass:
     time_limit=10 * MINUTE_MS,
     throws=NOT_RETRYABLE,
 )
-def snapshot_balances() -> None:
-    """Store the current balance of every watched holding."""
-    result = snapshot_watched(current_runtime())
+def snapshot_balances(holding_id: int | None = None, every_holding: bool = False) -> None:
+    """Store the current balance of the watched holdings whose snapshot is due (the tick), of
+    one holding's endpoint after a read stored its postings, or of every watched holding."""
+    result = snapshot_watched(current_runtime(), due_only=not every_holding, holding_id=holding_id)
+    if holding_id is not None:
+        return  # one endpoint after a read: the read's own line says enough
     log.info(
         "balances.snapshotted",
         endpoints=result.endpoints,

@@ -2,9 +2,11 @@
 
 The list is followed page by page (`afterEndpointRef`) until a short page. An endpoint is read
 (for its holding ref and locators, which list rows do not carry) only when it is new or its
-locator count changed (reconciliation.postings.holdings). New holdings are watched at once: their
-activity read is sent right away rather than waiting for the next tick. The first ledger
-audit follows their first reads (workers.actors.activity), not a day later.
+locator count changed (reconciliation.postings.holdings). New holdings are watched at once: they
+are due now as catch-up reads, and the first slice the gateway budget serves is sent right
+away; the ticks send the rest, after any signalled read (a thousand new holdings queued at once
+would put a webhook's holding behind all of them). The first ledger audit follows their first
+reads (workers.actors.activity), not a day later.
 """
 
 from __future__ import annotations
@@ -15,10 +17,16 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
-from reconciliation.postings import known_endpoints, needs_read, store_endpoint
+from reconciliation.postings import (
+    ReadBudget,
+    known_endpoints,
+    needs_read,
+    store_endpoint,
+    stored_ceiling_shortfall,
+)
 from reconciliation.store import transaction
 from upstream import NotFound
-from workers.actors.activity import poll_activity
+from workers.actors.activity import send_due_activity_polls
 from workers.queues import POLLING, PRIORITY_URGENT
 from workers.retry_policy import MINUTE_MS, NOT_RETRYABLE, SECOND_MS
 from workers.runtime import Runtime, current_runtime
@@ -75,13 +83,34 @@ def discover_holdings() -> None:
     """Store new holdings and locators, and start reading the new holdings' postings."""
     rt = current_runtime()
     result = discover(rt)
-    # Their first read (after_reads 0) sends the first audit once it is done (workers.actors
-    # .activity): not now, while their ledgers are being read.
-    for holding_id in result.new_holdings:
-        poll_activity.send(holding_id, 0)
+    # Their first read (after_reads 0, their completed reads when claimed) sends the first
+    # audit once it is done (workers.actors.activity): not now, while their ledgers are read.
+    if result.new_holdings:
+        send_due_activity_polls(rt)
     log.info(
         "holdings.discovered",
         listed=result.listed,
         read=result.read,
         new=len(result.new_holdings),
     )
+    warn_if_ceiling_unheld(rt)
+
+
+def warn_if_ceiling_unheld(rt: Runtime) -> None:
+    """Say so when the gateway budget cannot hold the staleness ceiling for the holdings now
+    known: discovery runs at start and whenever holdings may have been added."""
+    budget = ReadBudget(
+        rt.settings.provider.gateway_requests_per_second,
+        rt.settings.schedules.max_staleness_seconds,
+    )
+    with rt.sessions() as session:
+        shortfall = stored_ceiling_shortfall(session, budget)
+    if shortfall is not None:
+        log.warning(
+            "capacity.ceiling_unheld",
+            detail=shortfall.sentence(),
+            holdings=shortfall.holdings,
+            needed_per_second=round(shortfall.needed_per_second, 1),
+            ceiling_that_holds=shortfall.ceiling_that_holds,
+            budget_that_holds=shortfall.budget_that_holds,
+        )

@@ -9,7 +9,9 @@ the receiver and by the sweep, changes nothing the second time.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import uuid
+from collections.abc import Collection, Sequence
 
 import dramatiq
 import structlog
@@ -17,9 +19,10 @@ import structlog
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
 from foundation.logs import log_item
 from reconciliation.notifications import ProcessOutcome, process_deliveries
-from reconciliation.postings import ask_for_discovery
+from reconciliation.postings import ask_for_discovery, holdings_named, signal_holdings
 from reconciliation.store import transaction
 from upstream import reader_for
+from workers.actors.activity import send_due_activity_polls
 from workers.actors.holdings import discover_holdings
 from workers.queues import INBOX, PRIORITY_URGENT
 from workers.retry_policy import MINUTE_MS, SECOND_MS
@@ -47,6 +50,20 @@ def handle_deliveries(rt: Runtime, delivery_pks: Sequence[int]) -> ProcessOutcom
     return outcome
 
 
+def read_named_holdings(
+    rt: Runtime, holding_refs: Collection[uuid.UUID], endpoint_refs: Collection[uuid.UUID]
+) -> int:
+    """Reads follow the money: the holdings a batch names are due at once, first in line, and
+    their reads are sent now rather than at the next tick. Returns how many were sent (a
+    holding being read now is left to its reader, whose release sees the signal)."""
+    if not holding_refs and not endpoint_refs:
+        return 0
+    with transaction(rt.sessions) as session:
+        ids = holdings_named(session, holding_refs, endpoint_refs)
+        signal_holdings(session, ids, rt.clock())
+    return send_due_activity_polls(rt, sorted(ids)) if ids else 0
+
+
 @dramatiq.actor(
     queue_name=INBOX,
     priority=PRIORITY_URGENT,
@@ -57,10 +74,20 @@ def handle_deliveries(rt: Runtime, delivery_pks: Sequence[int]) -> ProcessOutcom
 )
 def process_delivery(delivery_pks: list[int]) -> None:
     """Turn the deliveries with these row ids into notifications (skipping any already done);
-    ask for discovery when one names a holding the store does not have yet."""
+    ask for discovery when one names a holding the store does not have yet (at once, or
+    deferred to the end of the ask interval when another ask was made within it)."""
     rt = current_runtime()
     outcome = handle_deliveries(rt, delivery_pks)
     named = (outcome.holdings_named, outcome.endpoints_named)
-    if ask_for_discovery(rt.sessions, *named, rt.clock()):
-        log.info("holdings.discovery_asked", reason="a notification names an unknown holding")
-        discover_holdings.send()
+    read_named_holdings(rt, *named)
+    send_in = ask_for_discovery(rt.sessions, *named, rt.clock())
+    if send_in is not None:
+        log.info(
+            "holdings.discovery_asked",
+            reason="a notification names an unknown holding",
+            deferred_seconds=round(send_in, 3),
+        )
+        if send_in > 0:
+            discover_holdings.send_with_options(delay=math.ceil(send_in * 1000))
+        else:
+            discover_holdings.send()

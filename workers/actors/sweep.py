@@ -37,12 +37,11 @@ from reconciliation.notifications import (
     read_resend_mark,
 )
 from reconciliation.postings import (
-    claim_due_holdings,
     ensure_cursor_rows,
     watched_without_cursor,
 )
 from reconciliation.store import transaction
-from workers.actors.activity import poll_activity, redo_after
+from workers.actors.activity import send_due_activity_polls
 from workers.dispatch import RESEND_BATCH, EnqueueError, send_process_delivery
 from workers.queues import PRIORITY_URGENT, TICKS
 from workers.retry_policy import MINUTE_MS
@@ -76,15 +75,6 @@ class SweepPass:
     deliveries: int = 0
     holdings: int = 0
     cursors_created: int = 0
-
-
-def send_due_activity_polls(rt: Runtime) -> int:
-    """Send poll_activity for every due holding; returns how many were sent."""
-    with transaction(rt.sessions) as session:
-        due = claim_due_holdings(session, rt.clock(), redo_after(rt.settings))
-    for holding in due:
-        poll_activity.send(holding.holding_id, holding.reads_completed)
-    return len(due)
 
 
 def sweep_store(rt: Runtime) -> SweepPass:

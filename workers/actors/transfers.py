@@ -10,6 +10,7 @@ transfer never starves the others.
 from __future__ import annotations
 
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Final
 
@@ -18,14 +19,18 @@ import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
 from foundation.quiet_logs import IntervalSummary
+from reconciliation.postings import holdings_named, signal_holdings
+from reconciliation.store import transaction
 from reconciliation.transfers import (
     Backoff,
     claim_due_transfers,
     record_poll_failure,
     record_status,
     release_claims,
+    transfer_legs,
 )
 from upstream import ProviderError
+from workers.actors.activity import send_due_activity_polls
 from workers.queues import POLLING, PRIORITY_URGENT
 from workers.retry_policy import MINUTE_MS, NOT_RETRYABLE
 from workers.runtime import Runtime, current_runtime, worker_identity
@@ -67,6 +72,7 @@ def poll_due_transfers(
     owner = worker_identity("transfers")
     deadline = time.monotonic() + time_budget
     result = TransferPass()
+    terminal: list[uuid.UUID] = []
     while time.monotonic() < deadline:
         claims = claim_due_transfers(rt.sessions, owner, rt.clock(), batch)
         if not claims:
@@ -95,7 +101,23 @@ def poll_due_transfers(
                 result.changed += 1
             if status.is_terminal:
                 result.terminal += 1
+                terminal.append(claim.transfer_ref)
+        read_legs(rt, terminal)
+        terminal.clear()
     return result
+
+
+def read_legs(rt: Runtime, transfer_refs: list[uuid.UUID]) -> None:
+    """Reads follow the money: a transfer that reached a terminal stage made (or undid) postings
+    on both legs, so both holdings' reads are due at once, first in line."""
+    if not transfer_refs:
+        return
+    with transaction(rt.sessions) as session:
+        legs = transfer_legs(session, transfer_refs)
+        ids = holdings_named(session, legs.holding_refs, legs.endpoint_refs)
+        signal_holdings(session, ids, rt.clock())
+    if ids:
+        send_due_activity_polls(rt, sorted(ids))
 
 
 @dramatiq.actor(

@@ -62,6 +62,13 @@ RATE_LIMIT_WAIT: Final = Histogram(
     registry=REGISTRY,
 )
 
+#: The gateway request rate in use: RECON_GATEWAY_RPS, lower for a while after a 429.
+RATE_IN_USE: Final = Gauge(
+    "recon_worker_gateway_rate_per_second",
+    "Gateway requests per second in use, all workers together (lowered after a 429).",
+    registry=REGISTRY,
+)
+
 
 class WorkerMetrics(Middleware):
     """Counts, times and gauges every message by actor."""

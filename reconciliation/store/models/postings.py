@@ -13,6 +13,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    SmallInteger,
     String,
     Text,
     UniqueConstraint,
@@ -73,10 +74,15 @@ class ActivityCursor(Base):
     """
 
     __tablename__ = "activity_cursors"
-    # Every poll rewrites next_poll_at and the lease columns. No index covers them and pages
-    # are left half empty, so PostgreSQL updates the row in place (HOT) and prunes old versions
-    # as it reads the page, without VACUUM (once no older snapshot on the server needs them).
-    __table_args__ = ({"postgresql_with": {"fillfactor": 50}},)
+    # What is due is chosen from an index, a slice at a time, highest priority first
+    # (reconciliation.postings.due_reads): scanning every row per tick is what made the cost
+    # grow with holdings. Every poll rewrites next_poll_at, so those updates are no longer HOT;
+    # pages are still left half empty, so the new version usually lands on the same page.
+    __table_args__ = (
+        Index("ix_activity_cursors_due", "due_priority", "next_poll_at"),
+        Index("ix_activity_cursors_balance_due", "balance_due_at"),
+        {"postgresql_with": {"fillfactor": 50}},
+    )
 
     holding_id: Mapped[int] = mapped_column(ForeignKey("holdings.id"), primary_key=True)
     after_posted_at: Mapped[str | None] = mapped_column(Text)
@@ -105,6 +111,17 @@ class ActivityCursor(Base):
     page_size: Mapped[int | None] = mapped_column(Integer)
     # Whether the provider served (True) or refused (False) an oldest_first read; None: unasked.
     oldest_first: Mapped[bool | None] = mapped_column(Boolean)
+    # Why the holding is due (reconciliation.postings.due_reads: 0 signalled, 1 catch-up,
+    # 2 silent): reads are chosen in this order under the one gateway budget.
+    due_priority: Mapped[int] = mapped_column(SmallInteger, default=2, server_default="2")
+    # The latest notification or terminal transfer that named the holding: a read that began
+    # before it leaves the holding due again, so a signal during a read is never lost.
+    signalled_at: Mapped[datetime | None]
+    # Completed reads in a row that found nothing: a quiet holding's next read backs off.
+    quiet_reads: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # When the holding's balance snapshot is due: soon after a read that stored postings, at
+    # the staleness ceiling otherwise (None: due, as for a holding never snapshotted).
+    balance_due_at: Mapped[datetime | None]
 
 
 class Posting(Base):

@@ -166,10 +166,10 @@ class FaultWorld:
 
 
 def snapshot_balances(sessions: sessionmaker[Session], total: int) -> None:
-    """Have the workers read every watched balance, as the scheduler's tick does."""
+    """Have the workers read every watched balance (the tick reads only the due ones)."""
     from workers.actors import snapshot_balances as snapshot
 
-    snapshot.send()
+    snapshot.send(None, True)  # every holding's
     wait_for("balance snapshots", lambda: count(sessions, BalanceSnapshot) >= total)
 
 

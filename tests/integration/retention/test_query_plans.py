@@ -28,11 +28,11 @@ from reconciliation.operator.exception_queue import queue_page
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.postings.activity import (
     acquire_lease,
-    claim_due_holdings,
     release_lease,
     watched_without_cursor,
 )
 from reconciliation.postings.balances import endpoints_to_read
+from reconciliation.postings.due_reads import claim_due_holdings
 from reconciliation.postings.holding_history import holding_view
 from reconciliation.reconcile import run_pass
 from reconciliation.retention.runner import run_retention

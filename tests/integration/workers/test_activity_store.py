@@ -13,11 +13,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from reconciliation.postings.activity import (
     LeaseLostError,
     acquire_lease,
-    claim_due_holdings,
     release_lease,
     store_page,
     stored_postings_count,
 )
+from reconciliation.postings.due_reads import claim_due_holdings
 from reconciliation.store.db import transaction
 from reconciliation.store.models import ActivityCursor, Holding, Posting
 from upstream.activity import ActivityCursor as WireCursor

@@ -1,0 +1,244 @@
+"""Fleet: where the gateway budget goes with many holdings and Zipf-shaped payments.
+
+    .venv/bin/python bench/fleet.py --holdings 200 --rounds 2 --round-seconds 30   # smoke run
+    .venv/bin/python bench/fleet.py --holdings 1000,10000,100000                    # quiet machine
+
+Per N: the sandbox with N holdings made through its bulk control API, recon as the Procfile runs
+it (web, two workers, scheduler) on a fresh PostgreSQL database and a private Redis, one gateway
+budget (`--rps`). Payments: `--rate` inbound credits a second, half of them to 1% of the
+holdings (Zipf-shaped), 2% of their webhooks dropped by the sandbox. Each round drives
+`--round-seconds` of payments, then waits (up to the ceiling and a margin) for their postings
+and prints, min / median / max over the rounds: seconds from a posting to its storage (p50 and
+p99, notified and silent apart), the share of holdings past the staleness ceiling, gateway
+requests a second against the budget, the incremental reconcile pass's seconds, and the workers'
+and web's RSS. Figures are only worth taking on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import random
+import statistics
+import tempfile
+import time
+import uuid
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Final
+
+import httpx
+from harness import postgres_database, private_redis, quiet_logs, spread, wait_until
+from soak import process_figures
+from sqlalchemy import func, select
+
+from recon.demo.processes import ProcessGroup, free_port, recon_argv, wait_until_ready
+from recon.demo.run import plan_demo
+from reconciliation.reconcile import LAST_PASS_MILLIS
+from reconciliation.store import watermarks
+from reconciliation.store.db import make_engine, make_session_factory
+from reconciliation.store.models import ActivityCursor, Holding, Notification, Posting
+from reconciliation.store.types import utcnow
+from upstream.gateway import GatewayClient
+from upstream.wire.balances import CreditRequest
+from upstream.wire.common import HoldingAddress, ValueUnit
+
+#: recon's intervals: production's, but a ceiling a bench round can wait out (`--ceiling`).
+TIMINGS: Final = {
+    "RECON_POLL_ACTIVITY_SECONDS": "15",
+    "RECON_SNAPSHOT_BALANCES_SECONDS": "60",
+    "RECON_DISCOVER_HOLDINGS_SECONDS": "300",
+    "RECON_RECONCILE_SECONDS": "30",
+    "RECON_SWEEP_SECONDS": "30",
+}
+#: Share of payments the busiest 1% of holdings carry, and of webhooks the sandbox drops.
+HOT_SHARE: Final = 0.5
+DROPPED: Final = 0.02
+#: Worker metrics: every gateway request takes one slot, observed once in this histogram.
+SLOTS: Final = "recon_worker_gateway_rate_limit_wait_seconds_count"
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else math.nan
+
+
+def gateway_requests(ports: list[int]) -> float:
+    """Gateway requests the workers sent so far (their rate limiter's granted slots)."""
+    total = 0.0
+    for port in ports:
+        for line in httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text.splitlines():
+            if line.startswith(SLOTS):
+                total += float(line.split()[-1])
+    return total
+
+
+def start_fleet(
+    plan_env: dict[str, str], group: ProcessGroup, sandbox: str, n: int
+) -> tuple[list[int], list[dict[str, str]]]:
+    """The sandbox with `n` holdings (before recon starts, so its first discovery finds them),
+    then web, two workers (their metrics ports returned, with the holdings' refs) and the
+    scheduler."""
+    group.start("sandbox", recon_argv("sandbox", "--port", sandbox.rsplit(":", 1)[1]), plan_env)
+    wait_until_ready(f"{sandbox}/_sandbox/state", group)
+    bulk = {"holdings": n, "postings": 2 * n, "seed": 37}
+    refs = httpx.post(f"{sandbox}/_sandbox/scenarios/bulk", json=bulk, timeout=600).json()
+    drop = {"eventType": "PAYMENT_RECEIVED", "kind": "drop", "rate": DROPPED}
+    httpx.post(f"{sandbox}/_sandbox/faults/deliveries", json=drop).raise_for_status()
+    web_port = plan_env["PORT"]
+    group.start("web", recon_argv("web", "--port", web_port), plan_env)
+    wait_until_ready(f"http://127.0.0.1:{web_port}/health", group)
+    ports = [free_port(), free_port()]
+    for number, port in enumerate(ports, start=1):
+        group.start(f"worker{number}", recon_argv("worker", "--metrics-port", str(port)), plan_env)
+    group.start("scheduler", recon_argv("scheduler"), plan_env)
+    return ports, refs["holdings"]
+
+
+def pick(rng: random.Random, holdings: list[HoldingAddress]) -> HoldingAddress:
+    """Half the payments to the busiest 1% of holdings, the rest to everyone else."""
+    hot = max(1, len(holdings) // 100)
+    if rng.random() < HOT_SHARE:
+        return holdings[rng.randrange(hot)]
+    return holdings[rng.randrange(hot, len(holdings))] if len(holdings) > hot else holdings[0]
+
+
+def run_size(args: argparse.Namespace, n: int, workdir: Path) -> dict[str, list[float]]:
+    figures: dict[str, list[float]] = {}
+    with postgres_database(f"fleet{n}") as db_url, private_redis(workdir) as redis_url:
+        env = {
+            **os.environ,
+            **TIMINGS,
+            "DATABASE_URL": db_url,
+            "REDIS_URL": redis_url,
+            "RECON_GATEWAY_RPS": str(args.rps),
+            "RECON_MAX_STALENESS_SECONDS": str(args.ceiling),
+        }
+        plan = plan_demo(env, workdir / f"state{n}", workdir / "report.html")
+        plan.env.update(TIMINGS)  # over the demo's hurried ones
+        group, engine = ProcessGroup(plan.log_dir), make_engine(db_url)
+        factory = make_session_factory(engine)
+        try:
+            ports, refs = start_fleet(plan.env, group, plan.sandbox_url, n)
+            holdings = [
+                HoldingAddress(
+                    account_ref=uuid.UUID(r["accountRef"]),
+                    endpoint_ref=uuid.UUID(r["endpointRef"]),
+                    holding_ref=uuid.UUID(r["holdingRef"]),
+                )
+                for r in refs
+            ]
+
+            def read_once() -> bool:
+                with factory() as s:
+                    done = select(func.count()).where(ActivityCursor.reads_completed > 0)
+                    return (s.scalar(done) or 0) >= n
+
+            wait_until(read_once, args.ceiling + 600, f"the first read of {n} holdings")
+            rng = random.Random(n)
+            with GatewayClient(plan.sandbox_url, plan.env["RECON_GATEWAY_API_KEY"]) as gateway:
+                for _ in range(args.rounds):
+                    for name, value in one_round(args, gateway, holdings, rng, factory, ports):
+                        figures.setdefault(name, []).append(value)
+                    for managed in group.processes:
+                        if managed.name in ("web", "worker1", "worker2"):
+                            rss = process_figures(managed.popen.pid)["rss_mb"]
+                            figures.setdefault(f"{managed.name} RSS MB", []).append(rss)
+        finally:
+            group.stop()
+            engine.dispose()
+    return figures
+
+
+def one_round(
+    args: argparse.Namespace,
+    gateway: GatewayClient,
+    holdings: list[HoldingAddress],
+    rng: random.Random,
+    factory: Any,
+    ports: list[int],
+) -> list[tuple[str, float]]:
+    receipts: list[uuid.UUID] = []
+    sent_before, started = gateway_requests(ports), time.monotonic()
+    count = int(args.rate * args.round_seconds)
+    for i in range(count):
+        time.sleep(max(0.0, started + i / args.rate - time.monotonic()))
+        result = gateway.simulate_inbound_credit(
+            CreditRequest(
+                target=pick(rng, holdings), value_unit=ValueUnit.fiat("NGN"), amount_minor_units=100
+            )
+        )
+        receipt = getattr(getattr(result, "value", None), "accounts_posting_receipt_ref", None)
+        if receipt is not None:  # a replayed write (never here: each credit has its own key)
+            receipts.append(receipt)
+    driven = time.monotonic() - started
+    rps = (gateway_requests(ports) - sent_before) / driven
+
+    def stored() -> list[Any]:
+        with factory() as s:
+            return list(
+                s.execute(
+                    select(Posting.receipt_ref, Posting.posted_at, Posting.ingested_at).where(
+                        Posting.receipt_ref.in_(receipts)
+                    )
+                )
+            )
+
+    deadline = time.monotonic() + args.ceiling + 60
+    while len(rows := stored()) < len(receipts) and time.monotonic() < deadline:
+        time.sleep(1)
+    with factory() as s:
+        notified = set(
+            s.scalars(
+                select(Notification.receipt_ref).where(Notification.receipt_ref.in_(receipts))
+            )
+        )
+        now = utcnow()
+        total = s.scalar(select(func.count()).select_from(Holding)) or 1
+        stale = s.scalar(
+            select(func.count()).where(
+                ActivityCursor.last_polled_at < now - timedelta(seconds=args.ceiling)
+            )
+        )
+        pass_ms = watermarks.read(s, LAST_PASS_MILLIS, -1)
+    lag: dict[bool, list[float]] = {True: [], False: []}
+    for receipt, posted, ingested in rows:
+        lag[receipt in notified].append((ingested - posted).total_seconds())
+    out = [("gateway requests/s", rps), ("budget share", rps / args.rps)]
+    for kind, values in (("notified", lag[True]), ("silent", lag[False])):
+        out += [
+            (f"{kind} p50 s", percentile(values, 0.5)),
+            (f"{kind} p99 s", percentile(values, 0.99)),
+        ]
+    out += [
+        ("not stored", float(len(receipts) - len(rows))),
+        ("past ceiling", (stale or 0) / total),
+    ]
+    return [*out, ("reconcile pass s", pass_ms / 1000)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--holdings", default="1000,10000,100000", help="comma-separated Ns")
+    parser.add_argument("--rate", type=float, default=20.0, help="payments a second")
+    parser.add_argument("--rps", type=float, default=50.0, help="RECON_GATEWAY_RPS")
+    parser.add_argument("--ceiling", type=float, default=300.0, help="RECON_MAX_STALENESS_SECONDS")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--round-seconds", type=float, default=120.0)
+    args = parser.parse_args()
+    quiet_logs()
+    for n in (int(x) for x in args.holdings.split(",")):
+        with tempfile.TemporaryDirectory(prefix="recon-fleet-") as tmp:
+            figures = run_size(args, n, Path(tmp))
+        print(
+            f"\nN = {n:,} holdings, {args.rate:g} payments/s, budget {args.rps:g}/s, "
+            f"ceiling {args.ceiling:g} s, {args.rounds} rounds (min / median / max)"
+        )
+        for name, values in figures.items():
+            shown = [v for v in values if not math.isnan(v)] or [math.nan]  # NaN: none of it
+            print(f"  {name:<22}{spread(shown)}   (mean {statistics.fmean(shown):.2f})")
+
+
+if __name__ == "__main__":
+    main()
