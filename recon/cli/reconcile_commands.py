@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -108,13 +109,15 @@ def _print_result(result: Any, as_json: bool) -> None:
                 f"notification {row['notification']}"
             )
     opened = "would open" if result.dry_run else "opened"
-    for label, key in (
-        (opened, "alertsOpened"),
-        ("reopened", "alertsReopened"),
-        ("resolved", "alertsResolved"),
+    for label, key, changes in (
+        (opened, "alertsOpened", result.alerts.opened),
+        ("reopened", "alertsReopened", result.alerts.reopened),
+        ("resolved", "alertsResolved", result.alerts.resolved),
     ):
         if summary[key]:
-            say(f"alerts {label}: {len(summary[key])}")
+            kinds = Counter(change.kind for change in changes)
+            named = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items()))
+            say(f"alerts {label}: {len(summary[key])}" + (f" ({named})" if named else ""))
             for fp in summary[key][:20] if verbose else ():
                 say(f"  {fp}")
     if summary["alertsHeldBack"]:
