@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from sqlalchemy import Engine, text
+
 T = TypeVar("T")
 
 #: How often a condition is asked again: quick enough to add little to a test, slow enough that
@@ -28,3 +30,21 @@ def wait_until(
             raise AssertionError(f"timed out after {seconds:g} s waiting for {what}")
         time.sleep(POLL_SECONDS)
     return answer
+
+
+def another_session(engine: Engine, where: str) -> bool:
+    """Whether another session of `engine`'s PostgreSQL database matches `where`, a condition
+    on pg_stat_activity (a lock it waits for, the query it last sent).
+
+    Asked on a connection of its own each time: within one transaction pg_stat_activity answers
+    from a snapshot taken at its first read, so a session already in a transaction would never
+    see the other one change.
+    """
+    with engine.connect() as observer:
+        found = observer.execute(
+            text(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                f"AND pid <> pg_backend_pid() AND ({where})"
+            )
+        ).scalar_one()
+    return bool(found)

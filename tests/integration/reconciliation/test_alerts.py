@@ -7,7 +7,7 @@ import threading
 import uuid
 
 import pytest
-from sqlalchemy import Engine, func, select, text, update
+from sqlalchemy import Engine, func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from reconciliation.alerts.lifecycle import (
@@ -23,7 +23,7 @@ from reconciliation.reconcile import run_pass
 from reconciliation.store.models import Alert, Transfer
 from tests.conftest import postgres_only
 from tests.integration.reconciliation.builders import Store, at
-from tests.waiting import wait_until
+from tests.waiting import another_session, wait_until
 
 POLICY = ReconcilePolicy(finality_deadline_seconds=600, alert_cap_per_pass=2)
 
@@ -157,19 +157,6 @@ def test_the_cap_holds_back_a_storm_behind_one_summary_alert(store: Store) -> No
     assert len([a for a in alerts(store) if a.kind == "finality_overdue"]) == 5
 
 
-def _waiting_on_a_lock(engine: Engine) -> bool:
-    """Whether a session of this database waits for a lock another one holds (asked on a
-    connection of its own: within a transaction, pg_stat_activity answers from a snapshot)."""
-    with engine.connect() as observer:
-        waiting = observer.execute(
-            text(
-                "SELECT count(*) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND wait_event_type = 'Lock'"
-            )
-        ).scalar_one()
-    return bool(waiting)
-
-
 @postgres_only  # SQLite serialises writers: the race exists only on PostgreSQL
 def test_two_writers_opening_one_alert_at_once_make_one_alert(
     session_factory: sessionmaker[Session], engine: Engine
@@ -183,7 +170,11 @@ def test_two_writers_opening_one_alert_at_once_make_one_alert(
             raise_alert(s, kind="k", severity="low", subject="one", fingerprint="race", evidence={})
             first_inserted.set()
             # Hold the uncommitted row until the second writer has run into it.
-            wait_until(lambda: _waiting_on_a_lock(engine), seconds=10, what="the second writer")
+            wait_until(
+                lambda: another_session(engine, "wait_event_type = 'Lock'"),
+                seconds=10,
+                what="the second writer to wait for the first",
+            )
         results.append("first")
 
     def second() -> None:

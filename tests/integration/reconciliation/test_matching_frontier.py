@@ -20,7 +20,7 @@ from reconciliation.store.db import make_engine
 from reconciliation.store.models import MatchBacklog, Posting
 from tests.conftest import postgres_admin_url, postgres_only
 from tests.integration.reconciliation.builders import T0, Store, at
-from tests.waiting import wait_until
+from tests.waiting import another_session, wait_until
 
 #: SQLite has one writer at a time and numbers rows max + 1: nothing is ever behind the tops.
 pytestmark = postgres_only
@@ -52,20 +52,6 @@ def _posting_row(holding_id: int) -> dict[str, Any]:
     }
 
 
-def _asking_after_writers(engine: Engine) -> bool:
-    """Whether a session of this database last asked which writers are still running
-    (reconciliation.matching.frontier's wait). A connection of its own each time: within one
-    transaction, pg_stat_activity answers from a snapshot taken at its first read."""
-    with engine.connect() as observer:
-        asking = observer.execute(
-            text(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                "AND pid <> pg_backend_pid() AND query LIKE '%virtualxid = ANY%'"
-            )
-        ).scalar_one()
-    return bool(asking)
-
-
 def _pass_in_thread(store: Store) -> tuple[threading.Thread, dict[str, Any]]:
     out: dict[str, Any] = {}
 
@@ -94,7 +80,11 @@ def test_a_posting_numbered_before_a_newer_one_but_committed_after_the_pass_bega
         thread, out = _pass_in_thread(store)
         # The pass sees the writer and waits for it: its session asks, again and again, whether
         # the writer's transaction is still running. Only then does the writer commit.
-        wait_until(lambda: _asking_after_writers(engine), seconds=30, what="the pass to wait")
+        wait_until(
+            lambda: another_session(engine, "query LIKE '%virtualxid = ANY%'"),
+            seconds=30,
+            what="the pass to wait for the writer",
+        )
         assert thread.is_alive(), "the pass went on without waiting for the writer"
         writer.commit()
     thread.join(timeout=WRITER_WAIT_SECONDS + 30)
