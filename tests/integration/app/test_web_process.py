@@ -36,17 +36,8 @@ def test_embedded_web_process_processes_what_it_receives(
     }
     env.pop("REDIS_URL", None)
     log = tmp_path / "web.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "recon", "web", "--no-register", "--port", str(port)],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    base = f"http://127.0.0.1:{port}"
+    process, base = _start_web(env, port, log)
     try:
-        wait_for(lambda: _up(base) or process.poll() is not None, 30, "recon web to start")
-        assert process.poll() is None, log.read_text()
         event_id = str(uuid.uuid4())
         body = json.dumps(
             {
@@ -89,6 +80,26 @@ def test_embedded_web_process_processes_what_it_receives(
             process.kill()
 
 
+def _start_web(env: dict[str, str], port: int, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """`recon web` on `port` as a process of its own, logging to `log`, once it answers."""
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "recon", "web", "--no-register", "--port", str(port)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: _up(base) or process.poll() is not None, 30, "recon web to start")
+        assert process.poll() is None, log.read_text()
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    return process, base
+
+
 def _up(base: str) -> bool:
     try:
         return httpx.get(f"{base}/health", timeout=1).status_code == 200
@@ -118,17 +129,8 @@ def test_sigterm_stops_the_embedded_workers_before_the_web_process_exits(
         env.pop("DATABASE_URL")
         env["RECON_STATE_DIR"] = str(tmp_path / "state")
     log = tmp_path / "web.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "recon", "web", "--no-register", "--port", str(port)],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    base = f"http://127.0.0.1:{port}"
+    process, _ = _start_web(env, port, log)
     try:
-        wait_for(lambda: _up(base) or process.poll() is not None, 30, "recon web to start")
-        assert process.poll() is None, log.read_text()
         process.send_signal(signal.SIGTERM)
         assert process.wait(40) == 0, log.read_text()[-3000:]
     finally:
