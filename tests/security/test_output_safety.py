@@ -30,7 +30,12 @@ HOSTILE_SUBJECT = (
 )
 
 
-def _alert_with_hostile_subject(database_url: str) -> None:
+def _alert_with_hostile_subject(
+    database_url: str,
+    subject: str = HOSTILE_SUBJECT,
+    fingerprint: str = "security-test-hostile-subject",
+) -> None:
+    """An open alert whose subject and evidence carry text a provider chose."""
     engine = make_engine(database_url)
     try:
         with transaction(make_session_factory(engine)) as session:
@@ -38,9 +43,9 @@ def _alert_with_hostile_subject(database_url: str) -> None:
                 session,
                 kind="amount_mismatch",
                 severity="high",
-                subject=HOSTILE_SUBJECT,
-                fingerprint="security-test-hostile-subject",
-                evidence={"reference": HOSTILE_SUBJECT},
+                subject=subject,
+                fingerprint=fingerprint,
+                evidence={"reference": subject},
             )
     finally:
         engine.dispose()
@@ -181,19 +186,7 @@ def test_the_console_shows_bidi_zero_width_and_escape_characters_as_escapes(
     """Before (third wave): a provider-chosen text with a right-to-left override, a zero-width
     space or an ESC reached the operator's screen raw (HTML escaping leaves them alone)."""
     hostile = "ref \u202eevil\u200b\x1b[2J"
-    engine = make_engine(security_env["DATABASE_URL"])
-    try:
-        with transaction(make_session_factory(engine)) as session:
-            raise_alert(
-                session,
-                kind="amount_mismatch",
-                severity="high",
-                subject=hostile,
-                fingerprint="security-test-bidi-subject",
-                evidence={"reference": hostile},
-            )
-    finally:
-        engine.dispose()
+    _alert_with_hostile_subject(security_env["DATABASE_URL"], hostile, "security-test-bidi-subject")
     web = web_process(security_env, "--no-workers")
     with signed_in_client(web.base) as client:
         page = client.get("/console/alerts")
