@@ -17,10 +17,12 @@ VARIANTS ?= standard sparse
 #: of them, only the tests that play a provider (marked `provider_variant` by tests/conftest.py).
 VARIANT_SUITES := tests/integration/upstream tests/integration/workers \
 	tests/integration/app/test_end_to_end.py tests/e2e/test_demo.py
-#: Test processes: one per core (pytest-xdist's `auto`); `make test PYTEST_WORKERS=0` runs the
-#: suite in this one process (a debugger, a bisect). Every run lists its 20 slowest tests, so a
-#: test that grows is seen the day it does.
-PYTEST_WORKERS ?= auto
+#: Test processes: half as many again as the machine has cores, since most tests wait on a
+#: subprocess, a server or the disk (on 2 cores, 2 processes keep them about half busy), and at
+#: most 8, the Redis logical databases tests/conftest.py hands out (two each, of 16).
+#: `make test PYTEST_WORKERS=0` runs the suite in this one process (a debugger, a bisect). Every
+#: run lists its 20 slowest tests, so a test that grows is seen the day it does.
+PYTEST_WORKERS ?= $(shell n=$$(( $$(nproc) * 3 / 2 )); echo $$(( n > 8 ? 8 : (n < 1 ? 1 : n) )))
 PYTEST_RUN := $(BIN)/pytest -n $(PYTEST_WORKERS) --durations=20
 #: The preset `make demo` and `make sandbox` play; `make demo VARIANT=standard` plays another.
 VARIANT ?= recon
