@@ -80,7 +80,7 @@ def _cells(column: Column, cell: Cell) -> list[str]:
     if column.kind == COUNTED and isinstance(cell, Counted):
         return [str(cell.count), *_money(cell.amount)]
     if column.kind == AMOUNTS and isinstance(cell, tuple):
-        return ["; ".join(_amount_words(m) for m in cell)]
+        return ["; ".join(_amount_words(m) for m in cell if isinstance(m, Money))]
     if isinstance(cell, datetime):
         return [spreadsheet_time(cell)]
     return [_inert("" if cell is None else str(cell))]

@@ -75,7 +75,7 @@ def for_people(kind: str, cell: Cell) -> str:
     if kind == COUNTED and isinstance(cell, Counted):
         return f"{cell.count:,} / {_money(cell.amount)}"
     if kind == AMOUNTS and isinstance(cell, tuple):
-        return ", ".join(_money(m) for m in cell) or "-"
+        return ", ".join(_money(m) for m in cell if isinstance(m, Money)) or "-"
     if kind == MOMENT and isinstance(cell, datetime):
         return moment(cell)
     if isinstance(cell, HoldingIdentity):
