@@ -20,20 +20,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from app import state_keys
 from app.operator_door import perform
 from app.path_ids import RowId
+from app.report_formats import FORMATS, STYLE, check_format, render
 from app.response_headers import policy_with_inline_style
 from reconciliation.alerts import AlertError, alert_as_dict, list_alerts
 from reconciliation.operator import actions
 from reconciliation.policy import ReconcilePolicy
-from reconciliation.reports import (
-    FORMATS,
-    STYLE,
-    ReportError,
-    build_report,
-    check_format,
-    items_listed,
-    parse_window,
-    render,
-)
+from reconciliation.reports import ReportError, build_report, items_listed, parse_window
 from reconciliation.store import transaction, utcnow
 
 #: `app.state` key of a ReconcilePolicy, when the app factory provides one; else the defaults.

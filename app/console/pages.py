@@ -29,6 +29,7 @@ from app.console.chart import balance_chart
 from app.console.rendering import operator, page, policy, read
 from app.console.session import console_guard
 from app.path_ids import QueryRowId, RowId
+from app.report_formats import FORMATS, check_format, render, render_body
 from app.reporting_routes import report_headers
 from reconciliation.ledger_audit import DIFFERS, MISSING, UNKNOWN, AuditSummary, last_audit
 from reconciliation.operator import CONSOLE, Actor, Overview, read_overview, recent_audit
@@ -49,7 +50,6 @@ from reconciliation.postings import (
 )
 from reconciliation.reports import (
     DEFAULT_CSV_SECTION,
-    FORMATS,
     OPEN_ITEMS_LISTED,
     SECTION_NAMES,
     FeeTotal,
@@ -57,12 +57,9 @@ from reconciliation.reports import (
     ReportError,
     ReportWindow,
     build_report,
-    check_format,
     fee_figures,
     items_listed,
     parse_window,
-    render,
-    render_body,
 )
 from reconciliation.store import utcnow
 

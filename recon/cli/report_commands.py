@@ -54,14 +54,8 @@ def report(
     width: int | None,
 ) -> None:
     """Figures with their legend, unmatched items, exceptions by age, alerts, balance drift."""
-    from reconciliation.reports import (
-        ReportError,
-        build_report,
-        check_format,
-        items_listed,
-        parse_window,
-        render,
-    )
+    from app.report_formats import check_format, render
+    from reconciliation.reports import ReportError, build_report, items_listed, parse_window
     from reconciliation.store import utcnow
 
     settings = settings_or_exit(store_only=True)

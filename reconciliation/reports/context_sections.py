@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from reconciliation.postings.holding_identity import HoldingIdentity
-from reconciliation.reports.legend import legend
+from reconciliation.reports.legend import legend_terms
 from reconciliation.reports.model import Report
 from reconciliation.reports.tables import Cell, Column, Section
 
@@ -76,7 +76,7 @@ def legend_section(report: Report) -> Section:
         key="legend",
         title="What the figures count",
         columns=(Column("term", "term"), Column("definition", "definition", prose=True)),
-        rows=tuple(legend(report.grace_seconds)),
+        rows=tuple(legend_terms(report.grace_seconds)),
         empty="",
         people=False,
     )

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Final
 
 from reconciliation.reports.context_sections import audit, legend_section, window
-from reconciliation.reports.legend import legend
+from reconciliation.reports.legend import legend_terms
 from reconciliation.reports.model import AGEING_BUCKETS, STREAMS, TRANSFER_OUTCOMES, Report
 from reconciliation.reports.tables import (
     AMOUNTS,
@@ -105,7 +105,7 @@ SUMMARY: Final = "summary"
 
 def summary(report: Report) -> Section:
     """The headline numbers, each with the legend's words for what it counts."""
-    meanings = dict(legend(report.grace_seconds))
+    meanings = dict(legend_terms(report.grace_seconds))
     return Section(
         key=SUMMARY,
         title="Figures",

@@ -20,7 +20,7 @@ from typing import Any
 
 from foundation.money import currency_exponent
 from reconciliation.postings.holding_identity import HoldingIdentity
-from reconciliation.reports.legend import legend
+from reconciliation.reports.legend import legend_terms
 from reconciliation.reports.model import DriftPoint, Report
 from reconciliation.reports.sections import build_sections
 from reconciliation.reports.tables import (
@@ -101,7 +101,7 @@ def report_as_dict(report: Report) -> dict[str, Any]:
             "accountName": report.scope.account_name if report.scope else None,
         },
         "graceSeconds": report.grace_seconds,
-        "legend": dict(legend(report.grace_seconds)),
+        "legend": dict(legend_terms(report.grace_seconds)),
         "summary": figures,
         "lastAudit": {
             "line": report.audit_line(),

@@ -12,9 +12,10 @@ from decimal import Decimal
 
 import pytest
 
+from app.report_formats import render
+from app.report_formats.charts import lines_over_time, stacked_bars
 from reconciliation.postings.holding_identity import HoldingIdentity
-from reconciliation.reports import ReportError, render
-from reconciliation.reports.charts import lines_over_time, stacked_bars
+from reconciliation.reports import ReportError
 from reconciliation.reports.model import (
     Ageing,
     AlertCount,
