@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 
+from reconciliation.reports.asked import ReportAsked, build_asked, items_listed
 from reconciliation.reports.csv_format import render_csv
 from reconciliation.reports.fees import fee_figures
-from reconciliation.reports.figures import CSV_ITEMS_LISTED, OPEN_ITEMS_LISTED
+from reconciliation.reports.figures import OPEN_ITEMS_LISTED
 from reconciliation.reports.legend import grace_words, legend_terms
 from reconciliation.reports.model import (
     AGEING_BUCKETS,
@@ -49,15 +50,6 @@ def render_json(report: Report) -> str:
     return json.dumps(report_as_dict(report), indent=2) + "\n"
 
 
-def items_listed(fmt: str, section: str | None = None) -> int:
-    """How many unmatched items a report in `fmt` lists one by one, oldest first: up to
-    CSV_ITEMS_LISTED in the CSV of items (a spreadsheet is where a person works through them),
-    OPEN_ITEMS_LISTED elsewhere. Every format counts them all."""
-    if fmt == "csv" and (section or DEFAULT_CSV_SECTION) == "items":
-        return CSV_ITEMS_LISTED
-    return OPEN_ITEMS_LISTED
-
-
 __all__ = [
     "AGEING_BUCKETS",
     "AMOUNTS",
@@ -77,9 +69,11 @@ __all__ = [
     "FeeTotal",
     "Money",
     "Report",
+    "ReportAsked",
     "ReportError",
     "ReportWindow",
     "Section",
+    "build_asked",
     "build_report",
     "build_sections",
     "fee_figures",
