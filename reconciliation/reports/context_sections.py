@@ -10,7 +10,7 @@ from datetime import datetime
 from reconciliation.postings.holding_identity import HoldingIdentity
 from reconciliation.reports.legend import legend_terms
 from reconciliation.reports.model import Report
-from reconciliation.reports.tables import Cell, Column, Section
+from reconciliation.reports.tables import AccountNumber, Cell, Column, Section
 
 
 def window(report: Report) -> Section:
@@ -24,7 +24,7 @@ def window(report: Report) -> Section:
         ("finality_seconds", str(report.finality_seconds)),
         ("items_unmatched", str(report.figures()["unmatched"])),
         ("items_listed", str(len(report.open_items))),
-        ("holding_account_number", scope.account_number or ""),
+        ("holding_account_number", AccountNumber(scope.account_number or "")),
         ("holding_name", scope.account_name or ""),
         ("holding_ref", scope.ref),
     ]

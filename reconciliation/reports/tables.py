@@ -46,6 +46,13 @@ class Counted:
     amount: Money
 
 
+class AccountNumber(str):
+    """A bank account number in a cell of text: CSV keeps its digits text for a spreadsheet
+    (`reconciliation.reports.csv_format`); a holding's own account number is one already."""
+
+    __slots__ = ()
+
+
 #: What a cell may hold; its column's kind says which.
 Cell = (
     str

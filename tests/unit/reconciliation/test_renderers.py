@@ -161,7 +161,7 @@ def test_the_csv_of_items_is_one_row_per_item_a_spreadsheet_reads() -> None:
         "exception",
         "no posting within the grace",
     )
-    assert (item["holding_account_number"], item["holding_name"]) == ("0123456789", "Ada Obi")
+    assert (item["holding_account_number"], item["holding_name"]) == ('="0123456789"', "Ada Obi")
     assert item["holding_ref"] == HOLDING
     assert Decimal(item["amount"]) == Decimal("5.00") and item["currency"] == "NGN"
     assert datetime.fromisoformat(item["time"]).replace(tzinfo=UTC) == NOW - timedelta(days=9)
@@ -206,6 +206,30 @@ def test_every_csv_section_is_a_table_of_its_own() -> None:
     assert (window["items_unmatched"], window["items_listed"]) == ("4", "1")
     [holding] = _csv(built, "holdings")
     assert (holding["holding_ref"], holding["unit"]) == (HOLDING, "NGN")
+
+
+def test_an_account_number_stays_text_in_a_spreadsheet_and_a_formula_stays_inert() -> None:
+    """Issue #40: `0123456789` in a CSV cell is the number 123456789 to a spreadsheet. An
+    account number of digits only is written `="0123456789"`, which spreadsheets read as the
+    text 0123456789; anything else is never made a formula, and one that looks like a formula
+    is still escaped (CSV injection)."""
+    built = report()
+    ada = built.holdings[HOLDING]
+    built.scope = ada
+    [item] = _csv(built)
+    assert item["holding_account_number"] == '="0123456789"'
+    window = {r["name"]: r["value"] for r in _csv(built, "window")}
+    assert window["holding_account_number"] == '="0123456789"'
+    for chosen, written in (
+        ('=HYPERLINK("http://evil","x")', '\'=HYPERLINK("http://evil","x")'),
+        ('0123"&HYPERLINK("http://evil")&"', '0123"&HYPERLINK("http://evil")&"'),
+        ("\uff10\uff11", "\uff10\uff11"),  # fullwidth digits: not 0-9, left as they are
+        (" 0123", "' 0123"),
+        ("", ""),
+    ):
+        built.holdings[HOLDING] = replace(ada, account_number=chosen)
+        [item] = _csv(built)
+        assert item["holding_account_number"] == written, chosen
 
 
 def test_a_csv_section_that_does_not_exist_is_refused_with_the_ones_that_do() -> None:
