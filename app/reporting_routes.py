@@ -80,7 +80,7 @@ def reconciliation_report(
     except ReportError as exc:
         raise ValidationException(detail=str(exc)) from None
     asked = ReportAsked(report_format, section, since, until, holding)
-    _, media_type = FORMATS[report_format]
+    media_type, _ = FORMATS[report_format]
     return Response(
         content=perform(
             state,

@@ -64,8 +64,6 @@ from reconciliation.store import utcnow
 
 AnyRequest = Request[Any, Any, Any]
 
-#: File name extension per report format, for downloads.
-EXTENSIONS: Final = {"text": "txt", "json": "json", "csv": "csv", "html": "html"}
 #: Longest window the page shows the report for (one holding): a week from whichever midnight it
 #: starts at. That much of one holding is read through its indexes in milliseconds (given the
 #: holding indexes on notifications and transfers); longer windows are downloads.
@@ -311,11 +309,11 @@ class ReadPages(Controller):
         except (ReportError, ActionRefusedError) as exc:
             raise ValidationException(detail=str(exc)) from None
         part = f"-{section}" if section else ""
-        extension = EXTENSIONS.get(report_format, "txt")
+        media_type, extension = FORMATS[report_format]
         name = f"recon-report-{utcnow():%Y%m%d-%H%M%S}{part}.{extension}"
         return Response(
             content=text,
-            media_type=FORMATS[report_format][1],
+            media_type=media_type,
             headers={
                 "Content-Disposition": f'attachment; filename="{name}"',
                 **report_headers(report_format),

@@ -8,27 +8,20 @@ reads the same whichever door it left by.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Final
 
 from app.report_formats.html import STYLE, render_body, render_html
 from app.report_formats.text import render_text
-from reconciliation.reports import (
-    SECTION_NAMES,
-    Report,
-    ReportError,
-    render_csv,
-    render_json,
-)
+from reconciliation.reports import SECTION_NAMES, Report, ReportError, render_csv, render_json
 
-#: Format name -> (renderer, media type): the CLI, the API and the console offer exactly these.
-#: No charset: the web framework adds `; charset=utf-8` to every text type itself (twice, when
-#: it was here).
-FORMATS: Final[dict[str, tuple[Callable[[Report], str], str]]] = {
-    "text": (render_text, "text/plain"),
-    "json": (render_json, "application/json"),
-    "csv": (render_csv, "text/csv"),
-    "html": (render_html, "text/html"),
+#: Format name -> (media type, file name extension): the CLI, the API and the console offer
+#: exactly these. No charset: the web framework adds `; charset=utf-8` to every text type itself
+#: (twice, when it was here).
+FORMATS: Final = {
+    "text": ("text/plain", "txt"),
+    "json": ("application/json", "json"),
+    "csv": ("text/csv", "csv"),
+    "html": ("text/html", "html"),
 }
 
 
@@ -58,8 +51,7 @@ def render(
         return render_text(report, width)
     if fmt == "csv":
         return render_csv(report, section)
-    renderer, _ = FORMATS[fmt]
-    return renderer(report)
+    return render_json(report) if fmt == "json" else render_html(report)
 
 
 __all__ = ["FORMATS", "STYLE", "check_format", "render", "render_body"]

@@ -8,8 +8,6 @@ browser (an import-linter contract keeps `rich` out of `reconciliation`).
 
 from __future__ import annotations
 
-import json
-
 from reconciliation.reports.asked import ReportAsked, build_asked, items_listed
 from reconciliation.reports.csv_format import render_csv
 from reconciliation.reports.fees import fee_figures
@@ -43,12 +41,7 @@ from reconciliation.reports.tables import (
     Section,
 )
 from reconciliation.reports.window import parse_moment, parse_window
-from reconciliation.reports.wire import report_as_dict
-
-
-def render_json(report: Report) -> str:
-    return json.dumps(report_as_dict(report), indent=2) + "\n"
-
+from reconciliation.reports.wire import render_json, report_as_dict
 
 __all__ = [
     "AGEING_BUCKETS",

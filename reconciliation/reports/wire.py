@@ -15,6 +15,7 @@ window, the figures, the legend, the last audit, exceptions by age) as the model
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -136,3 +137,7 @@ def report_as_dict(report: Report) -> dict[str, Any]:
         },
         "balanceDrift": records(sections["drift"]),
     }
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(report_as_dict(report), indent=2) + "\n"

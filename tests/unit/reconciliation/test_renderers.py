@@ -20,6 +20,7 @@ from reconciliation.reports.model import (
     Ageing,
     AlertCount,
     DriftPoint,
+    FeeTotal,
     HoldingDrift,
     HoldingTotals,
     OpenAlert,
@@ -132,6 +133,57 @@ def test_json_keeps_money_exact() -> None:
         "driftMinor": "-50",
         "explainedByLag": True,
     }
+
+
+def test_the_json_keeps_the_keys_programs_read() -> None:
+    """The JSON's lists are written from the sections' columns (their `json` keys): the keys a
+    program reads are pinned here, so no change to a section moves one."""
+    built = report()
+    built.fees = [FeeTotal(HOLDING, "NGN", "flat", "sender", 2, 5_000, 1)]
+    data = json.loads(render(built, "json"))
+    holding, unit = {"holdingRef", "accountNumber", "accountName"}, {"currency", "exponent"}
+    assert set(data) == {
+        *("generatedAt", "window", "graceSeconds", "legend", "summary", "lastAudit", "totals"),
+        *("fees", "openItems", "openExceptions", "alerts", "balanceDrift"),
+    }
+    [totals] = data["totals"]
+    assert set(totals) == holding | unit | {
+        *("postedCount", "creditsMinor", "debitsMinor", "postedMinor", "notifiedCount"),
+        *("notifiedMinor", "transfers", "items", "matchedCount", "acceptedCount"),
+        *("unmatchedCount", "waitingCount", "exceptionCount"),
+    }
+    assert set(totals["transfers"]) == {"settled", "inFlight", "refused", "failed"}
+    assert totals["notifiedMinor"] == "150050" and totals["unmatchedCount"] == 4
+    [fee] = data["fees"]
+    assert fee == {
+        **{k: totals[k] for k in holding | unit},
+        **{"kind": "flat", "bearer": "sender", "count": 2, "amountMinor": "5000"},
+        "unknownCount": 1,
+    }
+    assert set(data["openItems"]) == {"total", "listed", "items"}
+    [item] = data["openItems"]["items"]
+    assert set(item) == holding | unit | {
+        *("stream", "id", "reference", "amountMinor", "since", "ageDays", "state", "why"),
+    }
+    assert (item["id"], item["ageDays"], item["since"]) == (
+        7,
+        9,
+        (NOW - timedelta(days=9)).isoformat(),
+    )
+    assert set(data["alerts"]) == {"byKind", "openTotal", "open"}
+    assert data["alerts"]["byKind"] == [
+        {"kind": "balance_mismatch", "severity": "critical", "opened": 2, "resolved": 1}
+    ]
+    [alert] = data["alerts"]["open"]
+    assert set(alert) == {
+        *("id", "kind", "severity", "state", "subject", "openedAt", "acknowledgedBy", "note"),
+    }
+    assert alert["id"] == 1
+    [drift] = data["balanceDrift"]
+    assert set(drift) == holding | unit | {
+        *("observedAt", "settledMinor", "postedMinor", "driftMinor", "explainedByLag", "series"),
+    }
+    assert (drift["driftMinor"], drift["explainedByLag"]) == ("100", False)
 
 
 def _csv(built: Report, section: str | None = None) -> list[dict[str, str]]:
