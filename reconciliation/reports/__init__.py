@@ -9,6 +9,7 @@ browser (an import-linter contract keeps `rich` out of `reconciliation`).
 from __future__ import annotations
 
 from reconciliation.reports.asked import ReportAsked, build_asked, items_listed
+from reconciliation.reports.context_sections import SUMMARY
 from reconciliation.reports.csv_format import render_csv
 from reconciliation.reports.fees import fee_figures
 from reconciliation.reports.figures import OPEN_ITEMS_LISTED
@@ -21,12 +22,7 @@ from reconciliation.reports.model import (
     ReportWindow,
 )
 from reconciliation.reports.query import ReportError, build_report
-from reconciliation.reports.sections import (
-    DEFAULT_CSV_SECTION,
-    SECTION_NAMES,
-    SUMMARY,
-    build_sections,
-)
+from reconciliation.reports.sections import DEFAULT_CSV_SECTION, SECTION_NAMES, build_sections
 from reconciliation.reports.tables import (
     AMOUNTS,
     COUNT,

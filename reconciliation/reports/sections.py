@@ -3,8 +3,9 @@
 A `Section` (`reconciliation.reports.tables`) is a titled table: typed columns and rows of
 typed cells (a count, an amount with its unit, a moment, a holding, a machine name). What a
 section holds, its title, its columns and the sentence it reads as when empty are decided here
-(and, for the window, audit and legend, in `reconciliation.reports.context_sections`) and
-nowhere else; a renderer only decides how a cell of each kind looks in its format:
+(for the figures, the window, the audit and the legend, in
+`reconciliation.reports.context_sections`) and nowhere else; a renderer only decides how a cell
+of each kind looks in its format:
 
 - text and HTML, for people: amounts through `format_money`, moments through `moment`, holdings
   by `HoldingIdentity.label` (HTML puts the holdingRef in a title attribute), names as words;
@@ -25,8 +26,13 @@ from __future__ import annotations
 
 from typing import Final
 
-from reconciliation.reports.context_sections import audit, legend_section, window
-from reconciliation.reports.legend import legend_terms
+from reconciliation.reports.context_sections import (
+    SUMMARY,
+    audit,
+    legend_section,
+    summary,
+    window,
+)
 from reconciliation.reports.model import AGEING_BUCKETS, STREAMS, TRANSFER_OUTCOMES, Report
 from reconciliation.reports.tables import (
     AMOUNTS,
@@ -47,87 +53,6 @@ from reconciliation.reports.tables import (
     money_column,
     unit_column,
 )
-
-#: Figure name (as in `Report.figures`) -> how it reads in the figures table.
-FIGURE_LABELS: Final = {
-    "holdings": "holdings",
-    "items": "items in the window",
-    "matched": "matched",
-    "accepted": "accepted without a counterpart",
-    "unmatched": "unmatched (waiting + exceptions)",
-    "waiting": "  waiting",
-    "exceptions": "  exceptions",
-    "transfersSettled": "transfers settled",
-    "transfersInFlight": "transfers in flight",
-    "transfersRefused": "transfers refused",
-    "transfersFailed": "transfers failed",
-    "openAlerts": "alerts open now",
-    "alertsOpened": "alerts opened in the window",
-    "alertsResolved": "alerts resolved in the window",
-    "holdingsDrifting": "holdings whose balance drifts",
-}
-
-#: Figure -> the legend term that defines it (figures without one are plain counts).
-FIGURE_TERMS: Final = {"openAlerts": "openAlerts"}
-
-#: Figures whose meaning is their own sentence (the legend defines their family once; a CSV row
-#: per figure repeating the family's definition said nothing about the row).
-FIGURE_MEANINGS: Final = {
-    "holdings": "holdings with an item in the window",
-    "transfersSettled": "transfers we asked for that the provider says are terminal and successful",
-    "transfersInFlight": "transfers we asked for that are not terminal yet at the provider",
-    "transfersRefused": "transfers the provider denied at creation: nothing moved",
-    "transfersFailed": "transfers the provider says are terminal and not successful",
-    "alertsOpened": "alerts opened in the window, whatever their state now",
-    "alertsResolved": "alerts resolved in the window",
-    "holdingsDrifting": "holdings whose latest balance differs from the sum of their postings "
-    "by more than transfers in flight explain",
-}
-
-#: What each figure counts, so a spreadsheet never adds transfers or alerts to items: the
-#: transfers are also items (each counted once among them), the alerts are conditions.
-FIGURE_COUNTS: Final = {
-    "holdings": "holdings",
-    "holdingsDrifting": "holdings",
-    "transfersSettled": "transfers",
-    "transfersInFlight": "transfers",
-    "transfersRefused": "transfers",
-    "transfersFailed": "transfers",
-    "openAlerts": "alerts",
-    "alertsOpened": "alerts",
-    "alertsResolved": "alerts",
-}
-
-
-#: The figures' section: text and HTML follow it with the legend.
-SUMMARY: Final = "summary"
-
-
-def summary(report: Report) -> Section:
-    """The headline numbers, each with the legend's words for what it counts."""
-    meanings = dict(legend_terms(report.grace_seconds))
-    return Section(
-        key=SUMMARY,
-        title="Figures",
-        columns=(
-            Column("figure", "figure", NAME, people=False),
-            Column("label", "figure", machines=False),
-            count_column("value", "count"),
-            Column("meaning", "what it counts", prose=True, people=False),
-            Column("counts", "unit", NAME, people=False),
-        ),
-        rows=tuple(
-            (
-                name,
-                FIGURE_LABELS.get(name, name),
-                value,
-                FIGURE_MEANINGS.get(name) or meanings.get(FIGURE_TERMS.get(name, name), ""),
-                FIGURE_COUNTS.get(name, "items"),
-            )
-            for name, value in report.figures().items()
-        ),
-        empty="Figures: none.",
-    )
 
 
 def ageing(report: Report) -> Section:
