@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-if TYPE_CHECKING:
-    from reconciliation.reports import Report
-
 from recon.cli.operator_door import BY, act
 from recon.cli.output_file import OutputFileError, is_stdout, write_atomically
 from recon.cli.reconcile_commands import open_store
 from recon.cli.startup import fail, settings_or_exit
 from recon.cli.terminal import output_width, say
+
+if TYPE_CHECKING:
+    from reconciliation.reports import Report
 
 
 @click.command()
