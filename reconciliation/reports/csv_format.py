@@ -128,8 +128,8 @@ def _inert(text: str) -> str:
 def _account_number(text: str) -> str:
     """`="0123456789"` for an account number of digits only, which spreadsheets (Excel, Google
     Sheets, LibreOffice when it evaluates formulas on import) show as the text 0123456789,
-    leading zero kept; anything else is text already to a spreadsheet, and is written as every
-    other text is (`_inert`)."""
+    leading zero kept. Anything else is written as every other text is (`_inert`): a formula
+    is only ever made around the digits 0-9, so it can run nothing (docs/decisions.md)."""
     return f'="{text}"' if ACCOUNT_DIGITS.fullmatch(text) else _inert(text)
 
 
