@@ -3,7 +3,8 @@
 `app.main.create_app` mounts `ROUTE_HANDLERS` behind `app.auth.admin_guard`. Every handler
 parses its input, calls one service, and turns the service's own errors into 400/404 with the
 service's message, so the API and the CLI say the same thing about the same mistake. Changes
-to an alert go through the operator service (`app.operator_door`), audited as from `api`.
+to an alert, and every report taken, go through the operator service (`app.operator_door`),
+audited as from `api`.
 """
 
 from __future__ import annotations
@@ -20,21 +21,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from app import state_keys
 from app.operator_door import perform
 from app.path_ids import RowId
+from app.report_formats import FORMATS, STYLE, check_format, render
 from app.response_headers import policy_with_inline_style
 from reconciliation.alerts import AlertError, alert_as_dict, list_alerts
 from reconciliation.operator import actions
 from reconciliation.policy import ReconcilePolicy
-from reconciliation.reports import (
-    FORMATS,
-    STYLE,
-    ReportError,
-    build_report,
-    check_format,
-    items_listed,
-    parse_window,
-    render,
-)
-from reconciliation.store import transaction, utcnow
+from reconciliation.reports import ReportAsked, ReportError
+from reconciliation.store import transaction
 
 #: `app.state` key of a ReconcilePolicy, when the app factory provides one; else the defaults.
 POLICY_STATE_KEY: Final = "reconcile_policy"
@@ -75,25 +68,28 @@ def reconciliation_report(
     section: Annotated[
         str | None, QueryParameter(description="CSV only: one section (default items)")
     ] = None,
+    by: Annotated[
+        str | None, QueryParameter(description="who takes the report, for the audit trail")
+    ] = None,
 ) -> Response[str]:
-    """The reconciliation report: totals, open exceptions by age, alerts, balance drift."""
+    """The reconciliation report: totals, open exceptions by age, alerts, balance drift. Each
+    answer is a download, recorded in the audit trail as taken by `by` (else the admin token)."""
     policy: ReconcilePolicy = state.get(POLICY_STATE_KEY) or ReconcilePolicy()
     try:
         check_format(report_format, section)
-        window = parse_window(since, until, holding, utcnow())
-        with transaction(_factory(state)) as session:
-            report = build_report(
-                session,
-                window,
-                grace_seconds=policy.notification_grace_seconds,
-                finality_seconds=policy.finality_deadline_seconds,
-                items_listed=items_listed(report_format, section),
-            )
     except ReportError as exc:
         raise ValidationException(detail=str(exc)) from None
-    _, media_type = FORMATS[report_format]
+    asked = ReportAsked(report_format, section, since, until, holding)
+    media_type, _ = FORMATS[report_format]
     return Response(
-        content=render(report, report_format, section=section),
+        content=perform(
+            state,
+            by,
+            actions.download_report,
+            asked,
+            policy,
+            lambda report: render(report, report_format, section=section),
+        ),
         media_type=media_type,
         headers=report_headers(report_format),
     )

@@ -26,12 +26,13 @@ from sqlalchemy.orm import Session
 
 from app import state_keys
 from app.console.chart import balance_chart
-from app.console.rendering import operator, page, policy, read
+from app.console.rendering import page, policy, read, service
 from app.console.session import console_guard
 from app.path_ids import QueryRowId, RowId
+from app.report_formats import FORMATS, check_format, render, render_body
 from app.reporting_routes import report_headers
 from reconciliation.ledger_audit import DIFFERS, MISSING, UNKNOWN, AuditSummary, last_audit
-from reconciliation.operator import CONSOLE, Actor, Overview, read_overview, recent_audit
+from reconciliation.operator import ActionRefusedError, Overview, read_overview, recent_audit
 from reconciliation.operator import actions as operator_actions
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.postings import (
@@ -49,27 +50,20 @@ from reconciliation.postings import (
 )
 from reconciliation.reports import (
     DEFAULT_CSV_SECTION,
-    FORMATS,
-    OPEN_ITEMS_LISTED,
     SECTION_NAMES,
     FeeTotal,
     Report,
+    ReportAsked,
     ReportError,
     ReportWindow,
-    build_report,
-    check_format,
+    build_asked,
     fee_figures,
-    items_listed,
     parse_window,
-    render,
-    render_body,
 )
 from reconciliation.store import utcnow
 
 AnyRequest = Request[Any, Any, Any]
 
-#: File name extension per report format, for downloads.
-EXTENSIONS: Final = {"text": "txt", "json": "json", "csv": "csv", "html": "html"}
 #: Longest window the page shows the report for (one holding): a week from whichever midnight it
 #: starts at. That much of one holding is read through its indexes in milliseconds (given the
 #: holding indexes on notifications and transfers); longer windows are downloads.
@@ -156,26 +150,6 @@ def _holding(
     return view, fee_figures(session, window, holding_id)
 
 
-def _report(
-    session: Session,
-    since: str | None,
-    until: str | None,
-    holding: str | None,
-    rules: ReconcilePolicy,
-    listed: int = OPEN_ITEMS_LISTED,
-) -> Report:
-    try:
-        return build_report(
-            session,
-            parse_window(since, until, holding, utcnow()),
-            grace_seconds=rules.notification_grace_seconds,
-            finality_seconds=rules.finality_deadline_seconds,
-            items_listed=listed,
-        )
-    except ReportError as exc:
-        raise ValidationException(detail=str(exc)) from None
-
-
 def _on_page(
     session: Session,
     since: str | None,
@@ -208,31 +182,13 @@ def _on_page(
         return ReportView(None, reason, found[:PICK_LISTED], len(found) > PICK_LISTED)
     if window.since is None or window.until - window.since > timedelta(days=ON_PAGE_DAYS):
         return ReportView(None, f"its window is longer than {ON_PAGE_DAYS} days", [])
-    return ReportView(_report(session, since, until, found[0].ref, rules), None, [])
-
-
-def _download(
-    session: Session,
-    who: Actor,
-    fmt: str,
-    section: str | None,
-    window: tuple[str | None, str | None, str | None],
-    rules: ReconcilePolicy,
-) -> str:
     try:
-        check_format(fmt, section)
+        report = build_asked(
+            session, ReportAsked("html", None, since, until, found[0].ref), rules, utcnow()
+        )
     except ReportError as exc:
         raise ValidationException(detail=str(exc)) from None
-    since, until, holding = window
-    built = _report(session, since, until, holding, rules, items_listed(fmt, section))
-    text = render(built, fmt, section=section)
-    described = (
-        f"report {fmt}{f' {section}' if section else ''} since {since or 'the start'} "
-        f"until {until or 'now'}"
-        + (f" holding {built.scope.label} ({built.scope.ref})" if built.scope else "")
-    )
-    operator_actions.report_downloaded(session, who, described)
-    return text
+    return ReportView(report, None, [])
 
 
 class ReadPages(Controller):
@@ -339,22 +295,25 @@ class ReadPages(Controller):
         until: FromQuery[str | None] = None,
         holding: FromQuery[str | None] = None,
     ) -> Response[str]:
-        """The report as a file (a CSV: one section of it), recorded in the audit trail."""
-        text = read(
-            request,
-            _download,
-            Actor(operator(request).name, CONSOLE),
-            report_format,
-            section or None,
-            (since or None, until or None, holding or None),
-            policy(request),
-        )
+        """The report as a file (a CSV: one section of it), recorded in the audit trail through
+        the operator service, as every door's downloads are."""
+        section = section or None
+        try:
+            check_format(report_format, section)
+            text = service(request).perform(
+                operator_actions.download_report,
+                ReportAsked(report_format, section, since or None, until or None, holding or None),
+                policy(request),
+                lambda report: render(report, report_format, section=section),
+            )
+        except (ReportError, ActionRefusedError) as exc:
+            raise ValidationException(detail=str(exc)) from None
         part = f"-{section}" if section else ""
-        extension = EXTENSIONS.get(report_format, "txt")
+        media_type, extension = FORMATS[report_format]
         name = f"recon-report-{utcnow():%Y%m%d-%H%M%S}{part}.{extension}"
         return Response(
             content=text,
-            media_type=FORMATS[report_format][1],
+            media_type=media_type,
             headers={
                 "Content-Disposition": f'attachment; filename="{name}"',
                 **report_headers(report_format),

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+from recon.cli.operator_door import BY, act
 from recon.cli.output_file import OutputFileError, is_stdout, write_atomically
 from recon.cli.reconcile_commands import open_store
 from recon.cli.startup import fail, settings_or_exit
 from recon.cli.terminal import output_width, say
+
+if TYPE_CHECKING:
+    from reconciliation.reports import Report
 
 
 @click.command()
@@ -44,6 +49,7 @@ from recon.cli.terminal import output_width, say
     type=click.IntRange(min=1),
     help="Lay text out for this many columns (default: the terminal's; unlimited in a pipe).",
 )
+@BY
 def report(
     since: str | None,
     until: str | None,
@@ -52,41 +58,45 @@ def report(
     section: str | None,
     output: Path | None,
     width: int | None,
+    by: str | None,
 ) -> None:
-    """Figures with their legend, unmatched items, exceptions by age, alerts, balance drift."""
-    from reconciliation.reports import (
-        ReportError,
-        build_report,
-        check_format,
-        items_listed,
-        parse_window,
-        render,
-    )
+    """Figures with their legend, unmatched items, exceptions by age, alerts, balance drift.
+
+    With --output the report leaves recon as a file: it goes through the operator service and
+    is recorded in the audit trail (who: --by, else the user running the command), as the
+    console's and the API's downloads are; printed to standard output it is only read."""
+    from app.report_formats import check_format, render
+    from reconciliation.operator import actions
+    from reconciliation.policy import ReconcilePolicy
+    from reconciliation.reports import ReportAsked, ReportError, build_asked
     from reconciliation.store import utcnow
 
     settings = settings_or_exit(store_only=True)
     if output is not None and is_stdout(output):
         output = None
-    columns = width if output is not None else output_width(width)
+    asked = ReportAsked(report_format, section, since, until, holding)
+    rules = ReconcilePolicy.from_settings(settings)
     try:
         check_format(report_format, section)
-        window = parse_window(since, until, holding, utcnow())
-        with open_store(settings) as factory, factory() as session:
-            built = build_report(
-                session,
-                window,
-                grace_seconds=settings.matching.notification_grace_seconds,
-                finality_seconds=settings.matching.finality_deadline_seconds,
-                items_listed=items_listed(report_format, section),
-            )
-        text = render(built, report_format, width=columns, section=section)
     except ReportError as exc:
         fail(str(exc))
     if output is None:
-        click.echo(text, nl=False)
+        try:
+            with open_store(settings) as factory, factory() as session:
+                built = build_asked(session, asked, rules, utcnow())
+        except ReportError as exc:
+            fail(str(exc))
+        click.echo(
+            render(built, report_format, width=output_width(width), section=section), nl=False
+        )
         return
+    target = output
+
+    def write(built: Report) -> int:
+        return write_atomically(target, render(built, report_format, width=width, section=section))
+
     try:
-        size = write_atomically(output, text)
+        size = act(settings, by, actions.download_report, asked, rules, write)
     except OutputFileError as exc:
         fail(str(exc))
     say(f"wrote {output} ({report_format}, {size:,} bytes)")

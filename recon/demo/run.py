@@ -21,6 +21,7 @@ import httpx
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.report_formats import render
 from foundation.money import use_unit_exponents
 from foundation.settings.timing import unit_exponents as parse_unit_exponents
 from recon.demo.env_file import demo_env_path, write_demo_env
@@ -40,7 +41,7 @@ from recon.demo.scenario import (
     ScenarioRecord,
     run_scenario,
 )
-from reconciliation.reports import Report, ReportWindow, build_report, render
+from reconciliation.reports import Report, ReportWindow, build_report
 from reconciliation.store import (
     Alert,
     Delivery,

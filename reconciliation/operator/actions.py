@@ -6,7 +6,7 @@ replay|choose`, `recon console sessions end-all`), the JSON API (`/alerts/{id}/a
 item without a counterpart, or unmatch (through `reconciliation.matching.manual`); put one
 delivery, or every quarantined or pending one, back in the inbox; choose the true body of a
 delivery id sent with two bodies; sign in to the console, sign out, end every session; download
-a report.
+a report (the console's downloads, every report the API answers, `recon report --output`).
 
 Each action is a function `(session, actor, ...)` that makes the change and writes exactly one
 audit row naming the actor and their door (reconciliation.operator.audit_trail). A door runs
@@ -55,6 +55,10 @@ from reconciliation.operator.console_sessions import (
     end_session,
     open_session,
 )
+from reconciliation.policy import ReconcilePolicy
+from reconciliation.reports.asked import ReportAsked, build_asked
+from reconciliation.reports.model import Report
+from reconciliation.reports.query import ReportError
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Alert, Delivery, Match
 from reconciliation.store.types import utcnow
@@ -171,9 +175,24 @@ def end_all_sessions(session: Session, actor: Actor) -> int:
     return ended
 
 
-def report_downloaded(session: Session, actor: Actor, description: str) -> None:
-    """A report left recon as a file: who took which window."""
-    audit.record(session, actor=actor, action=REPORT_DOWNLOADED, subject=description)
+def download_report(
+    session: Session,
+    actor: Actor,
+    asked: ReportAsked,
+    rules: ReconcilePolicy,
+    deliver: Callable[[Report], T],
+) -> T:
+    """A report leaves recon as a file: build it, hand it to the door's `deliver` (which renders
+    it, and the CLI writes its file), and record who took which window. The row is written
+    last, in the transaction that read the report, so a report that could not be built or
+    delivered leaves none, and on SQLite the store is locked for writing only at the end."""
+    try:
+        report = build_asked(session, asked, rules, utcnow())
+    except ReportError as exc:
+        raise ActionRefusedError(str(exc)) from None
+    delivered = deliver(report)
+    audit.record(session, actor=actor, action=REPORT_DOWNLOADED, subject=asked.described(report))
+    return delivered
 
 
 def acknowledge(session: Session, actor: Actor, alert_id: int, note: str | None) -> Alert:

@@ -14,12 +14,16 @@ empty rather than guessed); times in UTC as `2026-11-29 04:39:17` (what a spread
 a date and time; ISO 8601 with an offset and microseconds it keeps as text); a holding as three columns,
 `<column>_account_number`, `<column>_name`, `<column>_ref`; states and kinds as their machine
 names. Text that a spreadsheet would run as a formula is written with a leading apostrophe.
+An account number of digits only is written `="0123456789"`: a spreadsheet reads the bare
+digits as a number, dropping the leading zeros (and past 15 digits, the last ones), and reads
+this formula as the text it quotes; nothing but 0-9 is ever put in it (docs/reports.md).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 import unicodedata
 from datetime import UTC, datetime
 from typing import Final
@@ -34,6 +38,7 @@ from reconciliation.reports.tables import (
     COUNTED,
     HOLDING,
     MONEY,
+    AccountNumber,
     Cell,
     Column,
     Counted,
@@ -44,6 +49,10 @@ from reconciliation.reports.tables import (
 #: injection): such text is written with a leading apostrophe. Amounts are written by recon
 #: itself (a '-' there is a sign) and are left alone.
 FORMULA_STARTS: Final = ("=", "+", "-", "@", "\t", "\r")
+
+#: An account number recon writes as a formula that quotes it: ASCII digits only, so the formula
+#: can hold nothing a spreadsheet would run (`\d` would admit other scripts' digits).
+ACCOUNT_DIGITS: Final = re.compile(r"[0-9]+")
 
 #: How a time is written: UTC to the second, a space for the T, no offset (the file says UTC).
 #: Excel, LibreOffice and Google Sheets read this as a date and time.
@@ -74,15 +83,21 @@ def _cells(column: Column, cell: Cell) -> list[str]:
     """A cell as its CSV columns (as many as `_headers` names for the column)."""
     if column.kind == HOLDING:
         held = cell if isinstance(cell, HoldingIdentity) else HoldingIdentity(ref=str(cell or ""))
-        return [_inert(held.account_number or ""), _inert(held.account_name or ""), held.ref]
+        return [
+            _account_number(held.account_number or ""),
+            _inert(held.account_name or ""),
+            held.ref,
+        ]
     if column.kind == MONEY and isinstance(cell, Money):
         return _money(cell)
     if column.kind == COUNTED and isinstance(cell, Counted):
         return [str(cell.count), *_money(cell.amount)]
     if column.kind == AMOUNTS and isinstance(cell, tuple):
-        return ["; ".join(_amount_words(m) for m in cell)]
+        return ["; ".join(_amount_words(m) for m in cell if isinstance(m, Money))]
     if isinstance(cell, datetime):
         return [spreadsheet_time(cell)]
+    if isinstance(cell, AccountNumber):
+        return [_account_number(cell)]
     return [_inert("" if cell is None else str(cell))]
 
 
@@ -108,6 +123,14 @@ def _inert(text: str) -> str:
     if shown[:1].isspace():
         return "'" + shown  # a leading space kept visibly, not trimmed away by a spreadsheet
     return shown
+
+
+def _account_number(text: str) -> str:
+    """`="0123456789"` for an account number of digits only, which spreadsheets (Excel, Google
+    Sheets, LibreOffice when it evaluates formulas on import) show as the text 0123456789,
+    leading zero kept. Anything else is written as every other text is (`_inert`): a formula
+    is only ever made around the digits 0-9, so it can run nothing (docs/decisions.md)."""
+    return f'="{text}"' if ACCOUNT_DIGITS.fullmatch(text) else _inert(text)
 
 
 def render_csv(report: Report, section: str | None = None) -> str:

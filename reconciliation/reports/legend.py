@@ -64,7 +64,7 @@ def grace_words(seconds: int) -> str:
     return f"{seconds} s"
 
 
-def legend(grace_seconds: int) -> list[tuple[str, str]]:
+def legend_terms(grace_seconds: int) -> list[tuple[str, str]]:
     """(term, definition) pairs, the grace filled in, in the order the report prints them."""
     grace = grace_words(grace_seconds)
     return [(term, text.format(grace=grace)) for term, text in DEFINITIONS.items()]

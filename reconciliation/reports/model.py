@@ -252,10 +252,6 @@ class Report:
             ),
         }
 
-    def summary(self) -> dict[str, int]:
-        """The headline numbers (kept under the name the JSON has always used)."""
-        return self.figures()
-
     def holding(self, holding_ref: str) -> HoldingIdentity:
         """The holding as people name it (its fallback when the report did not look it up)."""
         return self.holdings.get(holding_ref) or HoldingIdentity(ref=holding_ref)

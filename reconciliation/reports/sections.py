@@ -1,35 +1,47 @@
-"""The report's sections as one data shape, built once: text, HTML and CSV each render it.
+"""The report's sections as one data shape, built once: JSON, CSV, text and HTML each render it.
 
 A `Section` (`reconciliation.reports.tables`) is a titled table: typed columns and rows of
 typed cells (a count, an amount with its unit, a moment, a holding, a machine name). What a
 section holds, its title, its columns and the sentence it reads as when empty are decided here
-(and, for the window, audit and legend, in `reconciliation.reports.context_sections`) and
-nowhere else; a renderer only decides how a cell of each kind looks in its format:
+(for the figures, the window, the audit and the legend, in
+`reconciliation.reports.context_sections`) and nowhere else; a renderer only decides how a cell
+of each kind looks in its format:
 
 - text and HTML, for people: amounts through `format_money`, moments through `moment`, holdings
   by `HoldingIdentity.label` (HTML puts the holdingRef in a title attribute), names as words;
 - CSV, for spreadsheets: amounts as plain major-unit decimals (`Decimal` reads them exactly)
   with the exact minor units beside them, moments in ISO 8601, holdings as three columns
-  (account number, name, holdingRef), names as they are.
+  (account number, name, holdingRef), names as they are;
+- JSON, for programs (`reconciliation.reports.wire`): each column with a `json` key, amounts as
+  strings of minor-unit digits, a unit with its exponent, a holding as three keys.
 
 Columns marked `people=False` are CSV-only (an amount's unit in its own column, credits and
 debits apart, the meaning of a figure), `machines=False` ones text and HTML only; sections
 marked `people=False` are CSV-only too (the window, the last audit and the legend, which text
-and HTML write as sentences instead).
+and HTML write as sentences instead). Columns made with `json_only` are JSON's alone: what
+the other formats say another way (a drift's note is JSON's `explainedByLag`) or not at all.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from reconciliation.reports.context_sections import audit, legend_section, window
-from reconciliation.reports.legend import legend
+from reconciliation.reports.context_sections import (
+    SUMMARY,
+    audit,
+    legend_section,
+    summary,
+    window,
+)
 from reconciliation.reports.model import AGEING_BUCKETS, STREAMS, TRANSFER_OUTCOMES, Report
 from reconciliation.reports.tables import (
     AMOUNTS,
+    COUNT,
     COUNTED,
     MOMENT,
+    MONEY,
     NAME,
+    POINTS,
     Cell,
     Column,
     Counted,
@@ -37,89 +49,10 @@ from reconciliation.reports.tables import (
     Section,
     count_column,
     holding_column,
+    json_only,
     money_column,
+    unit_column,
 )
-
-#: Figure name (as in `Report.figures`) -> how it reads in the figures table.
-FIGURE_LABELS: Final = {
-    "holdings": "holdings",
-    "items": "items in the window",
-    "matched": "matched",
-    "accepted": "accepted without a counterpart",
-    "unmatched": "unmatched (waiting + exceptions)",
-    "waiting": "  waiting",
-    "exceptions": "  exceptions",
-    "transfersSettled": "transfers settled",
-    "transfersInFlight": "transfers in flight",
-    "transfersRefused": "transfers refused",
-    "transfersFailed": "transfers failed",
-    "openAlerts": "alerts open now",
-    "alertsOpened": "alerts opened in the window",
-    "alertsResolved": "alerts resolved in the window",
-    "holdingsDrifting": "holdings whose balance drifts",
-}
-
-#: Figure -> the legend term that defines it (figures without one are plain counts).
-FIGURE_TERMS: Final = {"openAlerts": "openAlerts"}
-
-#: Figures whose meaning is their own sentence (the legend defines their family once; a CSV row
-#: per figure repeating the family's definition said nothing about the row).
-FIGURE_MEANINGS: Final = {
-    "holdings": "holdings with an item in the window",
-    "transfersSettled": "transfers we asked for that the provider says are terminal and successful",
-    "transfersInFlight": "transfers we asked for that are not terminal yet at the provider",
-    "transfersRefused": "transfers the provider denied at creation: nothing moved",
-    "transfersFailed": "transfers the provider says are terminal and not successful",
-    "alertsOpened": "alerts opened in the window, whatever their state now",
-    "alertsResolved": "alerts resolved in the window",
-    "holdingsDrifting": "holdings whose latest balance differs from the sum of their postings "
-    "by more than transfers in flight explain",
-}
-
-#: What each figure counts, so a spreadsheet never adds transfers or alerts to items: the
-#: transfers are also items (each counted once among them), the alerts are conditions.
-FIGURE_COUNTS: Final = {
-    "holdings": "holdings",
-    "holdingsDrifting": "holdings",
-    "transfersSettled": "transfers",
-    "transfersInFlight": "transfers",
-    "transfersRefused": "transfers",
-    "transfersFailed": "transfers",
-    "openAlerts": "alerts",
-    "alertsOpened": "alerts",
-    "alertsResolved": "alerts",
-}
-
-
-#: The figures' section: text and HTML follow it with the legend.
-SUMMARY: Final = "summary"
-
-
-def summary(report: Report) -> Section:
-    """The headline numbers, each with the legend's words for what it counts."""
-    meanings = dict(legend(report.grace_seconds))
-    return Section(
-        key=SUMMARY,
-        title="Figures",
-        columns=(
-            Column("figure", "figure", NAME, people=False),
-            Column("label", "figure", machines=False),
-            count_column("value", "count"),
-            Column("meaning", "what it counts", prose=True, people=False),
-            Column("counts", "unit", NAME, people=False),
-        ),
-        rows=tuple(
-            (
-                name,
-                FIGURE_LABELS.get(name, name),
-                value,
-                FIGURE_MEANINGS.get(name) or meanings.get(FIGURE_TERMS.get(name, name), ""),
-                FIGURE_COUNTS.get(name, "items"),
-            )
-            for name, value in report.figures().items()
-        ),
-        empty="Figures: none.",
-    )
 
 
 def ageing(report: Report) -> Section:
@@ -161,22 +94,23 @@ def open_items(report: Report) -> Section:
         key="items",
         title=f"Unmatched items ({shown})",
         columns=(
-            Column("kind", "kind", NAME),
-            Column("id", "id", numeric=True),
+            Column("kind", "kind", NAME, json="stream"),
+            Column("id", "id", numeric=True, json="id"),
             holding_column(),
-            Column("reference", "reference", prose=True),
-            money_column("amount", "amount"),
-            Column("currency", "unit", people=False),
+            Column("reference", "reference", prose=True, json="reference"),
+            money_column("amount", "amount", "amountMinor"),
+            unit_column(people=False),
             # Debit or credit on the holding: a spreadsheet sums money in and out apart.
             Column("side", "side", NAME, people=False),
-            Column("time", "since", MOMENT),
-            Column("state", "state", NAME),
-            Column("why_listed", "why", prose=True),
+            Column("time", "since", MOMENT, json="since"),
+            Column("state", "state", NAME, json="state"),
+            Column("why_listed", "why", prose=True, json="why"),
+            json_only("ageDays", COUNT),
         ),
         rows=tuple(
             (
                 e.stream,
-                str(e.item_id),
+                e.item_id,
                 report.holding(e.holding_ref),
                 e.reference,
                 Money(e.amount_minor, e.currency),
@@ -185,6 +119,7 @@ def open_items(report: Report) -> Section:
                 e.since,
                 e.state,
                 e.why,
+                e.age_days,
             )
             for e in report.open_items
         ),
@@ -204,12 +139,14 @@ def drift(report: Report) -> Section:
         title="Balance against postings, per holding (latest check)",
         columns=(
             holding_column(),
-            Column("currency", "unit", people=False),
-            Column("checked", "checked", MOMENT),
-            money_column("balance", "balance"),
-            money_column("postings_sum", "postings sum"),
-            money_column("drift", "drift"),
+            unit_column(people=False),
+            Column("checked", "checked", MOMENT, json="observedAt"),
+            money_column("balance", "balance", "settledMinor"),
+            money_column("postings_sum", "postings sum", "postedMinor"),
+            money_column("drift", "drift", "driftMinor"),
             Column("note", "note"),
+            json_only("explainedByLag"),
+            json_only("series", POINTS),
         ),
         rows=tuple(
             (
@@ -220,6 +157,8 @@ def drift(report: Report) -> Section:
                 Money(d.posted_minor, d.currency),
                 Money(d.drift_minor, d.currency, signed=True),
                 drift_note(d.drift_minor, d.explained_by_lag),
+                d.explained_by_lag,
+                tuple(d.series),
             )
             for d in report.drift
         ),
@@ -233,16 +172,17 @@ def totals(report: Report) -> Section:
         title="Items by holding and unit",
         columns=(
             holding_column(),
-            Column("currency", "unit"),
-            count_column("items"),
-            count_column("matched"),
-            count_column("accepted"),
-            count_column("waiting"),
-            count_column("exceptions"),
-            count_column("postings", "posted"),
-            money_column("credits", "credits", people=False),
-            money_column("debits", "debits", people=False),
-            money_column("net_posted", "net posted"),
+            unit_column(),
+            count_column("items", json="items"),
+            count_column("matched", json="matchedCount"),
+            count_column("accepted", json="acceptedCount"),
+            count_column("waiting", json="waitingCount"),
+            count_column("exceptions", json="exceptionCount"),
+            count_column("postings", "posted", json="postedCount"),
+            money_column("credits", "credits", "creditsMinor", people=False),
+            money_column("debits", "debits", "debitsMinor", people=False),
+            money_column("net_posted", "net posted", "postedMinor"),
+            json_only("unmatchedCount", COUNT),
         ),
         rows=tuple(
             (
@@ -257,6 +197,7 @@ def totals(report: Report) -> Section:
                 Money(t.credits_minor, t.currency),
                 Money(t.debits_minor, t.currency),
                 Money(t.posted_minor, t.currency),
+                t.unmatched_count,
             )
             for t in report.totals
         ),
@@ -264,15 +205,28 @@ def totals(report: Report) -> Section:
     )
 
 
+def camel(name: str) -> str:
+    """'in_flight' -> 'inFlight': the JSON spelling of a snake_case name."""
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
 def transfers(report: Report) -> Section:
+    """JSON writes these in each holding's `totals` entry (the same holdings, in the same
+    order): `notifiedCount`, `notifiedMinor`, and `transfers` by outcome."""
     return Section(
         key="transfers",
         title="Notified and transferred, by outcome",
         columns=(
-            holding_column(),
+            holding_column(json=False),
             Column("currency", "unit"),
             Column("notified", "notified", COUNTED, numeric=True),
-            *(Column(o, o.replace("_", " "), COUNTED, numeric=True) for o in TRANSFER_OUTCOMES),
+            *(
+                Column(o, o.replace("_", " "), COUNTED, numeric=True, json=f"transfers.{camel(o)}")
+                for o in TRANSFER_OUTCOMES
+            ),
+            json_only("notifiedCount", COUNT),
+            json_only("notifiedMinor", MONEY),
         ),
         rows=tuple(
             (
@@ -283,6 +237,8 @@ def transfers(report: Report) -> Section:
                     Counted(t.transfers[o].count, Money(t.transfers[o].amount_minor, t.currency))
                     for o in TRANSFER_OUTCOMES
                 ),
+                t.notified_count,
+                Money(t.notified_minor, t.currency),
             )
             for t in report.totals
         ),
@@ -296,12 +252,12 @@ def fees(report: Report) -> Section:
         title="Fees of settled transfers, by kind and bearer",
         columns=(
             holding_column(),
-            Column("currency", "unit"),
-            Column("kind", "kind"),
-            Column("bearer", "bearer"),
-            count_column("transfers"),
-            money_column("fees", "fees"),
-            count_column("unknown"),
+            unit_column(),
+            Column("kind", "kind", json="kind"),
+            Column("bearer", "bearer", json="bearer"),
+            count_column("transfers", json="count"),
+            money_column("fees", "fees", "amountMinor"),
+            count_column("unknown", json="unknownCount"),
         ),
         rows=tuple(
             (
@@ -324,10 +280,10 @@ def alerts(report: Report) -> Section:
         key="alerts",
         title="Alerts in the window",
         columns=(
-            Column("kind", "kind"),
-            Column("severity", "severity"),
-            count_column("opened"),
-            count_column("resolved"),
+            Column("kind", "kind", json="kind"),
+            Column("severity", "severity", json="severity"),
+            count_column("opened", json="opened"),
+            count_column("resolved", json="resolved"),
         ),
         rows=tuple((a.kind, a.severity, a.opened, a.resolved) for a in report.alerts),
         empty="Alerts in the window: none opened or resolved.",
@@ -341,25 +297,25 @@ def open_alerts(report: Report) -> Section:
         key="open_alerts",
         title=f"Alerts open now ({shown})",
         columns=(
-            Column("id", "id", numeric=True),
-            Column("severity", "severity"),
-            Column("state", "state", NAME),
-            Column("kind", "kind"),
-            Column("opened", "opened", MOMENT),
-            Column("subject", "subject", prose=True),
-            Column("acknowledged_by", "acknowledged by"),
-            Column("note", "note", prose=True),
+            Column("id", "id", numeric=True, json="id"),
+            Column("severity", "severity", json="severity"),
+            Column("state", "state", NAME, json="state"),
+            Column("kind", "kind", json="kind"),
+            Column("opened", "opened", MOMENT, json="openedAt"),
+            Column("subject", "subject", prose=True, json="subject"),
+            Column("acknowledged_by", "acknowledged by", json="acknowledgedBy"),
+            Column("note", "note", prose=True, json="note"),
         ),
         rows=tuple(
             (
-                str(o.alert_id),
+                o.alert_id,
                 o.severity,
                 o.state,
                 o.kind,
                 o.opened_at,
                 o.subject,
-                o.acknowledged_by or "",
-                o.note or "",
+                o.acknowledged_by,
+                o.note,
             )
             for o in report.open_alerts
         ),
@@ -373,7 +329,7 @@ def holdings(report: Report) -> Section:
         key="holdings",
         title="Holdings in this report",
         columns=(
-            holding_column(),
+            holding_column(json=False),
             Column("unit", "unit"),
             # CSV has the holdingRef already, as the holding's third column.
             Column("reference", "holdingRef", machines=False),

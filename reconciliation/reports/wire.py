@@ -6,36 +6,92 @@ amount passes that at a fraction of one whole unit. Each amount sits next to its
 (the value unit's code) and that unit's `exponent` (ISO 4217, or RECON_UNIT_EXPONENTS for other
 units; null when recon knows neither), so a reader can show major units without a table of its
 own. Times are ISO 8601 in UTC.
+
+Every list of the JSON (totals, fees, open items, alerts, balance drift) is a section of
+`reconciliation.reports.sections` written row by row through its columns' `json` keys: what a
+column holds is said there once, for every format. The rest is the report's own values (the
+window, the figures, the legend, the last audit, exceptions by age) as the model holds them.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
 from foundation.money import currency_exponent
-from reconciliation.reports.legend import legend
-from reconciliation.reports.model import TRANSFER_OUTCOMES, Report
+from reconciliation.postings.holding_identity import HoldingIdentity
+from reconciliation.reports.legend import legend_terms
+from reconciliation.reports.model import DriftPoint, Report
+from reconciliation.reports.sections import build_sections
+from reconciliation.reports.tables import (
+    COUNTED,
+    HOLDING,
+    MOMENT,
+    MONEY,
+    POINTS,
+    UNIT,
+    Cell,
+    Counted,
+    Money,
+    Section,
+)
 
 
 def _when(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def minor(amount: int) -> str:
-    """An amount as JSON carries it: its exact digits in a string."""
-    return str(amount)
+def _value(kind: str, key: str, cell: Cell) -> dict[str, Any]:
+    """A cell as the JSON keys it fills (a holding and a unit fill more than one)."""
+    if kind == HOLDING and isinstance(cell, HoldingIdentity):
+        return {
+            "holdingRef": cell.ref,
+            "accountNumber": cell.account_number,
+            "accountName": cell.account_name,
+        }
+    if kind == UNIT and isinstance(cell, str):
+        return {key: cell, "exponent": currency_exponent(cell)}
+    if kind == MONEY and isinstance(cell, Money):
+        return {key: str(cell.minor)}
+    if kind == COUNTED and isinstance(cell, Counted):
+        return {key: {"count": cell.count, "amountMinor": str(cell.amount.minor)}}
+    if kind == MOMENT and (cell is None or isinstance(cell, datetime)):
+        return {key: _when(cell)}
+    if kind == POINTS and isinstance(cell, tuple):
+        return {key: [_point(p) for p in cell if isinstance(p, DriftPoint)]}
+    return {key: cell}
 
 
-def camel(name: str) -> str:
-    """'in_flight' -> 'inFlight': the JSON spelling of a snake_case name."""
-    head, *rest = name.split("_")
-    return head + "".join(part.capitalize() for part in rest)
+def _point(point: DriftPoint) -> dict[str, Any]:
+    return {
+        "observedAt": _when(point.observed_at),
+        "driftMinor": str(point.drift_minor),
+        "explainedByLag": point.explained_by_lag,
+    }
+
+
+def records(section: Section) -> list[dict[str, Any]]:
+    """Each row of `section` as a JSON object, keyed by its columns' `json` keys (a dotted key
+    nests: `transfers.inFlight` is `{"transfers": {"inFlight": ...}}`)."""
+    columns, rows = section.for_json()
+    found = []
+    for row in rows:
+        record: dict[str, Any] = {}
+        for column, cell in zip(columns, row, strict=True):
+            *outer, key = (column.json or column.key).split(".")
+            into = record
+            for name in outer:
+                into = into.setdefault(name, {})
+            into.update(_value(column.kind, key, cell))
+        found.append(record)
+    return found
 
 
 def report_as_dict(report: Report) -> dict[str, Any]:
     window = report.window
     figures = report.figures()
+    sections = {s.key: s for s in build_sections(report)}
     return {
         "generatedAt": _when(report.generated_at),
         "window": {
@@ -46,129 +102,42 @@ def report_as_dict(report: Report) -> dict[str, Any]:
             "accountName": report.scope.account_name if report.scope else None,
         },
         "graceSeconds": report.grace_seconds,
-        "legend": dict(legend(report.grace_seconds)),
+        "legend": dict(legend_terms(report.grace_seconds)),
         "summary": figures,
         "lastAudit": {
             "line": report.audit_line(),
             "run": report.last_audit.as_dict() if report.last_audit is not None else None,
         },
+        # One entry per holding and unit: its items, and (the same rows, in the same order)
+        # what was notified and transferred.
         "totals": [
-            {
-                **_holding(report, t.holding_ref),
-                "currency": t.currency,
-                "exponent": currency_exponent(t.currency),
-                "postedCount": t.posted_count,
-                "creditsMinor": minor(t.credits_minor),
-                "debitsMinor": minor(t.debits_minor),
-                "postedMinor": minor(t.posted_minor),
-                "notifiedCount": t.notified_count,
-                "notifiedMinor": minor(t.notified_minor),
-                "transfers": {
-                    camel(outcome): {
-                        "count": t.transfers[outcome].count,
-                        "amountMinor": minor(t.transfers[outcome].amount_minor),
-                    }
-                    for outcome in TRANSFER_OUTCOMES
-                },
-                "items": t.items,
-                "matchedCount": t.matched_count,
-                "acceptedCount": t.accepted_count,
-                "unmatchedCount": t.unmatched_count,
-                "waitingCount": t.waiting_count,
-                "exceptionCount": t.exception_count,
-            }
-            for t in report.totals
+            {**items, **moved}
+            for items, moved in zip(
+                records(sections["totals"]), records(sections["transfers"]), strict=True
+            )
         ],
-        "fees": [
-            {
-                **_holding(report, f.holding_ref),
-                "currency": f.currency,
-                "exponent": currency_exponent(f.currency),
-                "kind": f.kind,
-                "bearer": f.bearer,
-                "count": f.count,
-                "amountMinor": minor(f.amount_minor),
-                "unknownCount": f.unknown_count,
-            }
-            for f in report.fees
-        ],
+        "fees": records(sections["fees"]),
         "openItems": {
             "total": figures["unmatched"],
             "listed": len(report.open_items),
-            "items": [
-                {
-                    "stream": e.stream,
-                    "id": e.item_id,
-                    "reference": e.reference,
-                    **_holding(report, e.holding_ref),
-                    "currency": e.currency,
-                    "exponent": currency_exponent(e.currency),
-                    "amountMinor": minor(e.amount_minor),
-                    "since": _when(e.since),
-                    "ageDays": e.age_days,
-                    "state": e.state,
-                    "why": e.why,
-                }
-                for e in report.open_items
-            ],
+            "items": records(sections["items"]),
         },
         "openExceptions": {
             "total": report.ageing.total,
             "byBucket": report.ageing.counts,
             "amountsByBucket": {
-                bucket: {unit: minor(amount) for unit, amount in by_unit.items()}
+                bucket: {unit: str(amount) for unit, amount in by_unit.items()}
                 for bucket, by_unit in report.ageing.amounts.items()
             },
         },
         "alerts": {
-            "byKind": [
-                {"kind": a.kind, "severity": a.severity, "opened": a.opened, "resolved": a.resolved}
-                for a in report.alerts
-            ],
+            "byKind": records(sections["alerts"]),
             "openTotal": report.open_alert_count,
-            "open": [
-                {
-                    "id": a.alert_id,
-                    "kind": a.kind,
-                    "severity": a.severity,
-                    "state": a.state,
-                    "subject": a.subject,
-                    "openedAt": _when(a.opened_at),
-                    "acknowledgedBy": a.acknowledged_by,
-                    "note": a.note,
-                }
-                for a in report.open_alerts
-            ],
+            "open": records(sections["open_alerts"]),
         },
-        "balanceDrift": [
-            {
-                **_holding(report, d.holding_ref),
-                "currency": d.currency,
-                "exponent": currency_exponent(d.currency),
-                "observedAt": _when(d.observed_at),
-                "settledMinor": minor(d.settled_minor),
-                "postedMinor": minor(d.posted_minor),
-                "driftMinor": minor(d.drift_minor),
-                "explainedByLag": d.explained_by_lag,
-                "series": [
-                    {
-                        "observedAt": _when(p.observed_at),
-                        "driftMinor": minor(p.drift_minor),
-                        "explainedByLag": p.explained_by_lag,
-                    }
-                    for p in d.series
-                ],
-            }
-            for d in report.drift
-        ],
+        "balanceDrift": records(sections["drift"]),
     }
 
 
-def _holding(report: Report, holding_ref: str) -> dict[str, str | None]:
-    """A holding as JSON names it: the holdingRef, and the account people know it by."""
-    held = report.holding(holding_ref)
-    return {
-        "holdingRef": holding_ref,
-        "accountNumber": held.account_number,
-        "accountName": held.account_name,
-    }
+def render_json(report: Report) -> str:
+    return json.dumps(report_as_dict(report), indent=2) + "\n"

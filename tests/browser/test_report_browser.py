@@ -13,8 +13,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from app.report_formats import render
 from reconciliation.postings.holding_identity import HoldingIdentity
-from reconciliation.reports import render
 from reconciliation.reports.model import (
     DriftPoint,
     HoldingDrift,

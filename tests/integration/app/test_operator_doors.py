@@ -9,6 +9,7 @@ databases.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -90,6 +91,7 @@ def test_every_cli_action_leaves_one_row_from_the_cli(
     factory: sessionmaker[Session],
     recon_env: dict[str, str],
     monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     """Invariant 11: every operator action from the CLI leaves one audit row naming who, the door
     and why."""
@@ -110,6 +112,10 @@ def test_every_cli_action_leaves_one_row_from_the_cli(
     before = _rows(factory)
     assert "already resolved" in run("alerts", "ack", str(w.alert), "--note", "x", ok=False)
     assert "no delivery with row id" in run("deliveries", "replay", "999999", ok=False)
+    taken = tmp_path / "report.csv"
+    assert "is not a date" in run("report", "--since", "soon", "--output", str(taken), ok=False)
+    assert not taken.exists()
+    assert "Reconciliation report" in run("report")  # read on the terminal: no file left recon
     assert _rows(factory) == before  # refused: nothing happened, nothing recorded
     match = f"--posting={w.posting}", f"--notification={w.notification}"
     run("match", *match, "--by", "ana", "--reason", "same payer")
@@ -122,6 +128,8 @@ def test_every_cli_action_leaves_one_row_from_the_cli(
     run("deliveries", "replay", "--pending", "--by", "ana")
     run("deliveries", "choose", str(w.second_body), "--by", "ana", "--reason", "provider said")
     run("console", "sessions", "end-all", "--by", "ana")
+    run("report", "--format", "csv", "--output", str(taken), "--by", "ana")
+    assert taken.read_text(encoding="utf-8").startswith("kind,id,holding_account_number,")
 
     assert _trail(factory) == [
         ("oncall-shell", "cli", "acknowledged alert", f"alert {w.alert}"),
@@ -134,6 +142,7 @@ def test_every_cli_action_leaves_one_row_from_the_cli(
         ("ana", "cli", "replayed pending deliveries", "2 pending deliveries"),
         ("ana", "cli", "chose the true body", f"delivery {w.second_body}"),
         ("ana", "cli", "ended every console session", "console"),
+        ("ana", "cli", "downloaded report", "report csv since the start until now"),
     ]
     with factory() as s:
         alert = s.get_one(Alert, w.alert)
@@ -141,7 +150,7 @@ def test_every_cli_action_leaves_one_row_from_the_cli(
     # The console's audit page says which door each row came through.
     sign_in(client, name="Grace")
     page = client.get("/console/audit").text
-    assert (page.count("<td>cli</td>"), page.count("<td>console</td>")) == (10, 1)
+    assert (page.count("<td>cli</td>"), page.count("<td>console</td>")) == (11, 1)
 
 
 def test_every_api_action_leaves_one_row_from_the_api(
@@ -162,12 +171,17 @@ def test_every_api_action_leaves_one_row_from_the_api(
     post(f"/alerts/{w.alert}/ack", {"by": "bo", "note": "again"}, status=400)
     post("/alerts/999999/resolve", {"by": "bo", "note": "x"}, status=404)
     post(f"/alerts/{w.alert}/resolve", {"by": " ", "note": "x"}, status=400)
+    refused = client.get("/reports/reconciliation", params={"since": "soon"}, headers=ADMIN)
+    assert refused.status_code == 400, refused.text
     assert _rows(factory) == before
     post(f"/deliveries/{w.quarantined[0]}/replay", {"by": "bo"})
     # A replay sent with no body names no one: all the bearer token says is who may act.
     post(f"/deliveries/{w.quarantined[1]}/replay")
     post("/deliveries/replay?state=pending", {"by": "bo"})
     post(f"/deliveries/{w.second_body}/choose", {"by": "bo", "reason": "provider said"})
+    for asked in ({"format": "csv", "by": "bo"}, {"until": "2030-01-01"}):
+        taken = client.get("/reports/reconciliation", params=asked, headers=ADMIN)
+        assert taken.status_code == 200, taken.text
 
     assert _trail(factory) == [
         ("bo", "api", "acknowledged alert", f"alert {w.alert}"),
@@ -176,6 +190,8 @@ def test_every_api_action_leaves_one_row_from_the_api(
         ("admin token", "api", "replayed delivery", f"delivery {w.quarantined[1]}"),
         ("bo", "api", "replayed pending deliveries", "2 pending deliveries"),
         ("bo", "api", "chose the true body", f"delivery {w.second_body}"),
+        ("bo", "api", "downloaded report", "report csv since the start until now"),
+        ("admin token", "api", "downloaded report", "report json since the start until 2030-01-01"),
     ]
     assert sorted(enqueued) == sorted([*w.quarantined, *w.quarantined])
 
@@ -214,6 +230,8 @@ def test_every_console_action_leaves_one_row_from_the_console(
     assert "/replay" not in conflict
     post(f"/console/deliveries/{w.second_body}/choose", 400, reason=" ")
     post(f"/console/deliveries/{w.second_body}/choose", reason="provider said")
+    refused = client.get("/console/reports/download?format=csv&since=soon")
+    assert refused.status_code == 400
     assert client.get("/console/reports/download?format=csv").status_code == 200
     post("/console/sign-out")
 

@@ -21,11 +21,12 @@ from litestar.testing import TestClient
 from sqlalchemy import delete, func, select
 
 from app.main import create_app
+from app.report_formats import FORMATS, render
 from foundation.settings import load_settings
 from reconciliation.ledger_audit.compare import DIFFERS, MISSING, UNKNOWN
 from reconciliation.ledger_audit.run import audit_ledger, fetch_from
 from reconciliation.ledger_audit.summary import NEVER
-from reconciliation.reports import FORMATS, ReportWindow, build_report, render
+from reconciliation.reports import ReportWindow, build_report
 from reconciliation.store.models import Holding, Posting
 from reconciliation.store.types import utcnow
 from sandbox.variants import PRESETS

@@ -12,9 +12,10 @@ from decimal import Decimal
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.report_formats import FORMATS, render
 from reconciliation.policy import ReconcilePolicy
 from reconciliation.reconcile import run_pass
-from reconciliation.reports import FORMATS, ReportError, ReportWindow, build_report, render
+from reconciliation.reports import ReportError, ReportWindow, build_report
 from tests.integration.reconciliation.builders import Store, at
 
 DAY = 86_400

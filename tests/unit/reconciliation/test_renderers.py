@@ -12,13 +12,15 @@ from decimal import Decimal
 
 import pytest
 
+from app.report_formats import render
+from app.report_formats.charts import lines_over_time, stacked_bars
 from reconciliation.postings.holding_identity import HoldingIdentity
-from reconciliation.reports import ReportError, render
-from reconciliation.reports.charts import lines_over_time, stacked_bars
+from reconciliation.reports import ReportError
 from reconciliation.reports.model import (
     Ageing,
     AlertCount,
     DriftPoint,
+    FeeTotal,
     HoldingDrift,
     HoldingTotals,
     OpenAlert,
@@ -133,6 +135,57 @@ def test_json_keeps_money_exact() -> None:
     }
 
 
+def test_the_json_keeps_the_keys_programs_read() -> None:
+    """The JSON's lists are written from the sections' columns (their `json` keys): the keys a
+    program reads are pinned here, so no change to a section moves one."""
+    built = report()
+    built.fees = [FeeTotal(HOLDING, "NGN", "flat", "sender", 2, 5_000, 1)]
+    data = json.loads(render(built, "json"))
+    holding, unit = {"holdingRef", "accountNumber", "accountName"}, {"currency", "exponent"}
+    assert set(data) == {
+        *("generatedAt", "window", "graceSeconds", "legend", "summary", "lastAudit", "totals"),
+        *("fees", "openItems", "openExceptions", "alerts", "balanceDrift"),
+    }
+    [totals] = data["totals"]
+    assert set(totals) == holding | unit | {
+        *("postedCount", "creditsMinor", "debitsMinor", "postedMinor", "notifiedCount"),
+        *("notifiedMinor", "transfers", "items", "matchedCount", "acceptedCount"),
+        *("unmatchedCount", "waitingCount", "exceptionCount"),
+    }
+    assert set(totals["transfers"]) == {"settled", "inFlight", "refused", "failed"}
+    assert totals["notifiedMinor"] == "150050" and totals["unmatchedCount"] == 4
+    [fee] = data["fees"]
+    assert fee == {
+        **{k: totals[k] for k in holding | unit},
+        **{"kind": "flat", "bearer": "sender", "count": 2, "amountMinor": "5000"},
+        "unknownCount": 1,
+    }
+    assert set(data["openItems"]) == {"total", "listed", "items"}
+    [item] = data["openItems"]["items"]
+    assert set(item) == holding | unit | {
+        *("stream", "id", "reference", "amountMinor", "since", "ageDays", "state", "why"),
+    }
+    assert (item["id"], item["ageDays"], item["since"]) == (
+        7,
+        9,
+        (NOW - timedelta(days=9)).isoformat(),
+    )
+    assert set(data["alerts"]) == {"byKind", "openTotal", "open"}
+    assert data["alerts"]["byKind"] == [
+        {"kind": "balance_mismatch", "severity": "critical", "opened": 2, "resolved": 1}
+    ]
+    [alert] = data["alerts"]["open"]
+    assert set(alert) == {
+        *("id", "kind", "severity", "state", "subject", "openedAt", "acknowledgedBy", "note"),
+    }
+    assert alert["id"] == 1
+    [drift] = data["balanceDrift"]
+    assert set(drift) == holding | unit | {
+        *("observedAt", "settledMinor", "postedMinor", "driftMinor", "explainedByLag", "series"),
+    }
+    assert (drift["driftMinor"], drift["explainedByLag"]) == ("100", False)
+
+
 def _csv(built: Report, section: str | None = None) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(render(built, "csv", section=section))))
 
@@ -160,7 +213,7 @@ def test_the_csv_of_items_is_one_row_per_item_a_spreadsheet_reads() -> None:
         "exception",
         "no posting within the grace",
     )
-    assert (item["holding_account_number"], item["holding_name"]) == ("0123456789", "Ada Obi")
+    assert (item["holding_account_number"], item["holding_name"]) == ('="0123456789"', "Ada Obi")
     assert item["holding_ref"] == HOLDING
     assert Decimal(item["amount"]) == Decimal("5.00") and item["currency"] == "NGN"
     assert datetime.fromisoformat(item["time"]).replace(tzinfo=UTC) == NOW - timedelta(days=9)
@@ -205,6 +258,30 @@ def test_every_csv_section_is_a_table_of_its_own() -> None:
     assert (window["items_unmatched"], window["items_listed"]) == ("4", "1")
     [holding] = _csv(built, "holdings")
     assert (holding["holding_ref"], holding["unit"]) == (HOLDING, "NGN")
+
+
+def test_an_account_number_stays_text_in_a_spreadsheet_and_a_formula_stays_inert() -> None:
+    """Issue #40: `0123456789` in a CSV cell is the number 123456789 to a spreadsheet. An
+    account number of digits only is written `="0123456789"`, which spreadsheets read as the
+    text 0123456789; anything else is never made a formula, and one that looks like a formula
+    is still escaped (CSV injection)."""
+    built = report()
+    ada = built.holdings[HOLDING]
+    built.scope = ada
+    [item] = _csv(built)
+    assert item["holding_account_number"] == '="0123456789"'
+    window = {r["name"]: r["value"] for r in _csv(built, "window")}
+    assert window["holding_account_number"] == '="0123456789"'
+    for chosen, written in (
+        ('=HYPERLINK("http://evil","x")', '\'=HYPERLINK("http://evil","x")'),
+        ('0123"&HYPERLINK("http://evil")&"', '0123"&HYPERLINK("http://evil")&"'),
+        ("\uff10\uff11", "\uff10\uff11"),  # fullwidth digits: not 0-9, left as they are
+        (" 0123", "' 0123"),
+        ("", ""),
+    ):
+        built.holdings[HOLDING] = replace(ada, account_number=chosen)
+        [item] = _csv(built)
+        assert item["holding_account_number"] == written, chosen
 
 
 def test_a_csv_section_that_does_not_exist_is_refused_with_the_ones_that_do() -> None:

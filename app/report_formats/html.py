@@ -2,9 +2,9 @@
 
 It must open from an e-mail attachment on a laptop without network, and print cleanly; so
 everything it shows is in the file, and every value from the store is escaped. It draws the
-sections the text report draws (`reconciliation.reports.sections`, one model for both), cell
-by cell as text does (`text.for_people`), with cards above the figures and a chart above
-exceptions by age and drift. A holding reads as its account number and name, its holdingRef
+report's sections (`reconciliation.reports.build_sections`, the one model of every format),
+cell by cell as text does (`app.report_formats.people`), with cards above the figures and a
+chart above exceptions by age and drift. A holding reads as its account number and name, its holdingRef
 shown on hover. A chart with nothing to draw is one line of text, not an empty box.
 """
 
@@ -13,16 +13,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
+from app.report_formats.charts import lines_over_time, stacked_bars
+from app.report_formats.people import for_people, window_line
 from foundation.money import format_money
 from foundation.printable import html_text as escape
 from foundation.readable import moment
-from reconciliation.postings.holding_identity import HoldingIdentity
-from reconciliation.reports.charts import lines_over_time, stacked_bars
-from reconciliation.reports.legend import grace_words, legend
-from reconciliation.reports.model import AGEING_BUCKETS, STREAMS, Report
-from reconciliation.reports.sections import SUMMARY, build_sections
-from reconciliation.reports.tables import Cell, Column, Section
-from reconciliation.reports.text import audit_sentence, for_people, window_line
+from reconciliation.postings import HoldingIdentity
+from reconciliation.reports import (
+    AGEING_BUCKETS,
+    STREAMS,
+    SUMMARY,
+    Cell,
+    Column,
+    Report,
+    Section,
+    build_sections,
+    grace_words,
+    legend_terms,
+)
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5rem; color: #222; max-width: 75rem; }
@@ -134,7 +142,7 @@ def render_body(report: Report) -> str:
                 '<dl class="legend">'
                 + "".join(
                     f"<dt>{escape(term)}</dt><dd>{escape(text)}</dd>"
-                    for term, text in legend(report.grace_seconds)
+                    for term, text in legend_terms(report.grace_seconds)
                 )
                 + "</dl>"
             )
@@ -145,7 +153,7 @@ def _audit(report: Report) -> str:
     """The last ledger audit, in red when it found the books and the store apart or failed."""
     found = report.last_audit
     alarm = found is not None and found.needs_a_person
-    return f'<p class="audit{" alarm" if alarm else ""}">{escape(audit_sentence(report))}.</p>'
+    return f'<p class="audit{" alarm" if alarm else ""}">{escape(report.audit_line())}.</p>'
 
 
 def _ageing_chart(report: Report) -> str:
