@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import httpx
-from harness import postgres_database, private_redis, quiet_logs
+from harness import postgres_database, private_redis, process_figures, quiet_logs
 from sqlalchemy import Engine, select, text
 
 from recon.demo.processes import ProcessGroup
@@ -136,26 +136,6 @@ def rss_windows(samples: Samples) -> str:
             shown.append(f"{inside[-1][1]:.0f} MB ({per_hour(inside):+.1f}/h)")
         start += RSS_WINDOW_SECONDS
     return ", ".join(shown)
-
-
-def process_figures(pid: int) -> dict[str, float]:
-    """RSS, open files and threads of a process and all its children, summed."""
-    figures, stack = {"rss_mb": 0.0, "open_files": 0.0, "threads": 0.0}, [pid]
-    while stack:
-        member = stack.pop()
-        try:
-            for task in Path(f"/proc/{member}/task").iterdir():
-                stack += [int(c) for c in (task / "children").read_text().split()]
-            status = Path(f"/proc/{member}/status").read_text()
-            figures["open_files"] += sum(1 for _ in Path(f"/proc/{member}/fd").iterdir())
-        except OSError:
-            continue
-        for line in status.splitlines():
-            if line.startswith("VmRSS:"):
-                figures["rss_mb"] += int(line.split()[1]) / 1024
-            elif line.startswith("Threads:"):
-                figures["threads"] += int(line.split()[1])
-    return figures
 
 
 def sample(group: ProcessGroup, engine: Engine, redis_url: str, log_dir: Path) -> dict[str, float]:
