@@ -74,6 +74,8 @@ LOG_GOAL_MB_PER_HOUR: Final = 1.0
 #: The allocator setting docs/deploy.md gives production ("Worker memory"), so the soak
 #: measures the worker as deployed; `--malloc-arena-max 0` measures glibc's default beside it.
 DEPLOYED_ARENA_MAX: Final = 2
+#: Windows the worker's RSS curve is shown in (its slope within each).
+RSS_WINDOW_SECONDS: Final = 600.0
 #: The processes sampled, and the ones the log goal is about (the sandbox is not recon's).
 RECON_PROCESSES: Final = ("web", "worker", "scheduler")
 
@@ -119,6 +121,19 @@ def per_hour(points: list[tuple[float, float]], since: float = 0.0) -> float:
     mx, my = (sum(p[i] for p in points) / len(points) for i in (0, 1))
     den = sum((x - mx) ** 2 for x, _ in points) or 1.0
     return sum((x - mx) * (y - my) for x, y in points) / den * 3600
+
+
+def rss_windows(samples: Samples) -> str:
+    """The worker's RSS at the end of each window and its slope within it, in order."""
+    points = samples["worker.rss_mb"]
+    shown = []
+    start = 0.0
+    while start < points[-1][0]:
+        inside = [(t, v) for t, v in points if start <= t < start + RSS_WINDOW_SECONDS]
+        if len(inside) >= 2:
+            shown.append(f"{inside[-1][1]:.0f} MB ({per_hour(inside):+.1f}/h)")
+        start += RSS_WINDOW_SECONDS
+    return ", ".join(shown)
 
 
 def sample(group: ProcessGroup, engine: Engine, redis_url: str, log_dir: Path) -> dict[str, float]:
@@ -223,6 +238,9 @@ def report_goals(samples: Samples, times: list[float], first_cycle: float) -> No
             f"goal: worker RSS < {RSS_GOAL_MB_PER_HOUR:g} MB/h {warm}: {rss:+.2f} MB/h, "
             f"ratio to goal {rss / RSS_GOAL_MB_PER_HOUR:.2f} (under 1.00 meets it), {ok}"
         )
+        # The curve's shape: a worker still filling its caches grows early and then levels
+        # off, a leak keeps its slope; one slope over the whole run cannot tell them apart.
+        print(f"worker RSS by {RSS_WINDOW_SECONDS / 60:g}-minute window: {rss_windows(samples)}")
         # The same goal over the run's second half: past a warm-up (two hours' soak: about 40
         # minutes) only a leak still grows there.
         half = samples["worker.rss_mb"][-1][0] / 2
