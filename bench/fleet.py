@@ -155,6 +155,7 @@ def run_size(
             first_rps = max(args.rps, args.first_rps or args.rps)
             ports, refs = start_fleet(plan.env, group, plan.sandbox_url, n, first_rps)
             phases["start"], clock = time.monotonic() - clock, time.monotonic()
+            print(f"-- {n:,} holdings: started in {phases['start']:.0f} s", flush=True)
             holdings = [
                 HoldingAddress(
                     account_ref=uuid.UUID(r["accountRef"]),
@@ -164,10 +165,16 @@ def run_size(
                 for r in refs
             ]
 
+            said = [time.monotonic()]
+
             def read_once() -> bool:
                 with factory() as s:
                     done = select(func.count()).where(ActivityCursor.reads_completed > 0)
-                    return (s.scalar(done) or 0) >= n
+                    read = s.scalar(done) or 0
+                if time.monotonic() - said[0] > 60:  # a long wait says how far it has got
+                    print(f"   {read:,} of {n:,} holdings read once", flush=True)
+                    said[0] = time.monotonic()
+                return read >= n
 
             # Two requests a holding (its activity and its endpoint's balance), and slack.
             first_reads = 2 * n / first_rps + args.ceiling + 600
@@ -175,6 +182,7 @@ def run_size(
             if first_rps != args.rps:
                 ports = restart_workers(plan.env, group, args.rps)
             phases["first reads"], clock = time.monotonic() - clock, time.monotonic()
+            print(f"-- every holding read once in {phases['first reads']:.0f} s", flush=True)
             rng = random.Random(n)
             with GatewayClient(plan.sandbox_url, plan.env["RECON_GATEWAY_API_KEY"]) as gateway:
                 for _ in range(args.rounds):
