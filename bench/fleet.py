@@ -44,7 +44,6 @@ from harness import (
     process_figures,
     quiet_logs,
     spread,
-    wait_until,
 )
 from sqlalchemy import func, select
 
@@ -72,6 +71,8 @@ WORKERS: Final = ("worker1", "worker2")
 #: Share of payments the busiest 1% of holdings carry, and of webhooks the sandbox drops.
 HOT_SHARE: Final = 0.5
 DROPPED: Final = 0.02
+#: The first reads are given up only after this long without one more holding read.
+STALLED_SECONDS: Final = 600.0
 #: Worker metrics: every gateway request takes one slot, observed once in this histogram.
 SLOTS: Final = "recon_worker_gateway_rate_limit_wait_seconds_count"
 
@@ -126,6 +127,28 @@ def restart_workers(plan_env: dict[str, str], group: ProcessGroup, rps: float) -
     return start_workers(plan_env, group, rps)
 
 
+def wait_for_first_reads(factory: Any, n: int) -> None:
+    """Until every holding has been read once (discovery reads each endpoint, then its holding's
+    activity and balance: minutes at 100,000 holdings, longer on a busy machine), saying how far
+    it has got every minute; given up only when it stops moving for `STALLED_SECONDS`."""
+    moved = said = time.monotonic()
+    seen = -1
+    while True:
+        with factory() as s:
+            read = s.scalar(select(func.count()).where(ActivityCursor.reads_completed > 0)) or 0
+        if read >= n:
+            return
+        now = time.monotonic()
+        if read != seen:
+            moved, seen = now, read
+        elif now - moved > STALLED_SECONDS:
+            raise SystemExit(f"bench: the first reads stopped at {read:,} of {n:,} holdings")
+        if now - said > 60:
+            print(f"   {read:,} of {n:,} holdings read once", flush=True)
+            said = now
+        time.sleep(2)
+
+
 def pick(rng: random.Random, holdings: list[HoldingAddress]) -> HoldingAddress:
     """Half the payments to the busiest 1% of holdings, the rest to everyone else."""
     hot = max(1, len(holdings) // 100)
@@ -165,20 +188,7 @@ def run_size(
                 for r in refs
             ]
 
-            said = [time.monotonic()]
-
-            def read_once() -> bool:
-                with factory() as s:
-                    done = select(func.count()).where(ActivityCursor.reads_completed > 0)
-                    read = s.scalar(done) or 0
-                if time.monotonic() - said[0] > 60:  # a long wait says how far it has got
-                    print(f"   {read:,} of {n:,} holdings read once", flush=True)
-                    said[0] = time.monotonic()
-                return read >= n
-
-            # Two requests a holding (its activity and its endpoint's balance), and slack.
-            first_reads = 2 * n / first_rps + args.ceiling + 600
-            wait_until(read_once, first_reads, f"the first read of {n} holdings", every=2)
+            wait_for_first_reads(factory, n)
             if first_rps != args.rps:
                 ports = restart_workers(plan.env, group, args.rps)
             phases["first reads"], clock = time.monotonic() - clock, time.monotonic()
