@@ -11,9 +11,9 @@ holdings (Zipf-shaped), 2% of their webhooks dropped by the sandbox. Each round 
 `--round-seconds` of payments, then waits (up to the ceiling and a margin) for their postings
 and prints, min / median / max over the rounds: seconds from a posting to its storage (p50 and
 p99, notified and silent apart), the share of holdings past the staleness ceiling, gateway
-requests a second against the budget, the incremental reconcile pass's seconds, and the workers'
-and web's RSS; then how long each phase of the size took. Figures are only worth taking on a
-quiet machine.
+requests a second against the budget (and per holding an hour), the incremental reconcile
+pass's seconds, and the workers' and web's RSS; then how long each phase of the size took.
+Figures are only worth taking on a quiet machine.
 
 The first read of every holding costs (holdings + endpoints) requests: 4,000 s at 50/s for
 100,000 holdings. `--first-rps` runs the workers at a raised budget until every holding has
@@ -264,6 +264,7 @@ def one_round(
     for receipt, posted, ingested in rows:
         lag[receipt in notified].append((ingested - posted).total_seconds())
     out = [("gateway requests/s", rps), ("budget share", rps / args.rps)]
+    out.append(("requests/holding/h", rps * 3600 / len(holdings)))
     for kind, values in (("notified", lag[True]), ("silent", lag[False])):
         out += [
             (f"{kind} p50 s", percentile(values, 0.5)),
