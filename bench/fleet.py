@@ -113,6 +113,8 @@ def start_workers(plan_env: dict[str, str], group: ProcessGroup, rps: float) -> 
     ports = [free_port(), free_port()]
     for name, port in zip(WORKERS, ports, strict=True):
         group.start(name, recon_argv("worker", "--metrics-port", str(port)), env)
+    for port in ports:  # their request counts are read from there
+        wait_until_ready(f"http://127.0.0.1:{port}/metrics", group)
     return ports
 
 
