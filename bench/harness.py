@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import shutil
 import statistics
@@ -146,6 +147,32 @@ def cpu_seconds(pid: int) -> float | None:
         return None
     # After the command name, state is field 3: utime (14) and stime (15) sit at 11 and 12.
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_figures(pid: int) -> dict[str, float]:
+    """RSS, open files and threads of a process and all its children, summed."""
+    figures, stack = {"rss_mb": 0.0, "open_files": 0.0, "threads": 0.0}, [pid]
+    while stack:
+        member = stack.pop()
+        try:
+            for task in Path(f"/proc/{member}/task").iterdir():
+                stack += [int(c) for c in (task / "children").read_text().split()]
+            status = Path(f"/proc/{member}/status").read_text()
+            figures["open_files"] += sum(1 for _ in Path(f"/proc/{member}/fd").iterdir())
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                figures["rss_mb"] += int(line.split()[1]) / 1024
+            elif line.startswith("Threads:"):
+                figures["threads"] += int(line.split()[1])
+    return figures
+
+
+def percentile(values: list[float], share: float) -> float:
+    """The value `share` of the way up `values` (NaN when there are none)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else math.nan
 
 
 def spread(values: list[float], form: str = "{:.2f}") -> str:

@@ -1,6 +1,6 @@
 """Benchmark: a full reconciliation pass over 1M postings + 1M transfers + 1M notifications.
 
-    .venv/bin/python bench/reconcile.py --only postgres --size 200000 --rounds 3 --explain
+    .venv/bin/python bench/reconcile.py --only postgres --size 200000 --rounds 3
 
 For each database (PostgreSQL on BENCH_POSTGRES_URL's server, then SQLite) it writes
 bench/streams.py's streams (--size per stream) into a fresh store, then per round times: a
@@ -10,20 +10,14 @@ pass from scratch in a fresh interpreter (its peak RSS its own), and, after 10,0
 the incremental pass, twice: in a fresh interpreter (every statement compiled for the first
 time), and warm, in one that has just run a pass with nothing new, as a running worker has
 (its ratio to the 0.15 s goal printed). Then it empties what the passes wrote. It prints min /
-median / max over the rounds of the pass's ratio to the bare join. With --explain (PostgreSQL) one more round
-prints the plan (ANALYZE, BUFFERS) of each statement slower than --explain-ms, via auto_explain.
-With BENCH_PROFILE=N in the environment, the warm pass runs under cProfile and its N heaviest
-functions (cumulative) are printed with --explain's output: where the pass's Python goes (the
-profiler slows it; the timed figures of such a run are not comparable).
+median / max over the rounds of the pass's ratio to the bare join. (A statement's plan:
+tests/integration/retention/plan_capture.py explains every statement a pass sends.)
 """
 
 from __future__ import annotations
 
 import argparse
-import cProfile
 import json
-import os
-import pstats
 import resource
 import statistics
 import sys
@@ -33,7 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from harness import database, in_child, quiet_logs, spread
-from sqlalchemy import Engine, event, text
+from sqlalchemy import Engine, text
 from streams import generate, new_records, store_tables, write
 
 from reconciliation.store.db import make_engine
@@ -100,7 +94,7 @@ def reset_store(engine: Engine) -> None:
 
 
 def child_pass(url: str, now_text: str, *warm: str) -> None:
-    """In a fresh interpreter: one pass, its figures printed as JSON (plans on stderr).
+    """In a fresh interpreter: one pass, its figures printed as JSON.
 
     With `warm` (the timed pass's time, the stream size and the new records' first number):
     first an untimed pass with nothing new, as a running worker has always just done one (its
@@ -111,8 +105,6 @@ def child_pass(url: str, now_text: str, *warm: str) -> None:
 
     quiet_logs()
     engine = make_engine(url)
-    if os.environ.get("BENCH_EXPLAIN") and engine.dialect.name == "postgresql":
-        explain_statements(engine, float(os.environ["BENCH_EXPLAIN"]))
     factory = make_session_factory(engine)
     now = datetime.fromisoformat(now_text)
     if warm:
@@ -120,16 +112,9 @@ def child_pass(url: str, now_text: str, *warm: str) -> None:
         later, size, first = datetime.fromisoformat(warm[0]), int(warm[1]), int(warm[2])
         write(url, new_records(generate(size, first, INCREMENTAL_TRANSFERS)), numbered=False)
         now = later
-    profiler = cProfile.Profile() if os.environ.get("BENCH_PROFILE") and warm else None
     started = time.perf_counter()
-    if profiler is not None:
-        profiler.enable()
     result = run_pass(factory, ReconcilePolicy(), now=now, publish=False)
     seconds = time.perf_counter() - started
-    if profiler is not None:
-        profiler.disable()
-        stats = pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative")
-        stats.print_stats(int(os.environ["BENCH_PROFILE"]))
     phases = result.seconds | {f"matching.{k}": v for k, v in result.matching_seconds.items()}
     figures = {
         "seconds": seconds,
@@ -142,26 +127,7 @@ def child_pass(url: str, now_text: str, *warm: str) -> None:
     print(json.dumps(figures))
 
 
-def explain_statements(engine: Engine, min_ms: float) -> None:
-    """The plan (ANALYZE, BUFFERS) of every statement slower than `min_ms`, on stderr, through
-    auto_explain at NOTICE level: the plans the pass really ran, not a replay."""
-
-    @event.listens_for(engine, "connect")
-    def _load(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.add_notice_handler(
-            lambda notice: print(notice.message_primary + "\n", file=sys.stderr)
-        )
-        with dbapi_connection.cursor() as cur:
-            cur.execute("LOAD 'auto_explain'")
-            settings = {"log_min_duration": str(int(min_ms)), "log_level": "notice"}
-            settings |= {f"log_{name}": "on" for name in ("analyze", "buffers", "timing")}
-            settings["log_nested_statements"] = "on"
-            for name, value in settings.items():
-                cur.execute(f"SET auto_explain.{name} = '{value}'")
-        dbapi_connection.commit()
-
-
-def bench(kind: str, size: int, rounds: int, explain_ms: float | None) -> dict[str, Any]:
+def bench(kind: str, size: int, rounds: int) -> dict[str, Any]:
     done = []
     with database(kind, "reconcile") as url:
         started = time.perf_counter()
@@ -170,31 +136,23 @@ def bench(kind: str, size: int, rounds: int, explain_ms: float | None) -> dict[s
         load_seconds = time.perf_counter() - started
         now = full.last + timedelta(days=1)
         engine = make_engine(url)
-        for n in range(rounds + (explain_ms is not None and kind == "postgres")):
+        for n in range(rounds):
             if n:
                 reset_store(engine)
-            explain = {"BENCH_EXPLAIN": str(explain_ms)} if n == rounds else {}
-            join, written = bare_floors(engine) if not explain else (0.0, None)
-            first = in_child(__file__, "_pass", url, now.isoformat(), env=explain)
+            join, written = bare_floors(engine)
+            first = in_child(__file__, "_pass", url, now.isoformat())
             offset = size + 2 * n * INCREMENTAL_TRANSFERS
             extra = generate(size, offset, INCREMENTAL_TRANSFERS)
             started = time.perf_counter()
             write(url, new_records(extra), numbered=False)
             appended = time.perf_counter() - started
             later = (now + timedelta(seconds=30)).isoformat()
-            second = in_child(__file__, "_pass", url, later, env=explain)
+            second = in_child(__file__, "_pass", url, later)
             then = [(now + timedelta(seconds=s)).isoformat() for s in (60, 90)]
             offset += INCREMENTAL_TRANSFERS
-            warm = in_child(__file__, "_pass", url, *then, str(size), str(offset), env=explain)
-            if explain:
-                print(f"===== EXPLAIN (ANALYZE, BUFFERS), statements over {explain_ms} ms ({kind})")
-                print(f"== full pass\n{first['stderr']}\n== incremental pass\n{second['stderr']}")
-                print(f"== incremental pass, warm\n{warm['stderr']}")
-            else:
-                done.append(
-                    {"join": join, "write": written, "first": first, "second": second, "warm": warm}
-                )
-                done[-1]["append"] = appended
+            warm = in_child(__file__, "_pass", url, *then, str(size), str(offset))
+            done.append({"join": join, "write": written, "first": first, "second": second})
+            done[-1] |= {"warm": warm, "append": appended}
         engine.dispose()
     return figures(kind, size, load_seconds, done)
 
@@ -244,18 +202,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1_000_000, help="records per stream")
     parser.add_argument("--only", choices=["postgres", "sqlite"])
     parser.add_argument("--rounds", type=int, default=1, help="join + pass rounds per database")
-    parser.add_argument(
-        "--explain",
-        action="store_true",
-        help="PostgreSQL: one more round printing each pass statement's EXPLAIN (ANALYZE, BUFFERS)",
-    )
-    parser.add_argument(
-        "--explain-ms", type=float, default=10.0, help="with --explain: statements slower than this"
-    )
     args = parser.parse_args()
     for kind in [args.only] if args.only else ["postgres", "sqlite"]:
-        explain_ms = args.explain_ms if args.explain else None
-        print(json.dumps(bench(kind, args.size, max(1, args.rounds), explain_ms), indent=2))
+        print(json.dumps(bench(kind, args.size, max(1, args.rounds)), indent=2))
 
 
 if __name__ == "__main__":

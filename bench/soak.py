@@ -2,19 +2,17 @@
 
     .venv/bin/python bench/soak.py --minutes 4 --retain-minutes 1 --rate 2   # a smoke run
 
-What `recon demo` starts (sandbox, release, separate web, worker and scheduler) on a fresh
-PostgreSQL database (BENCH_POSTGRES_URL's server) and a private Redis, `--rate` operations a
-second (a simulated inbound credit, then a transfer between two of `--holdings` endpoints).
-Every `--sample-seconds`: each process's RSS, open files and threads (children included), the
-database's connections, Redis's memory, each table's size, the logs' bytes. At the end: nothing
-lost or doubled over the store and the retention archive together, and each figure's growth
-per hour (a least-squares slope). recon's processes run with `MALLOC_ARENA_MAX=2`, as
-docs/deploy.md says to deploy them (`--malloc-arena-max`). `--retain-minutes M` makes every
-retention age M minutes (the matching window half that, a prune every few minutes); the end
-compares table bytes after the first retention cycle with those at the end and says whether
-each goal is met:
-table bytes flat within 10%, worker RSS under +5 MB/h after 10 minutes (printed also as the
-ratio slope / 5 MB/h: under 1.00 meets it), at most 1 MB/h of log.
+What `recon demo` starts (sandbox, release, web, worker, scheduler) on a fresh PostgreSQL
+database and a private Redis, `--rate` operations a second (an inbound credit, then a transfer
+between two of `--holdings` endpoints). Every `--sample-seconds`: each process's RSS, open files
+and threads, the database's connections, Redis's memory, each table's size, the logs' bytes. At
+the end: nothing lost or doubled over the store and the retention archive together, and each
+figure's growth per hour (a least-squares slope). recon runs with `MALLOC_ARENA_MAX=2`, as
+docs/deploy.md deploys it (`--malloc-arena-max`). `--retain-minutes M` makes every retention
+age M minutes; the end compares table bytes after the first retention cycle with the end and
+says whether each goal is met: table bytes flat within 10%, worker RSS under +5 MB/h after 10
+minutes and over the second half (as a ratio to 5 MB/h: under 1.00 meets it), at most 1 MB/h
+of log.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import httpx
-from harness import postgres_database, private_redis, quiet_logs
+from harness import postgres_database, private_redis, process_figures, quiet_logs
 from sqlalchemy import Engine, select, text
 
 from recon.demo.processes import ProcessGroup
@@ -72,12 +70,12 @@ SETTLE_SECONDS: Final = 180.0
 TABLE_GROWTH_GOAL: Final = 0.10
 RSS_GOAL_MB_PER_HOUR: Final = 5.0
 RSS_WARMUP_SECONDS: Final = 600.0
-#: Windows the worker's RSS curve is shown in (its slope within each).
-RSS_WINDOW_SECONDS: Final = 600.0
 LOG_GOAL_MB_PER_HOUR: Final = 1.0
 #: The allocator setting docs/deploy.md gives production ("Worker memory"), so the soak
 #: measures the worker as deployed; `--malloc-arena-max 0` measures glibc's default beside it.
 DEPLOYED_ARENA_MAX: Final = 2
+#: Windows the worker's RSS curve is shown in (its slope within each).
+RSS_WINDOW_SECONDS: Final = 600.0
 #: The processes sampled, and the ones the log goal is about (the sandbox is not recon's).
 RECON_PROCESSES: Final = ("web", "worker", "scheduler")
 
@@ -138,26 +136,6 @@ def rss_windows(samples: Samples) -> str:
     return ", ".join(shown)
 
 
-def process_figures(pid: int) -> dict[str, float]:
-    """RSS, open files and threads of a process and all its children, summed."""
-    figures, stack = {"rss_mb": 0.0, "open_files": 0.0, "threads": 0.0}, [pid]
-    while stack:
-        member = stack.pop()
-        try:
-            for task in Path(f"/proc/{member}/task").iterdir():
-                stack += [int(c) for c in (task / "children").read_text().split()]
-            status = Path(f"/proc/{member}/status").read_text()
-            figures["open_files"] += sum(1 for _ in Path(f"/proc/{member}/fd").iterdir())
-        except OSError:
-            continue
-        for line in status.splitlines():
-            if line.startswith("VmRSS:"):
-                figures["rss_mb"] += int(line.split()[1]) / 1024
-            elif line.startswith("Threads:"):
-                figures["threads"] += int(line.split()[1])
-    return figures
-
-
 def sample(group: ProcessGroup, engine: Engine, redis_url: str, log_dir: Path) -> dict[str, float]:
     import redis
 
@@ -167,16 +145,14 @@ def sample(group: ProcessGroup, engine: Engine, redis_url: str, log_dir: Path) -
             for key, value in process_figures(managed.popen.pid).items():
                 figures[f"{managed.name}.{key}"] = value
     with engine.connect() as conn:
-        figures["db.connections"] = float(
-            conn.scalar(
-                text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
-            )
-        )
+        here = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        figures["db.connections"] = float(conn.scalar(text(here)) or 0)
         sizes = "SELECT relname, pg_total_relation_size(relid) FROM pg_stat_user_tables"
         for table, size in conn.execute(text(sizes)):
             figures[f"table.{table}_mb"] = size / 2**20
-    memory = redis.Redis.from_url(redis_url).info("memory")["used_memory"]
-    figures["redis.used_memory_mb"] = memory / 2**20
+    figures["redis.used_memory_mb"] = (
+        redis.Redis.from_url(redis_url).info("memory")["used_memory"] / 2**20
+    )
     logs = [p for p in log_dir.glob("*.log") if p.is_file()]
     for path in logs:
         figures[f"log.{path.stem}_mb"] = path.stat().st_size / 2**20
@@ -220,13 +196,10 @@ def check_nothing_lost(
     delivered |= {r["id"]: r["delivery_id"] for r in rows("deliveries") if r["original"] is True}
     settled |= {r["id"] for r in rows("transfers") if r["is_successful"] is True}
     expected_postings = driven["credits"] + 2 * len(settled)
-    return {
-        "credits": driven["credits"],
-        "transfers": driven["transfers"],
-        "settled": len(settled),
-        "postings": len(postings),
-        "expected_postings": expected_postings,
-        "notifications": len(notifications),
+    found = {"credits": driven["credits"], "transfers": driven["transfers"]}
+    found |= {"settled": len(settled), "postings": len(postings)}
+    found |= {"expected_postings": expected_postings, "notifications": len(notifications)}
+    return found | {
         "ok": len(postings) == len(set(postings.values())) == expected_postings
         and len(notifications) == len(set(notifications.values()))
         and len(delivered) == len(set(delivered.values()))
@@ -288,14 +261,11 @@ def report_goals(samples: Samples, times: list[float], first_cycle: float) -> No
 
 def open_endpoints(gateway: GatewayClient, count: int) -> list[HoldingAddress]:
     owner, found = uuid.uuid4(), []
+    request = EndpointRequest(
+        template=COLLECTION_TEMPLATE, owner_ref=owner, owner_kind="business-entity", value_unit=NGN
+    )
     for _ in range(count):
-        request = EndpointRequest(
-            template=COLLECTION_TEMPLATE,
-            owner_ref=owner,
-            owner_kind="business-entity",
-            value_unit=NGN,
-        )
-        ep = gateway.create_programmable_endpoint(request).value.endpoint
+        ep = gateway.create_programmable_endpoint(request).value.endpoint  # type: ignore[union-attr]
         assert ep.holding_ref is not None, "a collection endpoint opens with its holding"
         refs = {"account_ref": ep.account_ref, "endpoint_ref": ep.endpoint_ref}
         found.append(HoldingAddress(**refs, holding_ref=ep.holding_ref))
@@ -310,11 +280,9 @@ def drive_one(n: int, gateway: GatewayClient, factory: Any, endpoints: list[Any]
         credit = CreditRequest(target=source, value_unit=NGN, amount_minor_units=10_000 + n)
         gateway.simulate_inbound_credit(credit)
         return "credits"
+    to, amount = Destination.internal(dest), 100 + n % 50
     transfer = TransferRequest(
-        source=source,
-        destination=Destination.internal(dest),
-        value_unit=NGN,
-        amount_minor_units=100 + n % 50,
+        source=source, destination=to, value_unit=NGN, amount_minor_units=amount
     )
     reserved = request_transfer(gateway, factory, transfer).outcome == RESERVED
     return "transfers" if reserved else "denied"
@@ -323,18 +291,12 @@ def drive_one(n: int, gateway: GatewayClient, factory: Any, endpoints: list[Any]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--minutes", type=float, default=120.0)
-    parser.add_argument(
-        "--retain-minutes", type=float, default=10.0, help="every retention age (minutes)"
-    )
+    parser.add_argument("--retain-minutes", type=float, default=10.0, help="retention ages")
     parser.add_argument("--rate", type=float, default=8.0, help="credits and transfers per second")
     parser.add_argument("--holdings", type=int, default=20)
     parser.add_argument("--sample-seconds", type=float, default=30.0)
-    parser.add_argument(
-        "--malloc-arena-max",
-        type=int,
-        default=DEPLOYED_ARENA_MAX,
-        help="glibc's MALLOC_ARENA_MAX for recon's processes (0: glibc's default)",
-    )
+    arenas = "glibc's MALLOC_ARENA_MAX for recon's processes (0: glibc's default)"
+    parser.add_argument("--malloc-arena-max", type=int, default=DEPLOYED_ARENA_MAX, help=arenas)
     args = parser.parse_args()
     # The driver's own client logs would bury the figures; recon's processes log to their files.
     quiet_logs()

@@ -104,6 +104,12 @@ class GatewayLimiter:
         RATE_IN_USE.set(rate)
         return rate, max(0.0, state.paused_until - now)
 
+    def requests_within(self, seconds: float) -> float:
+        """Requests the rate in use grants over the next `seconds`, after any 429's pause: what
+        a tick may send before the next one (more would only queue in front of it)."""
+        rate, paused = self.current()
+        return rate * max(0.0, seconds - paused)
+
     def limiter(self, rate: float) -> WindowRateLimiter:
         """The window limiter for this rate (they share one key, so counts carry over)."""
         window = Window.for_rate(rate)
@@ -161,7 +167,7 @@ class RateLimitedTransport(httpx.BaseTransport):
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._inner = inner
-        self._limiter = limiter
+        self.limiter = limiter
         self._max_wait = max_wait
         self._sleep = sleep
         self._rng = random.Random()
@@ -171,7 +177,7 @@ class RateLimitedTransport(httpx.BaseTransport):
         self.wait_for_slot(request)
         response = self._inner.handle_request(request)
         if response.status_code == TOO_MANY_REQUESTS:
-            self._limiter.note_429(
+            self.limiter.note_429(
                 parse_retry_after(
                     response.headers.get("Retry-After"), sent_at=response.headers.get("Date")
                 )
@@ -183,10 +189,10 @@ class RateLimitedTransport(httpx.BaseTransport):
         started = time.monotonic()
         while True:
             try:
-                rate, paused = self._limiter.current()
+                rate, paused = self.limiter.current()
                 acquired = False
                 if paused <= 0:
-                    with self._limiter.limiter(rate).acquire(raise_on_failure=False) as acquired:
+                    with self.limiter.limiter(rate).acquire(raise_on_failure=False) as acquired:
                         pass
                 if acquired:
                     waited = time.monotonic() - started

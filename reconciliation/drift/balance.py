@@ -16,9 +16,10 @@ now say. A holding whose poller has not read past any of its snapshots yet is le
 The highest posting id the read saw is kept too (`POSTINGS_READ`): a rebuild copies the
 postings up to it, so its sums are made of the postings this pass summed.
 
-Only holdings whose verdict can have moved since the last pass are summed again
-(drift.balance_changes says which and why); every other holding's latest check is its verdict
-as stored, and raises the same finding the sum would.
+Only holdings something touched since the last pass are looked at, and of those only the ones
+whose verdict can have moved are summed again (drift.balance_changes says which and why); a
+drift found earlier stands as its latest check, as stored, and raises the same finding the sum
+would, pass after pass.
 """
 
 from __future__ import annotations
@@ -26,18 +27,19 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Final
 
-from sqlalchemy import bindparam, insert, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from foundation.money import format_money
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
-from reconciliation.drift.balance_changes import Comparison, find_changes
+from reconciliation.drift.balance_changes import Comparison, find_changes, keep_unsettled
 from reconciliation.drift.balance_sums import Basis, consistent_read, grace_postings, read_bases
 from reconciliation.drift.base import DriftContext
 from reconciliation.postings.holding_identity import HoldingIdentity, holding_identities
 from reconciliation.store import watermarks
 from reconciliation.store.tables import balance_checks as checks
+from reconciliation.store.tables import balance_snapshots as snapshots
 
 KIND: Final = "balance_mismatch"
 #: Watermark: the highest posting id the last pass's balance read saw.
@@ -45,6 +47,10 @@ POSTINGS_READ: Final = "balance.postings_read"
 #: Watermark: the same, one pass earlier: new postings are looked for above it (one read back,
 #: so a page committed after a read began but numbered below what it saw is still found).
 POSTINGS_READ_BEFORE: Final = "balance.postings_read_before"
+#: Watermarks: the highest snapshot id the last pass's read saw, and the same one pass earlier
+#: (new snapshots are looked for above it, as postings are). None yet: every holding is judged.
+SNAPSHOTS_READ: Final = "balance.snapshots_read"
+SNAPSHOTS_READ_BEFORE: Final = "balance.snapshots_read_before"
 #: Watermark: the projection grace the standing checks were judged under; another grace (a
 #: changed RECON_* setting) judges every holding again.
 GRACE_JUDGED: Final = "balance.grace_seconds"
@@ -94,15 +100,22 @@ class BalanceMismatch:
         grace = ctx.policy.projection_grace_seconds
         with consistent_read(ctx.factory) as read:
             floor = watermarks.read(read, POSTINGS_READ_BEFORE)
-            judge_all = watermarks.read(read, GRACE_JUDGED, -1) != grace
-            changes = find_changes(read, floor, judge_all=judge_all)
+            snapshots_floor = watermarks.read(read, SNAPSHOTS_READ_BEFORE)
+            judge_all = (
+                watermarks.read(read, GRACE_JUDGED, -1) != grace
+                or watermarks.read(read, SNAPSHOTS_READ, -1) < 0
+            )
+            changes = find_changes(read, floor, snapshots_floor, judge_all=judge_all)
             bases, through = read_bases(read, changes.to_judge)
+            snapshots_through = read.scalar(select(func.coalesce(func.max(snapshots.c.id), 0)))
             # Only a holding whose sum differs needs its last postings, to see if lag explains it.
             differing = [b for b in bases if b.caught_up and b.settled != b.posted]
             in_grace = grace_postings(read, differing, grace)
         undecided = frozenset(fingerprint(KIND, b.holding_ref) for b in bases if not b.caught_up)
         checked: list[tuple[Basis, int, bool]] = []
         drifting = [s.comparison for s in changes.standing if not s.consistent]
+        unsettled = {s.holding_id for s in changes.standing if not s.consistent}
+        unsettled.update(b.holding_id for b in bases if not b.settled_now)
         for basis in bases:
             if not basis.caught_up:
                 continue
@@ -110,6 +123,7 @@ class BalanceMismatch:
             consistent = explained_by_lag(basis.settled, basis.posted, lagging)
             checked.append((basis, basis.posted, consistent))
             if not consistent:
+                unsettled.add(basis.holding_id)
                 drifting.append(
                     Comparison(
                         basis.holding_ref,
@@ -127,6 +141,10 @@ class BalanceMismatch:
             ctx.session, POSTINGS_READ_BEFORE, watermarks.read(ctx.session, POSTINGS_READ), ctx.now
         )
         watermarks.write(ctx.session, POSTINGS_READ, through, ctx.now)
+        previous_snapshots = watermarks.read(ctx.session, SNAPSHOTS_READ)
+        watermarks.write(ctx.session, SNAPSHOTS_READ_BEFORE, previous_snapshots, ctx.now)
+        watermarks.write(ctx.session, SNAPSHOTS_READ, int(snapshots_through or 0), ctx.now)
+        keep_unsettled(ctx.session, unsettled, ctx.now)
         watermarks.write(ctx.session, GRACE_JUDGED, grace, ctx.now)
         return Assessment(kinds=self.kinds, findings=found, undecided=undecided)
 

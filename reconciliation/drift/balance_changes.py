@@ -11,33 +11,39 @@ snapshot's time. It can move only when:
 - the projection grace changed (it decides whether a difference is lag).
 
 A posting after the check's time moves nothing until a snapshot after it arrives, and then the
-first case re-judges the holding. So an incremental pass after 10,000 records sums the
-postings of the few holdings above, not a thousand holdings' bases; every other holding's
-verdict is its latest check, as stored (`Standing`). The scan for new postings starts one read
-earlier than the last (`floor`): a page committed just after a pass's read began, numbered
-below postings that read saw, is still looked at by the next pass (and summed when its number
-is above what its holding's check summed, as drift.balance_sums sums late postings).
+first case re-judges the holding. So a pass looks only at the holdings something touched: those
+with postings or snapshots stored since the last read, and those the last pass left unsettled
+(`UNSETTLED`: a drift, which stands and is reported again, or a snapshot not yet judgeable).
+Every other holding's latest check is consistent and judged its newest snapshot, so nothing is
+read for it: the pass's cost follows what changed, not the number of holdings. Of the holdings
+looked at, only those whose verdict can have moved are summed again; the others' verdict is
+their latest check, as stored (`Standing`). The scans for new rows start one read earlier than
+the last (`floor`): a page committed just after a pass's read began, numbered below rows that
+read saw, is still looked at by the next pass (and summed when its number is above what its
+holding's check summed, as drift.balance_sums sums late postings).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final
+from typing import Any, Final
 
-from sqlalchemy import select
+from sqlalchemy import BigInteger, CompoundSelect, cast, delete, func, insert, select, union
 from sqlalchemy.orm import Session
 
 from reconciliation.drift.balance_sums import latest_per_holding
+from reconciliation.store.models import Watermark
 from reconciliation.store.tables import balance_checks as checks
 from reconciliation.store.tables import balance_snapshots as snapshots
 from reconciliation.store.tables import holdings, postings
 from reconciliation.store.types import to_amount
 
-#: Past this many holdings to judge, the read judges every holding: the set would be bound as
-#: that many parameters (SQLite takes a few thousand per statement), and a read of every
-#: holding costs little more than one of most of them.
-MOST: Final = 500
+#: Watermark per holding (this prefix + the holding's id) the last pass left unsettled: its
+#: verdict is a drift (reported again every pass), or its newest snapshot was not judged yet
+#: (its poller had not read past it). The next pass looks at it even when nothing new touched it.
+UNSETTLED: Final = "balance.unsettled."
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +64,7 @@ class Comparison:
 class Standing:
     """A holding's latest balance check, still its verdict (nothing since can move it)."""
 
+    holding_id: int
     comparison: Comparison
     consistent: bool
 
@@ -70,10 +77,21 @@ class Changes:
     standing: list[Standing]
 
 
-def find_changes(session: Session, floor: int, *, judge_all: bool) -> Changes:
-    """Split holdings with a snapshot into those to judge again and those whose check stands,
-    reading per holding its newest snapshot's id and check (two index probes) and the postings
-    stored above `floor` (an id)."""
+def _touched(floor: int, snapshots_floor: int) -> CompoundSelect[Any]:
+    """Ids of the holdings a pass looks at: postings or snapshots stored above the floors (two
+    primary-key ranges), and those the last pass left unsettled."""
+    unsettled = cast(func.substr(Watermark.name, len(UNSETTLED) + 1), BigInteger)
+    return union(
+        select(postings.c.holding_id).where(postings.c.id > floor),
+        select(snapshots.c.holding_id).where(snapshots.c.id > snapshots_floor),
+        select(unsettled).where(Watermark.name.startswith(UNSETTLED)),
+    )
+
+
+def find_changes(session: Session, floor: int, snapshots_floor: int, *, judge_all: bool) -> Changes:
+    """Split the holdings touched since the last read (see `_touched`) into those to judge again
+    and those whose check stands, reading per holding its newest snapshot's id and check (two
+    index probes) and the postings stored above `floor` (an id)."""
     if judge_all:
         return Changes(to_judge=None, standing=[])
     c, s = checks, snapshots
@@ -82,6 +100,7 @@ def find_changes(session: Session, floor: int, *, judge_all: bool) -> Changes:
     # the probe once per place it is named instead of once per holding.
     per_holding = (
         select(holdings.c.id, holdings.c.holding_ref, holdings.c.currency, newest)
+        .where(holdings.c.id.in_(_touched(floor, snapshots_floor)))
         .offset(0)
         .subquery()
     )
@@ -113,7 +132,10 @@ def find_changes(session: Session, floor: int, *, judge_all: bool) -> Changes:
             posted=to_amount(row.posted_minor),
         )
         consistent = comparison.settled == comparison.posted or bool(row.explained_by_lag)
-        standing[row.id] = (Standing(comparison, consistent), int(row.postings_through_id))
+        standing[row.id] = (
+            Standing(row.id, comparison, consistent),
+            int(row.postings_through_id),
+        )
     if standing:
         # Late postings: stored above the floor, at or before their holding's checked snapshot,
         # and numbered above what that check summed. The bounds keep the rest in the database:
@@ -130,7 +152,16 @@ def find_changes(session: Session, floor: int, *, judge_all: bool) -> Changes:
             check, through = standing.get(holding_id, (None, 0))
             if check and posting_id > through and posted_at <= check.comparison.observed_at:
                 to_judge.add(holding_id)
-    if len(to_judge) > MOST:
-        return Changes(to_judge=None, standing=[])
     kept = [check for h, (check, _) in standing.items() if h not in to_judge]
     return Changes(to_judge=frozenset(to_judge), standing=kept)
+
+
+def keep_unsettled(session: Session, holding_ids: Collection[int], now: datetime) -> None:
+    """Replace the unsettled marks with `holding_ids` (a few rows: the holdings in drift or
+    waiting for their poller)."""
+    session.execute(delete(Watermark).where(Watermark.name.startswith(UNSETTLED)))
+    if holding_ids:
+        rows = [
+            {"name": f"{UNSETTLED}{h}", "value": 0, "updated_at": now} for h in sorted(holding_ids)
+        ]
+        session.execute(insert(Watermark), rows)

@@ -23,11 +23,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from sqlalchemy import Table, case, func, literal, or_, select, text
+from sqlalchemy import Table, case, func, insert, literal, or_, select, text
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.schema import CreateTableAs
 
 from reconciliation.matching.sql import tune_every_transaction
+from reconciliation.store.in_lists import chunks
 from reconciliation.store.models import Watermark
 from reconciliation.store.tables import activity_cursors as cursors
 from reconciliation.store.tables import balance_checks as checks
@@ -81,7 +82,14 @@ class Basis:
     prev_observed_at: datetime | None
     prev_posted: int
     caught_up: bool
+    #: The holding's newest snapshot: the one judged, unless its poller is still behind it.
+    newest_snapshot_id: int
     posted: int = 0
+
+    @property
+    def settled_now(self) -> bool:
+        """Judged on its newest snapshot: only a new posting or snapshot can move it now."""
+        return self.caught_up and self.snapshot_id == self.newest_snapshot_id
 
 
 def latest_per_holding(table: Table, column: Any, *where: Any) -> Any:
@@ -126,16 +134,17 @@ def _judged_snapshot() -> Any:
     return func.coalesce(caught_up, latest_per_holding(s, s.c.id))
 
 
-def _basis_select(only: frozenset[int] | None) -> Any:
+def _basis_select(only: list[int] | None) -> Any:
     s, c, h = snapshots, checks, holdings
     latest_check = latest_per_holding(c, c.c.id)
     judged = select(
         h.c.id.label("holding_id"),
         _judged_snapshot().label("snapshot_id"),
+        latest_per_holding(s, s.c.id).label("newest_snapshot_id"),
         latest_check.label("check_id"),
     ).select_from(h.outerjoin(cursors, cursors.c.holding_id == h.c.id))
     if only is not None:
-        judged = judged.where(h.c.id.in_(sorted(only)))
+        judged = judged.where(h.c.id.in_(only))
     latest = judged.subquery("latest")
     prev = c.alias("prev")
     usable = prev.c.observed_at <= s.c.observed_at
@@ -156,6 +165,7 @@ def _basis_select(only: frozenset[int] | None) -> Any:
         case((usable, prev.c.posted_minor), else_=None).label("prev_posted"),
         case((usable, prev.c.postings_through_id), else_=0).label("prev_through"),
         case((caught_up, 1), else_=0).label("caught_up"),
+        latest.c.newest_snapshot_id,
     ).select_from(
         latest.join(s, s.c.id == latest.c.snapshot_id)
         .join(h, h.c.id == latest.c.holding_id)
@@ -166,13 +176,17 @@ def _basis_select(only: frozenset[int] | None) -> Any:
 
 def read_bases(session: Session, only: frozenset[int] | None = None) -> tuple[list[Basis], int]:
     """Every holding with a snapshot (or those of `only`), its posted sum filled in; and the
-    highest posting id read."""
+    highest posting id read. `only` goes in lists of at most CHUNK ids (one statement each)."""
     through_query = select(func.coalesce(func.max(postings.c.id), 0))
     if only is not None and not only:
         return [], int(session.execute(through_query).scalar_one())
-    build = CreateTableAs(_basis_select(only), "balance_basis", temporary=True)
+    parts = [None] if only is None else list(chunks(sorted(only)))
+    build = CreateTableAs(_basis_select(parts[0]), "balance_basis", temporary=True)
     session.execute(build)
     basis = build.table
+    names = list(basis.c.keys())
+    for part in parts[1:]:
+        session.execute(insert(basis).from_select(names, _basis_select(part)))
     if session.get_bind().dialect.name == "postgresql":
         session.execute(text("ANALYZE balance_basis"))
     try:
@@ -188,6 +202,7 @@ def read_bases(session: Session, only: frozenset[int] | None = None) -> tuple[li
                 prev_observed_at=r.prev_observed_at,
                 prev_posted=_amount_or_zero(r.prev_posted),
                 caught_up=bool(r.caught_up),
+                newest_snapshot_id=r.newest_snapshot_id,
                 posted=_amount_or_zero(r.prev_posted),
             )
             for r in session.execute(select(basis))

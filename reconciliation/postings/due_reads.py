@@ -19,9 +19,10 @@ dropped, only coalesced or deferred; cost grows with activity, not with holdings
   (a dropped webhook) is found within it.
 
 Each tick takes a slice of due holdings from the index (due_priority, next_poll_at), highest
-priority first, no bigger than the budget can serve before the next tick: nothing looks at
-every holding, and the queue never holds more silent reads than the budget drains, so a
-signalled read never waits behind a round.
+priority first, no bigger than the gateway rate in use (lowered after a 429) serves before the
+next tick (workers.actors.activity.reads_per_tick): nothing looks at every holding, and the
+queue never holds more silent reads than the budget drains, so a signalled read never waits
+behind a round.
 """
 
 from __future__ import annotations

@@ -253,18 +253,18 @@ def _release_after_crash(rt: Runtime, lease: LeasedHolding, exc: BaseException) 
         log.warning("activity.release_failed", error=type(release_error).__name__)
 
 
-def reads_per_tick(settings: Settings) -> int:
-    """How many activity reads one tick may send: what the gateway budget serves until the
-    next tick (a caught-up read is one request). More would only queue silent reads in front
-    of the next tick's signalled ones."""
-    budget = settings.provider.gateway_requests_per_second * activity_tick_seconds(settings)
+def reads_per_tick(rt: Runtime) -> int:
+    """How many activity reads one tick may send: what the gateway rate in use (lowered after
+    a 429, workers.gateway_rate) serves until the next tick (a caught-up read is one request).
+    More would only queue silent reads in front of the next tick's signalled ones."""
+    budget = rt.gateway_transport.limiter.requests_within(activity_tick_seconds(rt.settings))
     return max(1, math.ceil(budget))
 
 
 def send_due_activity_polls(rt: Runtime, holding_ids: Sequence[int] | None = None) -> int:
     """Send poll_activity for the due holdings the budget allows, highest priority first
     (only among `holding_ids` when given); returns how many were sent."""
-    limit = reads_per_tick(rt.settings)
+    limit = reads_per_tick(rt)
     with transaction(rt.sessions) as session:
         due = claim_due_holdings(
             session,

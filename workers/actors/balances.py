@@ -23,7 +23,6 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
-from foundation.settings import Settings
 from reconciliation.postings import (
     SILENT_SHARE,
     claim_due_endpoints,
@@ -53,12 +52,13 @@ class SnapshotPass:
     refused: int = 0
 
 
-def snapshots_per_tick(settings: Settings) -> int:
-    """Endpoints one scheduled tick may read: at most the share of the gateway budget until
-    the next tick that silent activity reads may take too (reconciliation.postings
-    .SILENT_SHARE). A cap on what is sent, not a reservation: the shared limiter paces them."""
-    seconds = settings.schedules.snapshot_balances_seconds
-    budget = settings.provider.gateway_requests_per_second * seconds * SILENT_SHARE
+def snapshots_per_tick(rt: Runtime) -> int:
+    """Endpoints one scheduled tick may read: at most the share of the gateway rate in use
+    (lowered after a 429) until the next tick that silent activity reads may take too
+    (reconciliation.postings.SILENT_SHARE). A cap on what is sent, not a reservation: the
+    shared limiter paces them."""
+    seconds = rt.settings.schedules.snapshot_balances_seconds
+    budget = rt.gateway_transport.limiter.requests_within(seconds) * SILENT_SHARE
     return max(1, math.ceil(budget))
 
 
@@ -75,7 +75,7 @@ def snapshot_watched(
     ceiling = timedelta(seconds=settings.schedules.max_staleness_seconds)
     with transaction(rt.sessions) as session:
         if due_only or holding_id is not None:
-            limit = snapshots_per_tick(settings)
+            limit = snapshots_per_tick(rt)
             targets = claim_due_endpoints(session, rt.clock(), redo, limit, holding_id)
         else:
             targets = endpoints_to_read(session)

@@ -2,27 +2,31 @@
 
 Every other holding's latest check stands as its verdict. These tests build each way a verdict
 can move (a late posting, a snapshot the poller has just read past, a new projection grace) and
-check that the pass sees it; and that a verdict which stands is still reported, pass after pass,
-exactly as it was judged.
+check that the pass sees it; that a verdict which stands is still reported, pass after pass,
+exactly as it was judged; and that a pass reads the balance rows of the holdings that changed,
+not of every holding.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, event, select
+from sqlalchemy import Engine, event, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from reconciliation.alerts.lifecycle import OPEN, RESOLVED, fingerprint
 from reconciliation.reconcile import run_pass
-from reconciliation.store.db import transaction
+from reconciliation.store.db import make_engine, make_session_factory, transaction
 from reconciliation.store.models import ActivityCursor, Alert, Holding
+from tests.conftest import postgres_only
 from tests.integration.audit.small_world import POLICY
 from tests.integration.reconciliation.builders import T0, Store
+from tests.integration.retention.plan_capture import explain_everything
 
 SNAPSHOT_AT = T0 + timedelta(minutes=10)
 
@@ -159,3 +163,41 @@ def test_a_pass_after_postings_past_every_check_sums_no_holding_again(
     assert len(third) == 1
     assert _alert(session_factory, holdings[1]) is not None
     assert _alert(session_factory, holdings[0]) is None
+
+
+#: Holdings in the store whose pass must not read them all, and what one pass may read of the
+#: balance tables for the one that changed (its probes and its sum's, a few rows each).
+MANY = 1000
+ONE_HOLDINGS_ROWS = 20
+
+
+@postgres_only
+def test_a_pass_reads_the_balance_rows_of_the_holding_that_changed_not_of_every_holding(
+    db_url: str,
+) -> None:
+    engine = make_engine(db_url)
+    try:
+        factory = make_session_factory(engine)
+        store = Store(factory)
+        holdings = [store.holding(locator=False) for _ in range(MANY)]
+        for h in holdings:
+            store.posting(h, 10_000), store.snapshot(h, 10_000, observed=SNAPSHOT_AT)
+        _pass(factory, 11)  # every holding judged
+        _pass(factory, 12)  # and the rows that pass saw looked at once more (one read back)
+        changed = holdings[MANY // 2]
+        store.snapshot(changed, 12_000, observed=T0 + timedelta(minutes=13))
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("ANALYZE"))  # as a running store's statistics would be
+        plans = explain_everything(engine, analyze=True)
+        _pass(factory, 14)
+        read: Counter[str] = Counter()
+        for explained in plans.explained:
+            if "balance_" in explained.statement:
+                read.update(explained.rows_read)
+        balance_rows = read["holdings"] + read["balance_snapshots"] + read["balance_checks"]
+        assert balance_rows <= ONE_HOLDINGS_ROWS, read
+        alert = _alert(factory, changed)
+        assert alert is not None and alert.evidence["driftMinor"] == "2000"  # it was judged
+        assert _alert(factory, holdings[0]) is None
+    finally:
+        engine.dispose()

@@ -5,6 +5,10 @@ its parameters, and asks PostgreSQL for its plan (EXPLAIN without ANALYZE: nothi
 on the same connection and in the same transaction, inside a savepoint, so temporary tables the
 code made are visible and a statement EXPLAIN cannot take leaves the transaction untouched.
 Copies of the SQL in the test would drift from the code; these cannot.
+
+With `analyze`, each statement is run once more under EXPLAIN ANALYZE, its effects rolled back
+with the savepoint, to count the rows each table gave (`rows_read`): what a read costs, not
+what the planner guessed.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ class Explained:
     statement: str
     scans: list[tuple[str, str]]  # (node type, relation)
     plan: dict[str, Any]
+    #: Rows each relation's scans gave, over all their loops (EXPLAIN ANALYZE only).
+    rows_read: dict[str, int] = field(default_factory=dict)
 
     def seq_scans_of(self, tables: frozenset[str]) -> list[str]:
         return [rel for node, rel in self.scans if node == "Seq Scan" and rel in tables]
@@ -60,8 +66,19 @@ def _scans(node: dict[str, Any]) -> Iterator[tuple[str, str]]:
             yield from _scans(child)
 
 
-def explain_everything(engine: Engine) -> PlanLog:
+def _rows_read(node: dict[str, Any], into: dict[str, int]) -> dict[str, int]:
+    if "Relation Name" in node:
+        rows = int(node.get("Actual Rows", 0)) * int(node.get("Actual Loops", 1))
+        into[node["Relation Name"]] = into.get(node["Relation Name"], 0) + rows
+    for key in ("Plans", "InitPlan", "SubPlan"):
+        for child in node.get(key, ()):
+            _rows_read(child, into)
+    return into
+
+
+def explain_everything(engine: Engine, *, analyze: bool = False) -> PlanLog:
     """Start explaining every statement `engine` runs; returns the log they go into."""
+    how = "(ANALYZE, FORMAT JSON)" if analyze else "(FORMAT JSON)"
     log = PlanLog()
 
     def before(
@@ -76,16 +93,20 @@ def explain_everything(engine: Engine) -> PlanLog:
         raw = conn.connection.dbapi_connection
         probe = raw.cursor()
         guarded = not raw.autocommit
+        if analyze and not guarded:
+            return  # a statement run twice outside a transaction could not be undone
         try:
             if guarded:
                 probe.execute("SAVEPOINT plan_probe")
             try:
-                probe.execute("EXPLAIN (FORMAT JSON) " + statement, params or None)
+                probe.execute(f"EXPLAIN {how} " + statement, params or None)
                 plan = probe.fetchone()[0]
             except Exception:  # noqa: BLE001 - a statement EXPLAIN cannot plan is not ours to judge
                 if guarded:
                     probe.execute("ROLLBACK TO SAVEPOINT plan_probe")
                 return
+            if analyze:  # it ran: undo whatever it wrote
+                probe.execute("ROLLBACK TO SAVEPOINT plan_probe")
             if guarded:
                 probe.execute("RELEASE SAVEPOINT plan_probe")
         finally:
@@ -93,9 +114,9 @@ def explain_everything(engine: Engine) -> PlanLog:
         if isinstance(plan, str):
             plan = json.loads(plan)
         scans = list(_scans(plan[0]["Plan"]))
-        log.explained.append(
-            Explained(log.label, " ".join(statement.split()), scans, plan[0]["Plan"])
-        )
+        root = plan[0]["Plan"]
+        read = _rows_read(root, {}) if analyze else {}
+        log.explained.append(Explained(log.label, " ".join(statement.split()), scans, root, read))
 
     event.listen(engine, "before_cursor_execute", before)
     return log

@@ -15,6 +15,7 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from foundation.settings import load_settings
 from reconciliation.postings import (
     PRIORITY_CATCH_UP,
     PRIORITY_SIGNALLED,
@@ -28,6 +29,7 @@ from reconciliation.postings import (
 )
 from reconciliation.store.db import transaction
 from reconciliation.store.models import ActivityCursor, Holding
+from sandbox.faults import Fault
 from sandbox.variants import PRESETS
 from tests.integration.reconciliation.builders import Store
 from tests.integration.workers.inprocess_sandbox import (
@@ -37,7 +39,7 @@ from tests.integration.workers.inprocess_sandbox import (
     inprocess_sandbox,
     reader_settings,
 )
-from workers.actors.activity import read_activity
+from workers.actors.activity import read_activity, send_due_activity_polls
 from workers.actors.holdings import discover
 from workers.runtime import Runtime, build_runtime, release_runtime
 
@@ -249,3 +251,31 @@ def test_a_balance_snapshot_is_due_after_activity_and_at_the_ceiling_otherwise(
     with transaction(session_factory) as session:
         again = claim_due_endpoints(session, at, REDO, limit=5, holding_id=second)
     assert [set(t.holding_ids.values()) for t in again] == [{second}]
+
+
+def test_a_429_shrinks_the_slice_each_tick_sends_to_the_rate_in_use(
+    base_env: dict[str, str], db_url: str, sandbox: InProcessSandbox
+) -> None:
+    """A tick sends what the rate in use serves until the next tick, not what
+    RECON_GATEWAY_RPS would: after the sandbox answers 429, half as many reads go out."""
+    settings = load_settings(
+        {
+            **base_env,
+            "DATABASE_URL": db_url,
+            "RECON_GATEWAY_URL": "http://sandbox.invalid",
+            "RECON_GATEWAY_RPS": "40",
+            "RECON_POLL_ACTIVITY_SECONDS": "4",  # a tick a second: 40 reads a tick
+        }
+    )
+    rt = build_runtime(settings, transport=sandbox.transport, clock=lambda: NOW)
+    try:
+        _cursors(rt.sessions, 100)  # new holdings: all due now
+        before = send_due_activity_polls(rt)
+        sandbox.state.faults.add_route(
+            Fault(target="GET /v1/environment", kind="rate_limit_429", count=1, seconds=0)
+        )
+        rt.gateway.environment()  # answered 429 once (then retried): the rate in use halves
+        after = send_due_activity_polls(rt)
+    finally:
+        release_runtime(rt)
+    assert (before, after) == (40, 20)
