@@ -7,9 +7,10 @@ exactly once (count, sum and line-ref checksum per holding), postings per second
 times the store's write path alone: pre-parsed pages committed by one and two writer threads.
 Each goal of issue #16 prints as a ratio, under 1.0 meeting it (40,000 postings/s in process
 on PostgreSQL, 60,000/s on the write path, requests at most 1.01 x the minimum), min / median
-/ max over `--rounds`. `--variant` is the provider the sandbox plays (sandbox/variants.py).
+/ max over `--rounds`. The sandbox plays the provider RECON_SANDBOX_VARIANT names
+(sandbox/variants.py; `recon` by default).
 
-    python bench/catchup.py --holdings 100 --postings 100000 --only inprocess --variant sparse
+    python bench/catchup.py --holdings 100 --postings 100000 --only inprocess
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ def counting(app: Any, by_path: Counter[str]) -> Any:
     return counted
 
 
-def build_world(holdings: int, postings: int, seed: int) -> tuple[SandboxState, Summary]:
+def build_world(holdings: int, postings: int, seed: int = 1) -> tuple[SandboxState, Summary]:
     """A sandbox holding `postings` spread over `holdings`, and its ledger's summary.
 
     Entries are rendered ahead (`prerender_activity`): the sandbox is the provider's stand-in,
@@ -179,7 +180,7 @@ def run_inprocess(args: argparse.Namespace, kind: str, variant: ProviderVariant)
     from workers.actors import discover_holdings
     from workers.embedded import start_embedded
 
-    state, expected = build_world(args.holdings, args.postings, args.seed)
+    state, expected = build_world(args.holdings, args.postings)
     state.config.variant = variant
     # The sandbox's world (millions of objects) lives in this process only because the run is
     # in-process; a worker process never holds it. Moved out of the collector's sight, it no
@@ -307,23 +308,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--holdings", type=int, default=1_000)
     parser.add_argument("--postings", type=int, default=1_000_000)
-    parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--threads", type=int, default=4, help="worker threads")
     parser.add_argument("--only", choices=("inprocess", "writepath"), default=None)
     parser.add_argument("--databases", default="PostgreSQL,SQLite", help="comma-separated")
-    variant = os.environ.get(VARIANT_VARIABLE, "recon")
-    parser.add_argument("--variant", default=variant, help=f"as {VARIANT_VARIABLE}")
     parser.add_argument("--write-path-postings", type=int, default=200_000, help="per run")
     parser.add_argument("--rounds", type=int, default=1, help="repeat every run this often")
     args = parser.parse_args()
     configure_logging("console", "warning")
-    variants = [parse_variant(args.variant)]
+    variant = parse_variant(os.environ.get(VARIANT_VARIABLE, "recon"))
     # Any spelling (`postgres`, `sqlite`): a name the runs do not know is refused, not run as
     # PostgreSQL without its goal, or SQLite under the wrong label.
     kinds = [DATABASES[d.strip().lower()] for d in args.databases.split(",") if d.strip()]
     results: list[Figures] = []
     for _ in range(args.rounds):
-        for variant in variants if args.only in (None, "inprocess") else ():
+        if args.only in (None, "inprocess"):
             results += [run_inprocess(args, kind, variant) for kind in kinds]
             print("\n".join(json.dumps(r) for r in results[-len(kinds) :]), flush=True)
         for kind in kinds if args.only in (None, "writepath") else ():

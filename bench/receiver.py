@@ -1,7 +1,6 @@
 """Benchmark: signed webhook deliveries accepted per second by one web process.
 
     make bench-receiver     # or .venv/bin/python bench/receiver.py [--duration 10] [--rounds 3]
-    .venv/bin/python bench/receiver.py --http-parser httptools   # both servers parse in C
 
 Three servers in turn, each one uvicorn process set up as `recon web` serves: a bare Litestar
 endpoint answering 204 (the ceiling), `recon web` on PostgreSQL (BENCH_POSTGRES_URL's server)
@@ -255,13 +254,10 @@ def start_server(
     return Server(name, port, process.popen.pid, url)
 
 
-def start_recon(
-    group: ProcessGroup, name: str, url: str, secret: str, work: Path, parser: str = "h11"
-) -> Server:
-    """`recon web` on `url`: no registration, no workers (the receiver alone), heads parsed by
-    `parser` (RECON_WEB_HTTP_PARSER)."""
+def start_recon(group: ProcessGroup, name: str, url: str, secret: str, work: Path) -> Server:
+    """`recon web` on `url`: no registration, no workers (the receiver alone)."""
     state = work / f"state-{name.replace(' ', '-')}"
-    env = recon_env(url, state, RECON_WEBHOOK_SECRETS=secret, RECON_WEB_HTTP_PARSER=parser)
+    env = recon_env(url, state, RECON_WEBHOOK_SECRETS=secret)
     argv = recon_argv("web", "--no-register", "--no-workers")
     return start_server(group, name, argv, env, url)
 
@@ -308,19 +304,13 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2, help="wrk threads (one cannot saturate)")
     parser.add_argument("--deliveries", type=int, default=120_000, help="pre-signed per run")
-    parser.add_argument(
-        "--http-parser",
-        choices=("h11", "httptools"),
-        default="h11",
-        help="RECON_WEB_HTTP_PARSER of recon's server, and the bare endpoint's parser alike",
-    )
     parser.add_argument("--skip-sqlite", action="store_true")
     parser.add_argument("--skip-two-processes", action="store_true")
     parser.add_argument("--serve-bare", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_bare:
-        serve_bare(args.port, args.http_parser)
+        serve_bare(args.port)
         return
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed: apt-get install -y wrk")
@@ -334,13 +324,13 @@ def main() -> None:
         load = Load(args.threads, args.connections, args.duration)
         group = ProcessGroup(work / "logs")
         stack.callback(group.stop)
-        bare = [sys.executable, __file__, "--serve-bare", "--http-parser", args.http_parser]
+        bare = [sys.executable, __file__, "--serve-bare"]
         url = stack.enter_context(postgres_database("receiver"))
         servers = [start_server(group, "bare 204", bare, dict(os.environ))]
-        servers.append(start_recon(group, "recon postgres", url, secret, work, args.http_parser))
+        servers.append(start_recon(group, "recon postgres", url, secret, work))
         if not args.skip_sqlite:
             url = stack.enter_context(sqlite_database())
-            servers.append(start_recon(group, "recon sqlite", url, secret, work, args.http_parser))
+            servers.append(start_recon(group, "recon sqlite", url, secret, work))
         for target in servers:
             run_wrk(target.name, target.port, warmup, script, replace(load, duration=args.warmup))
         rounds = []
@@ -356,7 +346,7 @@ def main() -> None:
             two_processes(secret, work, script, warmup, args)
 
 
-def serve_bare(port: int, parser: str) -> None:
+def serve_bare(port: int) -> None:
     """A Litestar endpoint answering 204 unread, served as `recon web` serves recon."""
     from litestar import Litestar, get, post
 
@@ -373,7 +363,7 @@ def serve_bare(port: int, parser: str) -> None:
 
     tune_garbage_collector()
     app = Litestar([accept, health], logging_config=None, openapi_config=None)
-    serve(app, "127.0.0.1", port, parser=parser)
+    serve(app, "127.0.0.1", port)
 
 
 def measure(target: Server, data: Path, script: Path, load: Load) -> Run:
@@ -399,7 +389,7 @@ def report(rounds: list[list[Run]], args: argparse.Namespace) -> None:
     """Per round, every server against the bare rate of the same round; then the spread."""
     print(
         f"\nwrk -t{args.threads} -c{args.connections} -d{args.duration:g}s, one uvicorn process "
-        f"({args.http_parser}) per server, {os.cpu_count()} CPUs, {len(rounds)} round(s)\n"
+        f"per server, {os.cpu_count()} CPUs, {len(rounds)} round(s)\n"
     )
     print(f"{HEADER}{'ratio':>7}{'stored':>8}{'cpu s/1k':>10}{'per commit':>11}")
     seen: dict[str, dict[str, list[float]]] = {}
