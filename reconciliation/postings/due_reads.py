@@ -5,11 +5,11 @@ reads follow the signals that money moved (invariant: reads follow the money; no
 dropped, only coalesced or deferred; cost grows with activity, not with holdings):
 
 - **Signalled** (`PRIORITY_SIGNALLED`): a notification naming a holding (by ref, or by account
-  number alone), or a transfer recon created or was told of reaching a terminal stage, makes
-  the holding's read due at once. Many signals for one holding coalesce: they set the same due
-  time, and a read message carries the holding's completed-reads count, so a second message
-  after a completed read costs no request. A signal that arrives while a read is running is kept on the row
-  (`signalled_at`): the read's release leaves the holding due again at once.
+  number alone), or a transfer recon created or was told of reaching a terminal stage, makes the
+  holding's read due at once. Many signals for one holding coalesce: they set the same due time,
+  and a read message carries the holding's completed-reads count, so a second message after a
+  completed read costs no request. A signal that arrives while a read is running is kept on the
+  row (`signalled_at`): the read's release leaves the holding due again at once.
 - **Catch-up** (`PRIORITY_CATCH_UP`): a new holding, a read cut short by its budget, a read
   that failed on a gateway fault.
 - **Silent** (`PRIORITY_SILENT`): everything else, read on a schedule of its own history: a
