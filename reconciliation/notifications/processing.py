@@ -57,15 +57,9 @@ from reconciliation.notifications.shape_alerts import raise_shape_alerts, resolv
 from reconciliation.store import watermarks
 from reconciliation.store.models import Delivery
 from reconciliation.store.write_statements import refusal
-from upstream import (
-    MONEY_EVENTS,
-    DeliveryNotification,
-    DeliveryNotUnderstood,
-    PayloadReader,
-    configured_reader,
-)
+from upstream import DeliveryNotification, DeliveryNotUnderstood, PayloadReader, configured_reader
 
-__all__ = ["MONEY_EVENTS", "ORIGIN_NOTIFIED", "ProcessOutcome", "process_deliveries"]
+__all__ = ["ORIGIN_NOTIFIED", "ProcessOutcome", "process_deliveries"]
 
 #: Watermarks of the sweep's re-send round (see ResendMark): the highest delivery row id sent,
 #: and when the round began, in milliseconds.
