@@ -160,11 +160,10 @@ class Decision:
             return SetAside(
                 KEPT.format(reason=read.describe(), next_step=FIX_AND_REPLAY), fingerprint
             )
-        told = self.told.get(row.delivery_id, set())
-        if told - {row.id}:
+        told = self.told.get(row.delivery_id)
+        if told and told != {row.id}:
             reason = SECOND_STORY.format(delivery_id=row.delivery_id)
             return SetAside(KEPT.format(reason=reason, next_step=BODY_CONFLICT_NEXT_STEP))
-        noted = row.id in told
-        if self.repeated is None or row.delivery_id in self.repeated:
-            self.told.setdefault(row.delivery_id, set()).add(row.id)
-        return Processed(read[0], read[1], noted)
+        if not told and (self.repeated is None or row.delivery_id in self.repeated):
+            self.told[row.delivery_id] = {row.id}
+        return Processed(read[0], read[1], bool(told))

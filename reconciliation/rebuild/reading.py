@@ -1,12 +1,11 @@
 """Delivery bodies read again, a chunk at a time, in this process or in worker processes.
 
-Reading a body is the configured `PayloadReader` and nothing else (the same reader processing
-uses; this module parses nothing itself). It is the one CPU-bound part of a rebuild that does not
+Reading a body is `reconciliation.notifications.deciding.read_body`, as the live inbox reads it
+(this module parses nothing itself). It is the one CPU-bound part of a rebuild that does not
 depend on the order of the inbox, so over a large inbox the chunks go to worker processes while
-this process streams the next rows and writes what came back, in delivery order
-(`reconciliation.rebuild.notifications` decides ids and second stories: those depend on order).
+this process streams the next rows and decides and writes what came back, in delivery order
+(`reconciliation.rebuild.notifications`: second stories and new ids depend on the order).
 
-A body is read by `reconciliation.notifications.deciding.read_body`, as the live inbox reads it.
 What comes back per body is small and cheap to send between processes: the event type and the
 notification's columns already as a line fragment of PostgreSQL's `COPY ... FROM STDIN` text
 format (`copy_fields`), or, for the few bodies that make no notification, why not. A
