@@ -12,10 +12,11 @@ transaction, so a crash leaves either all of it or none.
 
 Identity is the delivery id (the `webhook-id` header, or the body id under schemes that sign
 only the body), as Standard Webhooks has it; a body id that differs is kept on the
-notification as evidence, never a reason to refuse. A delivery no shape reads is quarantined
-with its bytes untouched and a `delivery_not_understood` alert naming what is missing
-(reconciliation.notifications.shape_alerts); it is read again by a replay once recon learns the
-shape. Processing is idempotent: only `pending` deliveries are claimed, and the claim holds the
+notification as evidence, never a reason to refuse. What each delivery becomes is decided by
+`reconciliation.notifications.deciding`, the decision the rebuild makes again: a delivery no
+shape reads is quarantined with its bytes untouched and a `delivery_not_understood` alert naming
+what is missing (reconciliation.notifications.shape_alerts); it is read again by a replay once
+recon learns the shape. Processing is idempotent: only `pending` deliveries are claimed, and the claim holds the
 row until the commit (a row lock on PostgreSQL, the write lock on SQLite), so two workers handed
 the same delivery never both process it.
 
@@ -37,41 +38,32 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from foundation.untrusted_numbers import excerpt
-from reconciliation.notifications.inbox import BODY_CONFLICT_NEXT_STEP, PENDING
+from reconciliation.notifications.deciding import (
+    FIX_AND_REPLAY,
+    KEPT,
+    Decision,
+    SetAside,
+    read_body,
+    whole,
+)
+from reconciliation.notifications.inbox import PENDING
 from reconciliation.notifications.inbox_access import RESENT_THROUGH
 from reconciliation.notifications.processing_writes import (
     ORIGIN_NOTIFIED,
-    UNSTORABLE,
     BatchWrites,
     notification_values,
-    unstorable_text,
 )
-from reconciliation.notifications.shape_alerts import (
-    ShapeProblem,
-    raise_shape_alerts,
-    resolve_cleared,
-    shape_problem_fingerprint,
-)
+from reconciliation.notifications.shape_alerts import raise_shape_alerts, resolve_cleared
 from reconciliation.store import watermarks
 from reconciliation.store.models import Delivery
 from reconciliation.store.write_statements import refusal
-from upstream import (
-    MONEY_EVENTS,
-    DeliveryNotification,
-    DeliveryNotUnderstood,
-    PayloadReader,
-    configured_reader,
-)
+from upstream import DeliveryNotification, DeliveryNotUnderstood, PayloadReader, configured_reader
 
-__all__ = ["MONEY_EVENTS", "ORIGIN_NOTIFIED", "ProcessOutcome", "process_deliveries"]
+__all__ = ["ORIGIN_NOTIFIED", "ProcessOutcome", "process_deliveries"]
 
 #: Watermarks of the sweep's re-send round (see ResendMark): the highest delivery row id sent,
 #: and when the round began, in milliseconds.
 RESEND_ROUND_STARTED: Final = "sweep.deliveries.round_started_ms"
-
-#: Why a delivery whose reading raised is set aside: the exception's type and an excerpt.
-READ_FAILED: Final = "reading the body failed: {kind} ({said})"
 
 #: Every built-in shape in the default order: what a caller without settings reads with.
 DEFAULT_READER: Final = configured_reader()
@@ -88,13 +80,28 @@ class ProcessOutcome:
     processed: list[int] = field(default_factory=list)
     quarantined: list[int] = field(default_factory=list)
     transfers_named: list[uuid.UUID] = field(default_factory=list)
-    #: The holdings the batch's notifications name (holdingRef, endpointRef): one the store
-    #: does not have asks for discovery (reconciliation.postings.discovery_asks).
+    #: The holdings the batch's notifications name (holdingRef, endpointRef): their reads are
+    #: due at once, and one the store does not have asks for discovery
+    #: (reconciliation.postings.discovery_asks).
     holdings_named: set[uuid.UUID] = field(default_factory=set)
     endpoints_named: set[uuid.UUID] = field(default_factory=set)
+    #: The account numbers of notifications that name no holding by ref: the holdings they
+    #: address are due at once all the same (a provider may send only the account number).
+    account_numbers_named: set[str] = field(default_factory=set)
     #: Alerts opened or refreshed for deliveries no shape reads, and alerts that cleared.
     shape_alerts: list[int] = field(default_factory=list)
     resolved_alerts: list[int] = field(default_factory=list)
+
+    def named(self, note: DeliveryNotification) -> None:
+        """Keep what a processed notification names: its transfer, and its holding."""
+        if note.transfer_ref is not None:
+            self.transfers_named.append(note.transfer_ref)
+        if note.holding_ref is not None:
+            self.holdings_named.add(note.holding_ref)
+        if note.endpoint_ref is not None:
+            self.endpoints_named.add(note.endpoint_ref)
+        if note.holding_ref is None and note.endpoint_ref is None and note.account_number:
+            self.account_numbers_named.add(note.account_number)
 
 
 def read_notification(
@@ -118,11 +125,11 @@ def process_deliveries(
     """Turn pending deliveries into notifications, inside the caller's transaction.
 
     Deliveries already processed or quarantined (or claimed by another worker that committed
-    first) are skipped. A delivery whose id already produced a notification from a different
-    body is quarantined: two stories under one id are for a person to judge, not to add up.
-    The batch is written set-wise, a few statements whatever its size
-    (reconciliation.notifications.processing_writes), so a large batch (the sweep's re-sends
-    after an outage) costs little more than the reading of its bodies.
+    first) are skipped. What each claimed delivery becomes is decided by
+    `reconciliation.notifications.deciding`, as the rebuild decides it. The batch is written
+    set-wise, a few statements whatever its size (reconciliation.notifications.processing_writes),
+    so a large batch (the sweep's re-sends after an outage) costs little more than the reading
+    of its bodies.
     """
     outcome = ProcessOutcome()
     if not delivery_pks:
@@ -130,61 +137,30 @@ def process_deliveries(
     writes = BatchWrites(session)
     claimed = writes.claim(delivery_pks)
     earlier_problems = {row.shape_problem for row in claimed if row.shape_problem}
-    problems: dict[str, ShapeProblem] = {}
-    notified = writes.notified_by([row.delivery_id for row in claimed])
+    decision = Decision(told=writes.notified_by([row.delivery_id for row in claimed]))
+    reads = [read_body(reader, whole, row.body, row.headers or {}) for row in claimed]
     fresh: list[dict[str, Any]] = []
     done: list[tuple[int, str]] = []
-    for row in claimed:
-        try:
-            result = reader.read(row.body, row.headers or {})
-        except Exception as exc:  # noqa: BLE001 - this delivery's failure, kept as its reason
-            # MemoryError and RecursionError included: set this delivery aside with its reason
-            # and go on; raising would fail the batch and every retry of it, holding back every
-            # genuine delivery batched with this one.
-            writes.quarantine(
-                row.id, READ_FAILED.format(kind=type(exc).__name__, said=excerpt(str(exc)))
-            )
+    for row, verdict in zip(claimed, decision.decide(claimed, reads), strict=True):
+        if isinstance(verdict, SetAside):
+            writes.quarantine(row.id, verdict.error, verdict.shape_problem)
             outcome.quarantined.append(row.id)
             continue
-        if isinstance(result, DeliveryNotUnderstood):
-            fp = shape_problem_fingerprint(result)
-            problems.setdefault(fp, ShapeProblem(result)).row_ids.append(row.id)
-            writes.quarantine(row.id, result.describe(), shape_problem=fp)
-            outcome.quarantined.append(row.id)
-            continue
-        unstorable = unstorable_text(result)
-        if unstorable is not None:
-            writes.quarantine(row.id, UNSTORABLE.format(field=unstorable))
-            outcome.quarantined.append(row.id)
-            continue
-        earlier = notified.setdefault(row.delivery_id, set())
-        if earlier - {row.id}:
-            writes.quarantine(
-                row.id,
-                f"delivery id {row.delivery_id!r} was already processed with a different body",
-                next_step=BODY_CONFLICT_NEXT_STEP,
-            )
-            outcome.quarantined.append(row.id)
-            continue
-        if row.id not in earlier:
-            # A replayed delivery keeps the notification it already produced.
-            fresh.append(notification_values(row.id, row.delivery_id, result))
-            earlier.add(row.id)
-        done.append((row.id, result.event_type))
+        note: DeliveryNotification = verdict.kept
+        if not verdict.noted:
+            fresh.append(notification_values(row.id, row.delivery_id, note))
+        done.append((row.id, verdict.event_type))
         outcome.processed.append(row.id)
-        if result.transfer_ref is not None:
-            outcome.transfers_named.append(result.transfer_ref)
-        if result.holding_ref is not None:
-            outcome.holdings_named.add(result.holding_ref)
-        if result.endpoint_ref is not None:
-            outcome.endpoints_named.add(result.endpoint_ref)
+        outcome.named(note)
     _store_isolating_refusals(writes, fresh, done, now, outcome)
     writes.record_transfers(outcome.transfers_named, now)
-    if problems or earlier_problems:
+    if decision.problems or earlier_problems:
         # Counted over the store, so the rows just marked must be visible to the count.
         session.flush()
-        outcome.shape_alerts = raise_shape_alerts(session, problems, reader.shapes, now)
-        outcome.resolved_alerts = resolve_cleared(session, earlier_problems - set(problems))
+        outcome.shape_alerts = raise_shape_alerts(session, decision.problems, reader.shapes, now)
+        outcome.resolved_alerts = resolve_cleared(
+            session, earlier_problems - set(decision.problems)
+        )
         session.flush()
     return outcome
 
@@ -218,7 +194,8 @@ def _store_isolating_refusals(
             with session.begin_nested():
                 writes.store_processed([note] if note else [], [(pk, event_type)], now)
         except (SQLAlchemyError, DriverError, ValueError) as exc:
-            writes.quarantine(pk, STORE_REFUSED.format(reason=refusal(exc)))
+            reason = STORE_REFUSED.format(reason=refusal(exc))
+            writes.quarantine(pk, KEPT.format(reason=reason, next_step=FIX_AND_REPLAY))
             outcome.processed.remove(pk)
             outcome.quarantined.append(pk)
             if note is not None and note["transfer_ref"] is not None:

@@ -1,6 +1,6 @@
 """The statements of one processing batch, per database: claim, look up, write, set aside.
 
-`reconciliation.notifications.processing` decides what each claimed delivery becomes; this
+`reconciliation.notifications.deciding` decides what each claimed delivery becomes; this
 module says it to the database in as few statements as each allows, whatever the batch's size.
 The drain after a broker outage (bench/drain.py: 100,000 deliveries within a minute on two
 workers) is where this shows: written through the ORM, a batch of 100 cost about 40 statements'
@@ -215,19 +215,13 @@ class BatchWrites:
                 ],
             )
 
-    def quarantine(
-        self,
-        pk: int,
-        reason: str,
-        shape_problem: str | None = None,
-        next_step: str = "fix the cause and replay the delivery",
-    ) -> None:
-        """Set one claimed delivery aside with its reason and what settles it; its bytes stay
-        as received."""
+    def quarantine(self, pk: int, error: str, shape_problem: str | None = None) -> None:
+        """Set one claimed delivery aside with its reason and what settles it (`error`, as
+        `deciding.KEPT` writes it); its bytes stay as received."""
         values: dict[str, Any] = {
             "state": QUARANTINED,
             "shape_problem": shape_problem,
-            "error": f"{reason}. The body is kept unchanged; {next_step}.",
+            "error": error,
         }
         if self.postgres:  # the claim counted nothing there (see `claim`)
             values["attempts"] = Delivery.attempts + 1
@@ -289,36 +283,6 @@ class BatchWrites:
         with driver.cursor() as cursor:
             cursor.execute(sql, params, prepare=False)
             return cursor.fetchall() if fetch else []
-
-
-#: The notification's text fields a body supplies, checked by `unstorable_text`.
-_TEXT_FIELDS: Final = (
-    "body_id",
-    "event_type",
-    "account_number",
-    "currency",
-    "claimed_status",
-    "narration",
-)
-
-
-#: Why a delivery whose text no database can store is set aside (`unstorable_text` names it).
-UNSTORABLE: Final = "its {field} holds a lone surrogate (an unpaired \\u escape)"
-
-
-def unstorable_text(d: DeliveryNotification) -> str | None:
-    """The first text field no database can store (a lone surrogate, which JSON's `\\ud800`
-    escape can spell), or None. Written, it failed the whole batch's statement, every retry and
-    every re-send: one such body held back every delivery batched with it."""
-    for name in _TEXT_FIELDS:
-        value = getattr(d, name)
-        if value is None or value.isascii():
-            continue
-        try:
-            value.encode()
-        except UnicodeEncodeError:
-            return name
-    return None
 
 
 def notification_values(delivery_pk: int, event_id: str, d: DeliveryNotification) -> dict[str, Any]:

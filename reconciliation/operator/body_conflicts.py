@@ -31,6 +31,7 @@ from sqlalchemy.orm import Session
 
 from reconciliation.alerts.lifecycle import RESOLVED, resolve_alert
 from reconciliation.matching.manual import manual_unmatch
+from reconciliation.notifications.deciding import UNSTORABLE, unstorable_text
 from reconciliation.notifications.inbox import (
     PENDING,
     PROCESSED,
@@ -38,11 +39,7 @@ from reconciliation.notifications.inbox import (
     body_conflict_fingerprint,
 )
 from reconciliation.notifications.processing import record_named_transfers
-from reconciliation.notifications.processing_writes import (
-    UNSTORABLE,
-    notification_values,
-    unstorable_text,
-)
+from reconciliation.notifications.processing_writes import notification_values
 from reconciliation.store.models import Alert, Delivery, Match, Notification, Posting
 from reconciliation.store.types import utcnow
 from upstream import DeliveryNotUnderstood, PayloadReader

@@ -4,12 +4,12 @@ The gateway has no event feed; progress is seen only by reading, under one reque
 reads follow the signals that money moved (invariant: reads follow the money; no signal is
 dropped, only coalesced or deferred; cost grows with activity, not with holdings):
 
-- **Signalled** (`PRIORITY_SIGNALLED`): a notification naming a holding, or a transfer recon
-  created or was told of reaching a terminal stage, makes the holding's read due at once.
-  Many signals for one holding coalesce: they set the same due time, and a read message
-  carries the holding's completed-reads count, so a second message after a completed read
-  costs no request. A signal that arrives while a read is running is kept on the row
-  (`signalled_at`): the read's release leaves the holding due again at once.
+- **Signalled** (`PRIORITY_SIGNALLED`): a notification naming a holding (by ref, or by account
+  number alone), or a transfer recon created or was told of reaching a terminal stage, makes the
+  holding's read due at once. Many signals for one holding coalesce: they set the same due time,
+  and a read message carries the holding's completed-reads count, so a second message after a
+  completed read costs no request. A signal that arrives while a read is running is kept on the
+  row (`signalled_at`): the read's release leaves the holding due again at once.
 - **Catch-up** (`PRIORITY_CATCH_UP`): a new holding, a read cut short by its budget, a read
   that failed on a gateway fault.
 - **Silent** (`PRIORITY_SILENT`): everything else, read on a schedule of its own history: a
@@ -37,7 +37,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from reconciliation.store.in_lists import chunks
-from reconciliation.store.models import ActivityCursor, Holding
+from reconciliation.store.models import ActivityCursor, Holding, Locator
 
 #: Why a holding is due, in the order reads are chosen (lower first).
 PRIORITY_SIGNALLED: Final = 0
@@ -66,15 +66,19 @@ def holdings_named(
     session: Session,
     holding_refs: Collection[uuid.UUID] = (),
     endpoint_refs: Collection[uuid.UUID] = (),
+    account_numbers: Collection[str] = (),
 ) -> set[int]:
-    """The stored holdings these refs name (an endpoint names each of its holdings)."""
+    """The stored holdings these refs name (an endpoint names each of its holdings), and those
+    a locator with one of these bank account numbers addresses (every one: a read made due
+    twice costs a read, a read never made due is a signal dropped)."""
     found: set[int] = set()
-    for refs, column in (
-        (holding_refs, Holding.holding_ref),
-        (endpoint_refs, Holding.endpoint_ref),
+    for names, holding, column in (
+        (holding_refs, Holding.id, Holding.holding_ref),
+        (endpoint_refs, Holding.id, Holding.endpoint_ref),
+        (account_numbers, Locator.holding_id, Locator.account_number),
     ):
-        for batch in chunks(sorted(set(refs))):
-            found.update(session.scalars(select(Holding.id).where(column.in_(batch))))
+        for batch in chunks(sorted(set(names), key=str)):
+            found.update(session.scalars(select(holding).where(column.in_(batch))))
     return found
 
 

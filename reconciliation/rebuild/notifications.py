@@ -1,30 +1,23 @@
-"""Notifications again from the inbox's bytes, through the same payload reader processing uses.
+"""Notifications again from the inbox's bytes, decided as the live inbox decides them.
 
 Every delivery processing has seen (`attempts > 0`; an original body, not another body re-sent
-under a known id) is read again with the configured `PayloadReader`
-(`reconciliation.notifications.processing` reads with the same one; this module does not parse
-anything itself), in delivery order, streamed from the database a batch at a time:
+under a known id) is read again with the configured `PayloadReader`, in delivery order, a chunk
+at a time, and each chunk is decided by the live inbox's own decision
+(`reconciliation.notifications.deciding`; this module decides nothing itself), so the rebuild
+and the live path cannot disagree about what a delivery becomes. The `delivery_not_understood`
+alert is raised afterwards from the gaps the decision gathered, as processing raises it.
 
-- no shape reads it: quarantined, marked with its shape problem's fingerprint (the
-  `delivery_not_understood` alert is raised afterwards, as processing raises it);
-- its id already produced a notification from an earlier body: quarantined (two stories under
-  one id are for a person);
-- otherwise processed, and its notification written.
-
-`processing.process_deliveries` works one claimed batch at a time with a statement per delivery,
-which is right for a live inbox and minutes too slow for a million; this is the set-wise path
-with the same outcomes. A notification keeps the id the live one has (console links, people's
-matches and alert evidence name notifications by id); one the live store lacks gets a new id
-above every live one. Its `created_at` is when processing ran (the delivery's `processed_at`).
-Deliveries never processed (pending, or refused at intake) keep their state: nothing derived
-them yet.
+A notification keeps the id the live one has (console links, people's matches and alert
+evidence name notifications by id); one the live store lacks gets a new id above every live
+one. Its `created_at` is when processing ran (the delivery's `processed_at`). Deliveries never
+processed (pending, or refused at intake) keep their state: nothing derived them yet.
 
 Reading the bodies is most of the work, so it is done a chunk at a time by
 `reconciliation.rebuild.reading` (in worker processes over a large inbox) while this module
-decides, in delivery order, what each read means. On PostgreSQL the notifications go into the
-scratch through `COPY ... FROM STDIN`, a chunk per statement; on SQLite through one INSERT per
-chunk. Deliveries whose derived state changes (none, when the live store is right) are updated
-a chunk per statement on both.
+decides and writes the chunks already read, in delivery order. On PostgreSQL the notifications
+go into the scratch through `COPY ... FROM STDIN`, a chunk per statement; on SQLite through one
+INSERT per chunk. Deliveries whose derived state changes (none, when the live store is right)
+are updated a chunk per statement on both.
 """
 
 from __future__ import annotations
@@ -32,38 +25,22 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from sqlalchemy import Connection, Text, bindparam, cast, func, select, update
 
-from reconciliation.notifications.inbox import PROCESSED, QUARANTINED, stored_delivery_id
-from reconciliation.notifications.processing_writes import UNSTORABLE
-from reconciliation.notifications.shape_alerts import ShapeProblem, shape_problem_fingerprint
+from reconciliation.notifications.deciding import Decision, Read, SetAside, Transcribe, whole
+from reconciliation.notifications.inbox import PROCESSED, QUARANTINED
+from reconciliation.notifications.processing_writes import notification_values
+from reconciliation.notifications.shape_alerts import ShapeProblem
 from reconciliation.rebuild.facets import tables_in
-from reconciliation.rebuild.reading import (
-    BODY_COLUMNS,
-    ChunkReader,
-    Read,
-    Transcribe,
-    Unstorable,
-    copy_fields,
-    copy_text,
-    notification_of,
-)
+from reconciliation.rebuild.reading import BODY_COLUMNS, ChunkReader, copy_fields, copy_text
 from reconciliation.store.models import UNMATCHED
-from upstream import DeliveryNotification, DeliveryNotUnderstood, PayloadReader
+from upstream import PayloadReader
 
 #: Deliveries read per round trip (and notifications written per statement).
 BATCH: Final = 5_000
 
-#: Why a second readable body under one id is not applied (the delivery keeps its bytes).
-SECOND_STORY: Final = (
-    "delivery id {delivery_id!r} already produced a notification from another body; kept for "
-    "review. The body is kept unchanged; fix the cause and replay the delivery."
-)
-#: Why a body no shape reads is quarantined (`{why}`: the reader's own description).
-NOT_UNDERSTOOD: Final = "{why}. The body is kept unchanged; fix the cause and replay the delivery."
 #: A timestamp as PostgreSQL's `to_char` writes it in ISO 8601, UTC, to the microsecond: read
 #: back by COPY as the same instant whatever the session's DateStyle and time zone.
 ISO_UTC: Final = 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'
@@ -84,49 +61,23 @@ class NotificationTally:
     problems: dict[str, ShapeProblem] = field(default_factory=dict)
 
 
-def _notification(
-    pk: int, delivery_id: str, note: DeliveryNotification, created: datetime
-) -> dict[str, Any]:
-    return {
-        "delivery_pk": pk,
-        "event_id": delivery_id,
-        "body_id": stored_delivery_id(note.body_id) if note.body_id is not None else None,
-        "payload_shape": note.shape,
-        "event_type": note.event_type,
-        "transfer_ref": note.transfer_ref,
-        "receipt_ref": note.receipt_ref,
-        "account_ref": note.account_ref,
-        "endpoint_ref": note.endpoint_ref,
-        "holding_ref": note.holding_ref,
-        "account_number": note.account_number,
-        "amount_minor": note.amount_minor,
-        "currency": note.currency,
-        "claimed_status": note.claimed_status,
-        "narration": note.narration,
-        "occurred_at": note.occurred_at,
-        "created_at": created,
-        "match_status": UNMATCHED,
-    }
+class _Scratch:
+    """Each chunk decided (`deciding.Decision`, in delivery order), then written into the
+    scratch, a statement for its notifications and one for its deliveries whose derived state
+    changed: notifications through PostgreSQL's COPY (the body's columns come already in COPY's
+    text format, `reading.copy_fields`; the rest is added here), or SQLAlchemy INSERTs."""
 
-
-class _Writer(Protocol):
-    """Where one chunk's outcomes go: notifications, and deliveries whose state changed."""
-
-    #: How a body is read for this writer (what `note`'s `written` is).
-    transcribe: Transcribe
-    restated: list[dict[str, Any]]
-
-    def note(self, note_id: int, row: Any, written: Any) -> None: ...
-
-    def flush(self) -> None: ...
-
-
-class _Restater:
-    """Deliveries whose derived state changed, updated a chunk per statement."""
-
-    def __init__(self, connection: Connection, schema: str) -> None:
-        deliveries = tables_in(schema)["deliveries"]
+    def __init__(self, connection: Connection, schema: str, decision: Decision) -> None:
+        tables = tables_in(schema)
+        deliveries = tables["deliveries"]
+        self.decision, self.tally = decision, NotificationTally(problems=decision.problems)
+        #: The next notification id for a delivery the live store has no notification of.
+        self.next_id = 1
         self._connection = connection
+        self._copy = connection.dialect.name == "postgresql"
+        self.transcribe: Transcribe = copy_fields if self._copy else whole
+        self._insert = tables["notifications"].insert()
+        self._copy_in = f"COPY {schema}.notifications ({', '.join(COPY_COLUMNS)}) FROM STDIN"
         self._restate = (
             update(deliveries)
             .where(deliveries.c.id == bindparam("pk"))
@@ -137,60 +88,53 @@ class _Restater:
                 error=bindparam("new_error"),
             )
         )
-        self.restated: list[dict[str, Any]] = []
 
-    def flush_restated(self) -> None:
-        if self.restated:
-            self._connection.execute(self._restate, self.restated)
-            self.restated = []
+    def apply(self, rows: Sequence[Any], reads: Callable[[], list[Read]]) -> None:
+        """One chunk: every row decided with its read, then the chunk written."""
+        tally, notes, restated = self.tally, [], []
+        tally.read += len(rows)
+        for row, verdict in zip(rows, self.decision.decide(rows, reads()), strict=True):
+            event_type, shape_problem, error = row.event_type, None, None
+            if isinstance(verdict, SetAside):
+                state, error, shape_problem = QUARANTINED, verdict.error, verdict.shape_problem
+                tally.quarantined += 1
+            else:
+                state, event_type = PROCESSED, verdict.event_type
+                note_id = row.live_id
+                if note_id is None:
+                    note_id, self.next_id = self.next_id, self.next_id + 1
+                    tally.new_ids += 1
+                notes.append(self._note(note_id, row, verdict.kept))
+            if (state, event_type, shape_problem) != (row.state, row.event_type, row.shape_problem):
+                restated.append(
+                    {
+                        "pk": row.id,
+                        "new_state": state,
+                        "new_event_type": event_type,
+                        "new_shape_problem": shape_problem,
+                        "new_error": error,
+                    }
+                )
+        tally.notifications += len(notes)
+        tally.restated += len(restated)
+        if notes and self._copy:
+            driver: Any = self._connection.connection.driver_connection
+            with driver.cursor() as cursor, cursor.copy(self._copy_in) as copy:
+                copy.write("".join(notes).encode())
+        elif notes:
+            self._connection.execute(self._insert, notes)
+        if restated:
+            self._connection.execute(self._restate, restated)
 
-
-class _InsertWriter(_Restater):
-    """Notifications as SQLAlchemy INSERTs (SQLite), a chunk per statement."""
-
-    transcribe: Transcribe = staticmethod(notification_of)
-
-    def __init__(self, connection: Connection, schema: str) -> None:
-        super().__init__(connection, schema)
-        self._insert = tables_in(schema)["notifications"].insert()
-        self.notes: list[dict[str, Any]] = []
-
-    def note(self, note_id: int, row: Any, written: Any) -> None:
-        note = _notification(row.id, row.delivery_id, written, row.created)
-        self.notes.append({"id": note_id, **note})
-
-    def flush(self) -> None:
-        if self.notes:
-            self._connection.execute(self._insert, self.notes)
-            self.notes = []
-        self.flush_restated()
-
-
-class _CopyWriter(_Restater):
-    """Notifications through PostgreSQL's COPY, a chunk per statement: the body's columns come
-    already in COPY's text format (`reading.copy_fields`), the rest is added here."""
-
-    transcribe: Transcribe = staticmethod(copy_fields)
-
-    def __init__(self, connection: Connection, schema: str) -> None:
-        super().__init__(connection, schema)
-        self._raw: Any = connection.connection.driver_connection
-        self._statement = f"COPY {schema}.notifications ({', '.join(COPY_COLUMNS)}) FROM STDIN"
-        self.lines: list[str] = []
-
-    def note(self, note_id: int, row: Any, written: Any) -> None:
-        # `row.created` is already text (`_inbox`), in a form COPY reads back exactly.
-        self.lines.append(
-            f"{note_id}\t{row.id}\t{copy_text(row.delivery_id)}\t{written}\t{row.created}\t"
-            f"{UNMATCHED}\n"
-        )
-
-    def flush(self) -> None:
-        if self.lines:
-            with self._raw.cursor() as cursor, cursor.copy(self._statement) as copy:
-                copy.write("".join(self.lines).encode())
-            self.lines = []
-        self.flush_restated()
+    def _note(self, note_id: int, row: Any, kept: Any) -> Any:
+        if self._copy:
+            # `row.created` is already text (`_inbox`), in a form COPY reads back exactly.
+            return (
+                f"{note_id}\t{row.id}\t{copy_text(row.delivery_id)}\t{kept}\t{row.created}\t"
+                f"{UNMATCHED}\n"
+            )
+        values = notification_values(row.id, row.delivery_id, kept)
+        return {"id": note_id, **values, "created_at": row.created, "match_status": UNMATCHED}
 
 
 def _second_bodies(connection: Connection, live: dict[str, Any], up_to: int | None) -> set[str]:
@@ -253,79 +197,17 @@ def rebuild_notifications(
     this process reads them)."""
     live = tables_in(None)
     n = live["notifications"]
-    tally = NotificationTally()
-    outcome = _Outcome(tally, _second_bodies(connection, live, up_to))
-    outcome.next_id = int(connection.scalar(select(func.coalesce(func.max(n.c.id), 0))) or 0) + 1
-    writer: _Writer = (
-        _CopyWriter(connection, schema)
-        if connection.dialect.name == "postgresql"
-        else _InsertWriter(connection, schema)
-    )
+    decision = Decision(repeated=_second_bodies(connection, live, up_to))
+    scratch = _Scratch(connection, schema, decision)
+    scratch.next_id = int(connection.scalar(select(func.coalesce(func.max(n.c.id), 0))) or 0) + 1
     query = _inbox(live, connection.dialect.name, up_to)
     result = connection.execute(query.execution_options(stream_results=True, yield_per=BATCH))
     waiting: deque[tuple[Sequence[Any], Callable[[], list[Read]]]] = deque()
-    with ChunkReader(reader, writer.transcribe, workers) as bodies:
+    with ChunkReader(reader, scratch.transcribe, workers) as bodies:
         for rows in result.partitions():
             waiting.append((rows, bodies.submit([(r.body, r.headers) for r in rows])))
             while len(waiting) > bodies.ahead:
-                outcome.apply(writer, *waiting.popleft())
+                scratch.apply(*waiting.popleft())
         while waiting:
-            outcome.apply(writer, *waiting.popleft())
-    return tally
-
-
-@dataclass(slots=True)
-class _Outcome:
-    """What each read delivery becomes, decided in delivery order."""
-
-    tally: NotificationTally
-    #: Delivery ids with more than one processed body (`_second_bodies`).
-    repeated: set[str]
-    #: Those of them that already produced a notification.
-    told: set[str] = field(default_factory=set)
-    #: The next notification id for a delivery the live store has no notification of.
-    next_id: int = 1
-
-    def apply(self, writer: _Writer, rows: Sequence[Any], reads: Callable[[], list[Read]]) -> None:
-        """One chunk: every row with its read, then the chunk written."""
-        for row, read in zip(rows, reads(), strict=True):
-            self.one(writer, row, read)
-        writer.flush()
-
-    def one(self, writer: _Writer, row: Any, read: Read) -> None:
-        """Derive one delivery's outcome."""
-        tally = self.tally
-        tally.read += 1
-        event_type, shape_problem, error = row.event_type, None, None
-        if isinstance(read, DeliveryNotUnderstood):
-            shape_problem = shape_problem_fingerprint(read)
-            tally.problems.setdefault(shape_problem, ShapeProblem(read)).row_ids.append(row.id)
-            state, error = QUARANTINED, NOT_UNDERSTOOD.format(why=read.describe())
-        elif isinstance(read, Unstorable):
-            state, error = QUARANTINED, UNSTORABLE.format(field=read.field)
-        elif row.delivery_id in self.told:
-            state, error = QUARANTINED, SECOND_STORY.format(delivery_id=row.delivery_id)
-        else:
-            state, event_type = PROCESSED, read[0]
-            if row.delivery_id in self.repeated:
-                self.told.add(row.delivery_id)
-            if row.live_id is not None:
-                note_id = row.live_id
-            else:
-                note_id, self.next_id = self.next_id, self.next_id + 1
-                tally.new_ids += 1
-            writer.note(note_id, row, read[1])
-            tally.notifications += 1
-        if state == QUARANTINED:
-            tally.quarantined += 1
-        if (state, event_type, shape_problem) != (row.state, row.event_type, row.shape_problem):
-            tally.restated += 1
-            writer.restated.append(
-                {
-                    "pk": row.id,
-                    "new_state": state,
-                    "new_event_type": event_type,
-                    "new_shape_problem": shape_problem,
-                    "new_error": error,
-                }
-            )
+            scratch.apply(*waiting.popleft())
+    return scratch.tally

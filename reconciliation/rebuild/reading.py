@@ -1,17 +1,17 @@
 """Delivery bodies read again, a chunk at a time, in this process or in worker processes.
 
-Reading a body is the configured `PayloadReader` and nothing else (the same reader processing
-uses; this module parses nothing itself). It is the one CPU-bound part of a rebuild that does not
+Reading a body is `reconciliation.notifications.deciding.read_body`, as the live inbox reads it
+(this module parses nothing itself). It is the one CPU-bound part of a rebuild that does not
 depend on the order of the inbox, so over a large inbox the chunks go to worker processes while
-this process streams the next rows and writes what came back, in delivery order
-(`reconciliation.rebuild.notifications` decides ids and second stories: those depend on order).
+this process streams the next rows and decides and writes what came back, in delivery order
+(`reconciliation.rebuild.notifications`: second stories and new ids depend on the order).
 
 What comes back per body is small and cheap to send between processes: the event type and the
 notification's columns already as a line fragment of PostgreSQL's `COPY ... FROM STDIN` text
-format (`copy_fields`), or, for the few bodies no shape reads, the reader's own
-`DeliveryNotUnderstood`. A notification object with its UUIDs would cost more to pickle and
-unpickle than reading the body did. `notification_of` is the in-process form for stores that
-write through SQLAlchemy (SQLite).
+format (`copy_fields`), or, for the few bodies that make no notification, why not. A
+notification object with its UUIDs would cost more to pickle and unpickle than reading the body
+did; stores written through SQLAlchemy (SQLite) keep the notification itself
+(`deciding.whole`), in this process.
 
 Workers are started with `spawn` (a fresh interpreter, no inherited database connections, no
 locks held by another thread at fork time) and receive the reader once, at start.
@@ -24,31 +24,17 @@ import multiprocessing
 import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass
-from typing import Any, Final, TypeAlias
+from typing import Final, TypeAlias
 from uuid import UUID
 
+from reconciliation.notifications.deciding import Read, Transcribe, read_body
 from reconciliation.notifications.inbox import stored_delivery_id
-from reconciliation.notifications.processing_writes import unstorable_text
-from upstream import DeliveryNotUnderstood, PayloadReader
+from reconciliation.notifications.processing_writes import NOTIFICATION_RECORD
+from upstream import DeliveryNotification, PayloadReader
 
-#: Notification columns a body decides, in the order `copy_fields` writes them.
-BODY_COLUMNS: Final = (
-    "body_id",
-    "payload_shape",
-    "event_type",
-    "transfer_ref",
-    "receipt_ref",
-    "account_ref",
-    "endpoint_ref",
-    "holding_ref",
-    "account_number",
-    "amount_minor",
-    "currency",
-    "claimed_status",
-    "narration",
-    "occurred_at",
-)
+#: Notification columns a body decides (all but the delivery's row id and its delivery id), in
+#: the order `copy_fields` writes them.
+BODY_COLUMNS: Final = tuple(NOTIFICATION_RECORD)[2:]
 #: Deliveries read from which on a rebuild uses worker processes (`workers_for`): below it,
 #: starting interpreters costs more than it saves.
 PARALLEL_FROM: Final = 50_000
@@ -58,20 +44,6 @@ AHEAD_PER_WORKER: Final = 2
 #: COPY's text format: the value that means NULL, and the characters that must be escaped.
 COPY_NULL: Final = "\\N"
 _COPY_ESCAPES: Final = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
-
-
-@dataclass(frozen=True, slots=True)
-class Unstorable:
-    """A body a shape read whose text no database can store: set aside, as processing does."""
-
-    field: str
-
-
-#: A body as read: (event type, what to write) when a shape read it and it can be stored, else
-#: why not.
-Read: TypeAlias = "tuple[str, Any] | DeliveryNotUnderstood | Unstorable"
-#: Turns one body into a `Read` with the reader given.
-Transcribe: TypeAlias = "Callable[[PayloadReader, bytes, Mapping[str, str]], Read]"
 
 
 def copy_text(value: str | None) -> str:
@@ -88,43 +60,27 @@ def _copy_number(value: int | None) -> str:
     return COPY_NULL if value is None else str(value)
 
 
-def copy_fields(reader: PayloadReader, body: bytes, headers: Mapping[str, str]) -> Read:
-    """The body's notification columns (`BODY_COLUMNS`) as tab-separated COPY text."""
-    note = reader.read(body, headers)
-    if isinstance(note, DeliveryNotUnderstood):
-        return note
-    unstorable = unstorable_text(note)
-    if unstorable is not None:
-        return Unstorable(unstorable)
+def copy_fields(note: DeliveryNotification) -> str:
+    """The notification's columns (`BODY_COLUMNS`) as tab-separated COPY text."""
     body_id = stored_delivery_id(note.body_id) if note.body_id is not None else None
-    fields = (
-        copy_text(body_id),
-        copy_text(note.shape),
-        copy_text(note.event_type),
-        _copy_ref(note.transfer_ref),
-        _copy_ref(note.receipt_ref),
-        _copy_ref(note.account_ref),
-        _copy_ref(note.endpoint_ref),
-        _copy_ref(note.holding_ref),
-        copy_text(note.account_number),
-        _copy_number(note.amount_minor),
-        copy_text(note.currency),
-        copy_text(note.claimed_status),
-        copy_text(note.narration),
-        note.occurred_at.isoformat(),
+    return "\t".join(
+        (
+            copy_text(body_id),
+            copy_text(note.shape),
+            copy_text(note.event_type),
+            _copy_ref(note.transfer_ref),
+            _copy_ref(note.receipt_ref),
+            _copy_ref(note.account_ref),
+            _copy_ref(note.endpoint_ref),
+            _copy_ref(note.holding_ref),
+            copy_text(note.account_number),
+            _copy_number(note.amount_minor),
+            copy_text(note.currency),
+            copy_text(note.claimed_status),
+            copy_text(note.narration),
+            note.occurred_at.isoformat(),
+        )
     )
-    return note.event_type, "\t".join(fields)
-
-
-def notification_of(reader: PayloadReader, body: bytes, headers: Mapping[str, str]) -> Read:
-    """The body's `DeliveryNotification` itself (for a store written through SQLAlchemy)."""
-    outcome = reader.read(body, headers)
-    if isinstance(outcome, DeliveryNotUnderstood):
-        return outcome
-    unstorable = unstorable_text(outcome)
-    if unstorable is not None:
-        return Unstorable(unstorable)
-    return outcome.event_type, outcome
 
 
 #: A chunk of bodies to read: (body, headers as stored) per delivery.
@@ -134,7 +90,7 @@ Chunk: TypeAlias = Sequence[tuple[bytes, "Mapping[str, str] | str | None"]]
 def read_chunk(reader: PayloadReader, transcribe: Transcribe, chunk: Chunk) -> list[Read]:
     """Every body of a chunk, in order. Headers come as a mapping, as JSON text (parsed here
     with `json.loads`, as the database driver parses the column), or None (none stored)."""
-    return [transcribe(reader, body, _headers(headers)) for body, headers in chunk]
+    return [read_body(reader, transcribe, body, _headers(headers)) for body, headers in chunk]
 
 
 def _headers(stored: Mapping[str, str] | str | None) -> Mapping[str, str]:

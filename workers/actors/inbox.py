@@ -10,8 +10,7 @@ the receiver and by the sweep, changes nothing the second time.
 from __future__ import annotations
 
 import math
-import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 
 import dramatiq
 import structlog
@@ -50,16 +49,16 @@ def handle_deliveries(rt: Runtime, delivery_pks: Sequence[int]) -> ProcessOutcom
     return outcome
 
 
-def read_named_holdings(
-    rt: Runtime, holding_refs: Collection[uuid.UUID], endpoint_refs: Collection[uuid.UUID]
-) -> int:
-    """Reads follow the money: the holdings a batch names are due at once, first in line, and
-    their reads are sent now rather than at the next tick. Returns how many were sent (a
-    holding being read now is left to its reader, whose release sees the signal)."""
-    if not holding_refs and not endpoint_refs:
+def read_named_holdings(rt: Runtime, outcome: ProcessOutcome) -> int:
+    """Reads follow the money: the holdings a batch names (by ref, or by account number alone)
+    are due at once, first in line, and their reads are sent now rather than at the next tick.
+    Returns how many were sent (a holding being read now is left to its reader, whose release
+    sees the signal)."""
+    named = (outcome.holdings_named, outcome.endpoints_named, outcome.account_numbers_named)
+    if not any(named):
         return 0
     with transaction(rt.sessions) as session:
-        ids = holdings_named(session, holding_refs, endpoint_refs)
+        ids = holdings_named(session, *named)
         signal_holdings(session, ids, rt.clock())
     return send_due_activity_polls(rt, sorted(ids)) if ids else 0
 
@@ -78,9 +77,10 @@ def process_delivery(delivery_pks: list[int]) -> None:
     deferred to the end of the ask interval when another ask was made within it)."""
     rt = current_runtime()
     outcome = handle_deliveries(rt, delivery_pks)
-    named = (outcome.holdings_named, outcome.endpoints_named)
-    read_named_holdings(rt, *named)
-    send_in = ask_for_discovery(rt.sessions, *named, rt.clock())
+    read_named_holdings(rt, outcome)
+    send_in = ask_for_discovery(
+        rt.sessions, outcome.holdings_named, outcome.endpoints_named, rt.clock()
+    )
     if send_in is not None:
         log.info(
             "holdings.discovery_asked",

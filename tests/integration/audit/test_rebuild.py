@@ -9,6 +9,7 @@ import json
 import re
 import uuid
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, select, update
@@ -30,7 +31,7 @@ from reconciliation.store.models import (
     Transfer,
 )
 from tests.integration.audit.small_world import POLICY, T0, World, build_world, posting_for
-from upstream.webhooks.payloads import configured_reader
+from upstream.webhooks.payloads import PayloadReader, configured_reader
 
 READER = configured_reader()
 
@@ -285,6 +286,40 @@ def process_pending(sessions: sessionmaker[Session], at: datetime) -> None:
     with transaction(sessions) as s:
         pending = list(s.scalars(select(Delivery.id).where(Delivery.state == "pending")))
         process_deliveries(s, pending, at)
+
+
+class _ReaderThatBreaks(PayloadReader):
+    """The configured reader, except that reading a body with `evt-breaks` in it raises: what
+    any failure recon did not foresee (MemoryError, RecursionError) does."""
+
+    def read(self, body: bytes, headers: Any) -> Any:
+        if b"evt-breaks" in body:
+            raise RecursionError("maximum recursion depth exceeded")
+        return super().read(body, headers)
+
+
+def test_a_body_whose_reading_raises_is_set_aside_again_by_the_rebuild(
+    engine: Engine, session_factory: sessionmaker[Session]
+) -> None:
+    """Processing sets aside a delivery whose reading raises, alone; the rebuild decides with
+    the same decision, so it comes to the same outcome rather than failing (it used to raise)."""
+    world = build_world(session_factory)
+    at = world.pass_at + timedelta(seconds=5)
+    reader = _ReaderThatBreaks(READER.adapters)
+    record_credit(session_factory, world, "evt-breaks", at)
+    with transaction(session_factory) as s:
+        pending = list(s.scalars(select(Delivery.id).where(Delivery.state == "pending")))
+        process_deliveries(s, pending, at + timedelta(seconds=1), reader)
+    run_pass(session_factory, POLICY, now=at + timedelta(minutes=1), publish=False)
+
+    result = rebuild(engine, POLICY, reader, mode=Mode.DRY_RUN, workers=0)
+    assert result.comparison is not None
+    assert [d.as_dict() for d in result.comparison.differences] == []
+    with session_factory() as s:
+        stored = s.scalars(select(Delivery).where(Delivery.delivery_id == "evt-breaks")).one()
+    assert stored.state == "quarantined"
+    assert (stored.error or "").startswith("reading the body failed: RecursionError")
+    assert result.inbox.restated == 0  # derived as the live inbox derived it
 
 
 def test_facts_that_came_after_the_last_pass_are_not_yet_judged_never_a_difference(

@@ -15,8 +15,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from reconciliation.notifications.inbox import InboundDelivery, record_deliveries
 from reconciliation.notifications.inbox_access import reset_for_replay
 from reconciliation.notifications.processing import process_deliveries
+from reconciliation.postings import PRIORITY_SIGNALLED, PRIORITY_SILENT
 from reconciliation.store.db import transaction
-from reconciliation.store.models import Delivery, Notification, Transfer
+from reconciliation.store.models import ActivityCursor, Delivery, Notification, Transfer
+from tests.integration.reconciliation.builders import Store
+from workers.actors.inbox import process_delivery
+from workers.runtime import Runtime
 
 NOW = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
 
@@ -261,3 +265,42 @@ def test_a_body_whose_text_no_database_can_store_is_set_aside_not_the_batch(
     assert set_aside is not None and set_aside.state == "quarantined"
     assert "narration holds a lone surrogate" in (set_aside.error or "")
     assert set_aside.body == unstorable
+
+
+def test_a_delivery_naming_a_holding_only_by_its_account_number_makes_its_read_due(
+    runtime: Runtime,
+) -> None:
+    """Invariant 12: a notification that names its holding only by the bank account number (no
+    holdingRef, no endpointRef) makes that holding's read due at once, as a named ref does;
+    a holding with another number keeps its quiet schedule."""
+    built = Store(runtime.sessions)
+    named, bystander = built.holding(), built.holding()
+    later = runtime.clock() + timedelta(hours=1)
+    with transaction(runtime.sessions) as session:
+        for holding in (named, bystander):
+            session.add(
+                ActivityCursor(
+                    holding_id=holding.id, next_poll_at=later, due_priority=PRIORITY_SILENT
+                )
+            )
+    doc = json.loads(payload("evt-number", None))
+    doc["data"] |= {"holdingRef": None, "endpointRef": None, "accountRef": None}
+    doc["data"]["accountNumber"] = built.numbers[named.id]
+    pks = store(runtime.sessions, ("evt-number", json.dumps(doc).encode()))
+    process_delivery.fn(pks)
+    with runtime.sessions() as session:
+        cursors = {
+            holding_id: (signalled, priority)
+            for holding_id, signalled, priority in session.execute(
+                select(
+                    ActivityCursor.holding_id,
+                    ActivityCursor.signalled_at,
+                    ActivityCursor.due_priority,
+                )
+            )
+        }
+        [state] = session.scalars(select(Delivery.state).where(Delivery.id.in_(pks)))
+    assert state == "processed"
+    signalled, priority = cursors[named.id]
+    assert signalled is not None and priority == PRIORITY_SIGNALLED
+    assert cursors[bystander.id] == (None, PRIORITY_SILENT)
