@@ -16,7 +16,7 @@ import dataclasses
 import random
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 import httpx
 import msgspec
@@ -45,8 +45,6 @@ from upstream.wire.company_types import (
     WebhookRequest,
 )
 from upstream.wire.decoding import decode
-
-T = TypeVar("T")
 
 log = structlog.get_logger(__name__)
 
