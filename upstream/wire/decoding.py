@@ -37,36 +37,16 @@ from upstream.errors import ProtocolError
 T = TypeVar("T")
 
 
-def read_minor_units(value: object) -> int:
-    """An amount: the common case (ASCII digits, no longer than any amount recon keeps) without
-    a regex, being a million calls in a catch-up; anything else through foundation.money, which
-    reads it exactly alike or says what is wrong."""
-    if isinstance(value, str) and len(value) <= MAX_AMOUNT_DIGITS and value.isascii():
-        return int(value) if value.isdigit() else parse_minor_units(value)
-    return parse_minor_units(value)
+# msgspec checks what `_hook` returns with `isinstance(result, marker)`. A marker's metaclass
+# answers that with the `__instancecheck__` of the plain type the marker reads to (bound, so
+# a C call rather than a Python frame per amount and per timestamp of a catch-up): its values
+# stay plain ints and datetimes, never a subclass an encoder or a driver would not know.
+class _HoldsInt(type):
+    __instancecheck__ = int.__instancecheck__
 
 
-def read_timestamp(value: object) -> datetime:
-    """An ISO 8601 string as an aware datetime; ValueError for anything else, naive included."""
-    try:
-        parsed = datetime.fromisoformat(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ValueError(f"expected an ISO 8601 timestamp, got {repr(value)[:40]}") from None
-    # `fromisoformat` gives a fixed offset or none, so `tzinfo` alone says it is aware.
-    if parsed.tzinfo is None:
-        raise ValueError(f"timestamp {value!r} carries no time zone")
-    return parsed
-
-
-class _Reads(type):
-    """A marker's metaclass: msgspec checks what `_hook` returns with `isinstance`, and what a
-    marker returns is the plain type it `holds` (an int, a datetime), never a subclass that
-    an encoder or a database driver would not know."""
-
-    holds: type
-
-    def __instancecheck__(cls, value: object) -> bool:
-        return isinstance(value, cls.holds)
+class _HoldsDatetime(type):
+    __instancecheck__ = datetime.__instancecheck__
 
 
 if TYPE_CHECKING:
@@ -74,24 +54,32 @@ if TYPE_CHECKING:
     Timestamp = datetime
 else:
 
-    class MinorUnits(metaclass=_Reads):
+    class MinorUnits(metaclass=_HoldsInt):
         """An amount in int minor units, a string of decimal digits on the wire."""
 
-        holds = int
-        read = staticmethod(read_minor_units)
-
-    class Timestamp(metaclass=_Reads):
+    class Timestamp(metaclass=_HoldsDatetime):
         """An aware datetime, an ISO 8601 string with an offset on the wire."""
 
-        holds = datetime
-        read = staticmethod(read_timestamp)
 
-
-def _hook(kind: Any, value: object) -> object:
-    read = getattr(kind, "read", None)
-    if read is None:
-        raise NotImplementedError
-    return read(value)
+def _hook(kind: object, value: object) -> object:
+    """Read a marker: a catch-up calls this twice per entry, so the common forms are read here
+    without a further call (an amount of ASCII digits no longer than any recon keeps needs no
+    regex); anything else goes through foundation.money, which reads it alike or says what is
+    wrong."""
+    if kind is Timestamp:
+        try:
+            parsed = datetime.fromisoformat(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            raise ValueError(f"expected an ISO 8601 timestamp, got {repr(value)[:40]}") from None
+        # `fromisoformat` gives a fixed offset or none, so `tzinfo` alone says it is aware.
+        if parsed.tzinfo is None:
+            raise ValueError(f"timestamp {value!r} carries no time zone")
+        return parsed
+    if kind is MinorUnits:
+        if isinstance(value, str) and len(value) <= MAX_AMOUNT_DIGITS and value.isascii():
+            return int(value) if value.isdigit() else parse_minor_units(value)
+        return parse_minor_units(value)
+    raise NotImplementedError
 
 
 #: msgspec's words for JSON types, as the messages of our errors say them.
