@@ -43,6 +43,15 @@ FROM_GATEWAY: Final[CursorSource] = "gateway"
 FROM_ENTRY: Final[CursorSource] = "entry"
 
 
+#: Names each cursor part may carry inside `nextCursor` (the spec shows only the query names).
+_PART_NAMES: Final = {
+    "after_posted_at": ("afterPostedAt", "postedAt"),
+    "after_receipt_ref": ("afterReceiptRef", "receiptRef"),
+    "after_line_ref": ("afterLineRef", "lineRef"),
+}
+_DIRECTION_NAMES: Final = ("sortDirection", "direction")
+
+
 class ActivityCursor(msgspec.Struct, frozen=True, kw_only=True):
     """A position in one holding's postings: the gateway's `nextCursor`, or an entry's own."""
 
@@ -78,33 +87,14 @@ class EntryPosition(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
-class _WireCursor(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """`nextCursor`: each part named as the query parameter (`afterPostedAt`) or as the entry
-    field (`postedAt`), the spec showing only the query names."""
-
-    after_posted_at: str | None = None
-    posted_at: str | None = None
-    after_receipt_ref: str | None = None
-    receipt_ref: str | None = None
-    after_line_ref: str | None = None
-    line_ref: str | None = None
-    sort_direction: str | None = None
-    direction: str | None = None
-
-
 def parse_cursor(raw: dict[str, Any], where: str, fallback_direction: str) -> ActivityCursor:
     """Read `nextCursor`, whatever the gateway calls its parts; all three positional ones needed.
 
     The direction is the cursor's own, else `fallback_direction` (the page's, else the one
     asked): a cursor is only ever resumed in the direction it was read in.
     """
-    c = decode(raw, _WireCursor, where)
-    parts = {
-        "afterPostedAt": _first(c.after_posted_at, c.posted_at),
-        "afterReceiptRef": _first(c.after_receipt_ref, c.receipt_ref),
-        "afterLineRef": _first(c.after_line_ref, c.line_ref),
-    }
-    missing = [name for name, part in parts.items() if part is None]
+    parts = {field: _part(raw, names, where) for field, names in _PART_NAMES.items()}
+    missing = [names[0] for field, names in _PART_NAMES.items() if parts[field] is None]
     if missing:
         found = ", ".join(sorted(raw)) or "nothing"
         raise ProtocolError(
@@ -112,15 +102,17 @@ def parse_cursor(raw: dict[str, Any], where: str, fallback_direction: str) -> Ac
             f"which holds {found}; a cursor with missing parts cannot be resumed"
         )
     return ActivityCursor(
-        after_posted_at=parts["afterPostedAt"] or "",
-        after_receipt_ref=parts["afterReceiptRef"] or "",
-        after_line_ref=parts["afterLineRef"] or "",
-        sort_direction=_first(c.sort_direction, c.direction) or fallback_direction,
+        after_posted_at=parts["after_posted_at"] or "",
+        after_receipt_ref=parts["after_receipt_ref"] or "",
+        after_line_ref=parts["after_line_ref"] or "",
+        sort_direction=_part(raw, _DIRECTION_NAMES, where) or fallback_direction,
     )
 
 
-def _first(named: str | None, other: str | None) -> str | None:
-    return named if named is not None else other
+def _part(raw: dict[str, Any], names: Sequence[str], where: str) -> str | None:
+    """The first of `names` present (and not null) in the cursor; a string, or refused."""
+    name = next((name for name in names if raw.get(name) is not None), None)
+    return None if name is None else decode(raw[name], str, f"{where}.{name}")
 
 
 class ActivityPage(msgspec.Struct, frozen=True, kw_only=True):

@@ -9,7 +9,7 @@ import msgspec
 from upstream.wire.common import ValueUnit
 
 
-class ReceivingRequest(msgspec.Struct, frozen=True, kw_only=True):
+class ReceivingRequest(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """Material of a receiving endpoint creation."""
 
     owner_ref: UUID
@@ -18,11 +18,7 @@ class ReceivingRequest(msgspec.Struct, frozen=True, kw_only=True):
 
     def to_wire(self) -> dict[str, object]:
         """The request body."""
-        return {
-            "ownerRef": str(self.owner_ref),
-            "ownerKind": self.owner_kind,
-            "valueUnit": self.value_unit.to_wire(),
-        }
+        return msgspec.to_builtins(self)  # type: ignore[no-any-return]
 
 
 class Activation(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
