@@ -111,3 +111,19 @@ def test_envelope_keeps_every_receipt_once_with_its_source() -> None:
 def test_a_decimal_amount_in_a_transfer_is_a_protocol_error() -> None:
     with pytest.raises(ProtocolError, match=r"amountMinorUnits"):
         decode(_transfer(amountMinorUnits="1500.50"), Transfer, "transfer.value")
+
+
+def test_a_null_reads_as_absent_and_a_ref_as_uuid_reads_it_without_touching_the_answer() -> None:
+    braced = "{" + REF.upper() + "}"
+    value = _transfer(decidedAt=None, requestedBy=braced, materialFingerprint=None)
+    transfer = decode(value, Transfer, "transfer.value")
+    assert transfer.decided_at is None and transfer.material_fingerprint is None
+    assert transfer.requested_by == uuid.UUID(REF)
+    assert value["requestedBy"] == braced and value["decidedAt"] is None
+
+
+def test_a_required_member_sent_as_null_is_named_as_null() -> None:
+    with pytest.raises(ProtocolError, match=r"transfer\.value\.stage: expected a string, got null"):
+        decode(_transfer(stage=None), Transfer, "transfer.value")
+    with pytest.raises(ProtocolError, match=r"transfer\.value\.sourceHoldingRef: expected a UUID"):
+        decode(_transfer(sourceHoldingRef="{not-a-uuid}"), Transfer, "transfer.value")
