@@ -19,7 +19,7 @@ what we ask without saying so. See `ActivityPage.ends_read`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Final, Literal
+from typing import Any, Final, Literal
 from uuid import UUID
 
 import msgspec
@@ -27,8 +27,8 @@ import msgspec
 from upstream.errors import ProtocolError
 from upstream.wire.balances import Posting, parse_postings
 from upstream.wire.common import HoldingAddress
+from upstream.wire.decoding import decode
 from upstream.wire.evidence import Evidence
-from upstream.wire.reader import Fields
 
 OLDEST_FIRST: Final = "oldest_first"
 NEWEST_FIRST: Final = "newest_first"
@@ -41,6 +41,7 @@ CursorSource = Literal["gateway", "entry"]
 FROM_GATEWAY: Final[CursorSource] = "gateway"
 #: The gateway gave no `nextCursor`: the position is the page's last entry, exactly as listed.
 FROM_ENTRY: Final[CursorSource] = "entry"
+
 
 #: Names each cursor part may carry inside `nextCursor` (the spec shows only the query names).
 _PART_NAMES: Final = {
@@ -86,37 +87,32 @@ class EntryPosition(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
-def _part(f: Fields, names: Sequence[str]) -> str | None:
-    for name in names:
-        value = f.opt_text(name)
-        if value is not None:
-            return value
-    return None
-
-
-def parse_cursor(f: Fields, fallback_direction: str | None) -> ActivityCursor:
+def parse_cursor(raw: dict[str, Any], where: str, fallback_direction: str) -> ActivityCursor:
     """Read `nextCursor`, whatever the gateway calls its parts; all three positional ones needed.
 
     The direction is the cursor's own, else `fallback_direction` (the page's, else the one
     asked): a cursor is only ever resumed in the direction it was read in.
     """
-    parts = {field: _part(f, names) for field, names in _PART_NAMES.items()}
+    parts = {field: _part(raw, names, where) for field, names in _PART_NAMES.items()}
     missing = [names[0] for field, names in _PART_NAMES.items() if parts[field] is None]
     if missing:
-        found = ", ".join(sorted(f.as_dict())) or "nothing"
+        found = ", ".join(sorted(raw)) or "nothing"
         raise ProtocolError(
-            f"{f.path}: no {', '.join(missing)} (nor its entry-field name) in nextCursor, "
+            f"{where}: no {', '.join(missing)} (nor its entry-field name) in nextCursor, "
             f"which holds {found}; a cursor with missing parts cannot be resumed"
         )
-    direction = _part(f, _DIRECTION_NAMES) or fallback_direction
-    if direction is None:
-        raise ProtocolError(f"{f.path}.sortDirection: required field is missing")
     return ActivityCursor(
         after_posted_at=parts["after_posted_at"] or "",
         after_receipt_ref=parts["after_receipt_ref"] or "",
         after_line_ref=parts["after_line_ref"] or "",
-        sort_direction=direction,
+        sort_direction=_part(raw, _DIRECTION_NAMES, where) or fallback_direction,
     )
+
+
+def _part(raw: dict[str, Any], names: Sequence[str], where: str) -> str | None:
+    """The first of `names` present (and not null) in the cursor; a string, or refused."""
+    name = next((name for name in names if raw.get(name) is not None), None)
+    return None if name is None else decode(raw[name], str, f"{where}.{name}")
 
 
 class ActivityPage(msgspec.Struct, frozen=True, kw_only=True):
@@ -188,8 +184,21 @@ def _positions(items: Sequence[object]) -> tuple[EntryPosition | None, EntryPosi
     return position(items[0]), position(items[-1])
 
 
+class _WirePage(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """The activity value; its entries are read by `parse_postings`, its cursor by
+    `parse_cursor`, both needing the text exactly as listed."""
+
+    entries: list[Any]
+    account_ref: UUID | None = None
+    endpoint_ref: UUID | None = None
+    holding_ref: UUID | None = None
+    sort_direction: str | None = None
+    next_cursor: dict[str, Any] | None = None
+
+
 def parse_activity_page(
-    value: Fields,
+    value: dict[str, Any],
+    where: str,
     *,
     holding: HoldingAddress,
     requested: ActivityCursor | None,
@@ -204,27 +213,27 @@ def parse_activity_page(
     one. The page's `sort_direction` is the direction the gateway says it served (a provider
     that ignores a direction it does not know may serve its default instead; the reader checks).
     """
-    for name, want in (
-        ("accountRef", holding.account_ref),
-        ("endpointRef", holding.endpoint_ref),
-        ("holdingRef", holding.holding_ref),
+    page = decode(value, _WirePage, where)
+    for name, got, want in (
+        ("accountRef", page.account_ref, holding.account_ref),
+        ("endpointRef", page.endpoint_ref, holding.endpoint_ref),
+        ("holdingRef", page.holding_ref, holding.holding_ref),
     ):
-        got: UUID | None = value.opt_ref(name)
         if got is not None and got != want:
-            raise ProtocolError(f"{value.path}.{name}: answered for {got}, asked for {want}")
+            raise ProtocolError(f"{where}.{name}: answered for {got}, asked for {want}")
     asked = sort_direction or (requested.sort_direction if requested else None)
-    direction = value.opt_text("sortDirection") or asked
+    direction = page.sort_direction or asked
     if direction is None:
-        raise ProtocolError(f"{value.path}.sortDirection: missing, and no direction was asked")
-    items = value.array("entries")
-    entries = parse_postings(items, f"{value.path}.entries")
-    first, last = _positions(items)
-    raw_next = value.opt_obj("nextCursor")
-    gateway_cursor = parse_cursor(raw_next, direction) if raw_next is not None else None
+        raise ProtocolError(f"{where}.sortDirection: missing, and no direction was asked")
+    entries = parse_postings(page.entries, f"{where}.entries")
+    first, last = _positions(page.entries)
+    raw_next = page.next_cursor
     return ActivityPage(
         holding=holding,
         entries=entries,
-        gateway_cursor=gateway_cursor,
+        gateway_cursor=(
+            None if raw_next is None else parse_cursor(raw_next, f"{where}.nextCursor", direction)
+        ),
         requested_cursor=requested,
         first_position=first,
         last_position=last,

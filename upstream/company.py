@@ -16,7 +16,7 @@ import dataclasses
 import random
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 import httpx
 import msgspec
@@ -38,17 +38,13 @@ from upstream.wire.company_types import (
     EVENT_TYPES,
     WEBHOOK_STATUSES,
     NameEnquiry,
+    Success,
+    SuccessFlag,
     Webhook,
     WebhookList,
     WebhookRequest,
-    parse_name_enquiry,
-    parse_webhook,
-    parse_webhook_list,
-    success_data,
 )
-from upstream.wire.reader import Fields
-
-T = TypeVar("T")
+from upstream.wire.decoding import decode
 
 log = structlog.get_logger(__name__)
 
@@ -157,13 +153,12 @@ class CompanyClient(PooledClient):
         params: Mapping[str, str] | None = None,
         body: Mapping[str, Any] | None = None,
         require_success: bool = True,
-    ) -> tuple[int, Fields]:
+    ) -> object:
         call = Call(
             operation=operation, method=method, path=path, params=params, body=body, safe=safe
         )
         reply = self._core.send(call)
-        top = Fields(reply.data, "response")
-        if require_success and top.opt_flag("success") is False:
+        if require_success and decode(reply.data, SuccessFlag, "response").success is False:
             # A provider that answers refusals with 200 and `success: false`: still a refusal.
             details = read_company_envelope(reply.data)
             said = self._core.scrub(details.message)
@@ -180,7 +175,7 @@ class CompanyClient(PooledClient):
                     provider_message=said,
                 ),
             )
-        return reply.status, top
+        return reply.data
 
     def register_webhook(self, request: WebhookRequest) -> Webhook:
         """POST /webhooks/register. Not idempotent upstream: never blindly repeated.
@@ -205,16 +200,16 @@ class CompanyClient(PooledClient):
                 hint="registering without retryPolicy: the provider's own retry schedule applies",
             )
             top = self._register(msgspec.structs.replace(request, retry_policy=None))
-        return parse_webhook(success_data(top))
+        return decode(top, Success[Webhook], "response").data
 
-    def _register(self, request: WebhookRequest) -> Fields:
+    def _register(self, request: WebhookRequest) -> object:
         """One registration request; the webhook secret is cut from any error it causes.
 
         A provider may echo the request (secret included) in its refusal; the secret is not
         one of the client's credentials, so `HttpCore` cannot know to scrub it.
         """
         try:
-            _, top = self._send(
+            top = self._send(
                 "webhook.register", "POST", "/webhooks/register", safe=False, body=request.to_wire()
             )
         except ProviderError as error:
@@ -234,12 +229,12 @@ class CompanyClient(PooledClient):
             params["status"] = status
         if event_type is not None:
             params["eventType"] = event_type
-        _, top = self._send("webhook.list", "GET", "/webhooks", safe=True, params=params)
-        return parse_webhook_list(success_data(top))
+        top = self._send("webhook.list", "GET", "/webhooks", safe=True, params=params)
+        return decode(top, Success[WebhookList], "response").data
 
     def name_enquiry(self, account_number: str = TEST_ACCOUNT_NUMBER) -> NameEnquiry:
         """GET /accounts/name-enquiry: resolves an account; also proves the credentials work."""
-        _, top = self._send(
+        top = self._send(
             "account.name_enquiry",
             "GET",
             "/accounts/name-enquiry",
@@ -247,4 +242,4 @@ class CompanyClient(PooledClient):
             params={"accountNumber": account_number},
             require_success=False,
         )
-        return parse_name_enquiry(top)
+        return decode(top, NameEnquiry, "response")

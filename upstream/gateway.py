@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from uuid import UUID
 
+import msgspec
+
 from upstream.activity import (
     OLDEST_FIRST,
     ActivityCursor,
@@ -22,25 +24,23 @@ from upstream.activity import (
 from upstream.gateway_base import CAPABILITIES, RESUME_REASONS, SUSPEND_REASONS, read_problem
 from upstream.gateway_endpoints import EndpointOperations
 from upstream.idempotency import Outcome
-from upstream.wire.balances import BalanceSnapshot, CreditRequest, Simulation, parse_balance
-from upstream.wire.balances import parse_simulation as _parse_simulation
+from upstream.wire.balances import BalanceSnapshot, CreditRequest, Simulation
 from upstream.wire.common import HoldingAddress, Result
-from upstream.wire.environment import EnvironmentStatus, parse_environment
+from upstream.wire.environment import EnvironmentStatus
+from upstream.wire.evidence import merge_evidence
 from upstream.wire.replays import WriteReplayed
 from upstream.wire.transfers import (
     TRANSFER_CREATE,
     Quote,
+    Replay,
     Stage,
+    Transfer,
     TransferAccepted,
     TransferCreation,
     TransferDenied,
     TransferReplayed,
     TransferRequest,
     TransferStatus,
-    parse_quote,
-    parse_replay,
-    parse_transfer,
-    parse_transfer_status,
 )
 
 __all__ = ["CAPABILITIES", "RESUME_REASONS", "SUSPEND_REASONS", "GatewayClient", "read_problem"]
@@ -68,9 +68,8 @@ class GatewayClient(EndpointOperations):
         """
         body = request.to_wire(accepted_quote)
         key, env = self._write(TRANSFER_CREATE, "/transfers", body, body, before_send=before_send)
-        if env.body.has("replay"):
-            fields, _ = env.read("replay")
-            replay = parse_replay(fields)
+        if env.body.get("replay") is not None:
+            replay = env.read(Replay, "replay").value
             self._keys.completed(
                 key, Outcome.REPLAYED, str(replay.transfer_ref), http_status=env.http_status
             )
@@ -80,8 +79,7 @@ class GatewayClient(EndpointOperations):
                 http_status=env.http_status,
                 evidence=env.all_evidence("replay"),
             )
-        fields, _ = env.read("transfer")
-        transfer = parse_transfer(fields)
+        transfer = env.read(Transfer, "transfer").value
         evidence = env.all_evidence("transfer")
         if transfer.stage == Stage.RESERVATION_DENIED:
             self._keys.completed(
@@ -103,20 +101,20 @@ class GatewayClient(EndpointOperations):
     def quote_transfer(self, request: TransferRequest) -> Result[Quote]:
         """POST /transfers/quote: fees and totals; reserves nothing, so it is a (safe) read."""
         env = self._read("transfer.quote", "POST", "/transfers/quote", body=request.to_wire())
-        return self._result(env, parse_quote)
+        quote = env.read(Quote)
+        wire = env.section()[0].value
+        return quote.carrying(msgspec.structs.replace(quote.value, wire=wire))
 
     def transfer_status(self, transfer_ref: UUID) -> Result[TransferStatus]:
         """GET /transfers/{ref}/status: where the transfer is and whether it is terminal."""
         env = self._read("transfer.status", "GET", f"/transfers/{transfer_ref}/status")
-        return self._result(env, parse_transfer_status)
+        return env.read(TransferStatus)
 
     # -- environment, balances, sandbox -----------------------------------------------------
 
     def environment(self) -> Result[EnvironmentStatus]:
         """GET /environment: which environment the key is scoped to."""
-        return self._result(
-            self._read("environment.read", "GET", "/environment"), parse_environment
-        )
+        return self._read("environment.read", "GET", "/environment").read(EnvironmentStatus)
 
     def balance(
         self, account_ref: UUID, endpoint_ref: UUID, holding_ref: UUID | None = None
@@ -126,7 +124,7 @@ class GatewayClient(EndpointOperations):
         if holding_ref is not None:
             params["holdingRef"] = str(holding_ref)
         env = self._read("balance.current", "GET", "/balances/current", params=params)
-        return self._result(env, parse_balance)
+        return env.read(BalanceSnapshot)
 
     def activity_page(
         self,
@@ -148,15 +146,16 @@ class GatewayClient(EndpointOperations):
         if cursor is not None:
             params.update(cursor.as_query())
         env = self._read("balance.activity", "GET", "/balances/activity", params=params)
-        fields, section = env.read()
+        section, where = env.section()
         return parse_activity_page(
-            fields,
+            section.value,
+            where,
             holding=holding,
             requested=cursor,
             page_size=page_size,
             sort_direction=sort_direction,
             http_status=env.http_status,
-            evidence=section.result(None, env.http_status, env.evidence).evidence,
+            evidence=merge_evidence(env.evidence, section.evidence),
         )
 
     def iter_activity(
@@ -190,7 +189,7 @@ class GatewayClient(EndpointOperations):
         key, env = self._write("sandbox.inbound_credit", "/sandbox/inbound-credits", body, body)
         if replayed := self._replay_of("sandbox.inbound_credit", key, env):
             return replayed
-        result = self._result(env, _parse_simulation, "simulation", key)
+        result = env.read(Simulation, "simulation", key)
         self._keys.completed(
             key, Outcome.ACCEPTED, str(result.value.simulation_ref), http_status=env.http_status
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any
 from uuid import UUID
 
 import httpx
@@ -28,12 +28,10 @@ from upstream.transport import (
     Reply,
     join_base,
 )
-from upstream.wire.common import Envelope, Result, parse_envelope
-from upstream.wire.common import parse_evidence_list as _evidence
-from upstream.wire.reader import Fields
+from upstream.wire.common import Envelope, parse_envelope
+from upstream.wire.decoding import decode
+from upstream.wire.evidence import Evidence
 from upstream.wire.replays import REPLAY_MEMBER, WriteReplayed, parse_write_replay
-
-T = TypeVar("T")
 
 # Operation -> capability the key needs (spec part 4). Used to name it in Forbidden.
 CAPABILITIES: Mapping[str, str] = {
@@ -63,7 +61,7 @@ def read_problem(data: object) -> ErrorDetails:
         return ErrorDetails()
     problem: dict[str, Any] = data["problem"]
     try:
-        evidence = _evidence(Fields(problem, "problem"), "evidence")
+        evidence = decode(problem.get("evidence") or [], tuple[Evidence, ...], "problem.evidence")
     except ProviderError:
         evidence = ()
     return ErrorDetails(
@@ -182,12 +180,12 @@ class GatewayBase(PooledClient):
         Checked before the answer is read as the object, so a provider that replays every write
         with a record (upstream.wire.replays) neither fails the read nor leaves the key open.
         """
-        if not env.body.has(REPLAY_MEMBER):
+        raw = env.body.get(REPLAY_MEMBER)
+        if raw is None:
             return None
-        raw = env.body.raw(REPLAY_MEMBER)
-        fields = env.read(REPLAY_MEMBER)[0] if isinstance(raw, dict) else Fields({}, "replay")
+        record = env.section(REPLAY_MEMBER)[0].value if isinstance(raw, dict) else {}
         replay = parse_write_replay(
-            fields,
+            record,
             operation=operation,
             idempotency_key=key,
             http_status=env.http_status,
@@ -196,23 +194,3 @@ class GatewayBase(PooledClient):
         subject = str(replay.subject_ref) if replay.subject_ref is not None else None
         self._keys.completed(key, Outcome.REPLAYED, subject, http_status=env.http_status)
         return replay
-
-    @staticmethod
-    def _result(
-        env: Envelope,
-        parse: Callable[[Fields], T],
-        member: str | None = None,
-        key: UUID | None = None,
-    ) -> Result[T]:
-        fields, section = env.read(member)
-        result = section.result(parse(fields), env.http_status, env.evidence)
-        if key is None:
-            return result
-        return Result(
-            value=result.value,
-            http_status=result.http_status,
-            freshness=result.freshness,
-            visibility=result.visibility,
-            evidence=result.evidence,
-            idempotency_key=key,
-        )

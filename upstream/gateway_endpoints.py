@@ -11,32 +11,27 @@ from __future__ import annotations
 from collections.abc import Iterator
 from uuid import UUID
 
+import msgspec
+
 from upstream.gateway_base import ENDPOINT_PAGE_MAX, RESUME_REASONS, SUSPEND_REASONS, GatewayBase
 from upstream.idempotency import Outcome
 from upstream.wire.common import Result, ValueUnit
+from upstream.wire.decoding import decode
 from upstream.wire.endpoints import (
+    Endpoint,
+    EndpointCommand,
     EndpointCreated,
     EndpointPage,
     EndpointRead,
     EndpointRequest,
     EndpointRow,
+    LifecycleAnswer,
     LifecycleApplied,
     LifecycleGuard,
     Readiness,
-    parse_endpoint,
-    parse_endpoint_page,
-    parse_endpoint_read,
-    parse_lifecycle,
-    parse_readiness,
+    ScopedReadiness,
 )
-from upstream.wire.reader import Fields
-from upstream.wire.receiving import (
-    Activation,
-    CurrentReceiving,
-    ReceivingRequest,
-    parse_activation,
-    parse_current_receiving,
-)
+from upstream.wire.receiving import Activation, CurrentReceiving, ReceivingRequest
 from upstream.wire.replays import WriteReplayed
 
 
@@ -53,16 +48,14 @@ class EndpointOperations(GatewayBase):
         key, env = self._write("endpoint.create", "/programmable-endpoints", body, body)
         if replayed := self._replay_of("endpoint.create", key, env):
             return replayed
-        command = env.body.opt_obj("command")
-
-        def parse(f: Fields) -> EndpointCreated:
-            return EndpointCreated(
-                occurrence=command.opt_text("occurrence") if command else None,
-                provisioning_status=command.opt_text("provisioningStatus") if command else None,
-                endpoint=parse_endpoint(f),
-            )
-
-        result = self._result(env, parse, "endpoint", key)
+        command = decode(env.body.get("command") or {}, EndpointCommand, "response.body.command")
+        read = env.read(Endpoint, "endpoint", key)
+        created = EndpointCreated(
+            occurrence=command.occurrence,
+            provisioning_status=command.provisioning_status,
+            endpoint=read.value,
+        )
+        result = read.carrying(created)
         self._keys.completed(
             key,
             Outcome.CREATED,
@@ -81,7 +74,7 @@ class EndpointOperations(GatewayBase):
         if after_endpoint_ref is not None:
             params["afterEndpointRef"] = str(after_endpoint_ref)
         env = self._read("endpoint.list", "GET", "/programmable-endpoints", params=params)
-        return self._result(env, parse_endpoint_page)
+        return env.read(EndpointPage)
 
     def iter_programmable_endpoints(
         self, *, page_size: int = ENDPOINT_PAGE_MAX
@@ -98,7 +91,7 @@ class EndpointOperations(GatewayBase):
     def get_programmable_endpoint(self, endpoint_ref: UUID) -> Result[EndpointRead]:
         """GET /programmable-endpoints/{ref}: the endpoint with its current lifecycle guard."""
         env = self._read("endpoint.read", "GET", f"/programmable-endpoints/{endpoint_ref}")
-        return self._result(env, parse_endpoint_read)
+        return env.read(EndpointRead)
 
     def endpoint_readiness(self, endpoint_ref: UUID) -> Result[Readiness]:
         """GET .../effective-operation-readiness: why each operation family is ready or not."""
@@ -107,7 +100,9 @@ class EndpointOperations(GatewayBase):
             "GET",
             f"/programmable-endpoints/{endpoint_ref}/effective-operation-readiness",
         )
-        return self._result(env, parse_readiness)
+        scoped = env.read(ScopedReadiness)
+        ready = scoped.value.result
+        return env.read(Readiness) if ready is None else scoped.carrying(ready)
 
     def endpoint_lifecycle(
         self, endpoint_ref: UUID, operation: str, reason: str, guard: LifecycleGuard
@@ -132,8 +127,16 @@ class EndpointOperations(GatewayBase):
         )
         if replayed := self._replay_of("endpoint.lifecycle", key, env):
             return replayed
-        command = env.body.obj("command") if env.body.has("command") else Fields({}, "command")
-        result = self._result(env, lambda f: parse_lifecycle(command, f), "endpoint", key)
+        command = decode(env.body.get("command") or {}, EndpointCommand, "response.body.command")
+        read = env.read(LifecycleAnswer, "endpoint", key)
+        applied = msgspec.structs.replace(
+            read.value.result.applied or LifecycleApplied(),
+            kind=read.value.result.kind,
+            occurrence=command.occurrence,
+            lifecycle_status=command.lifecycle_status,
+            replayed=bool(command.replayed),
+        )
+        result = read.carrying(applied)
         self._keys.completed(key, Outcome.APPLIED, str(endpoint_ref), http_status=env.http_status)
         return result
 
@@ -159,7 +162,7 @@ class EndpointOperations(GatewayBase):
         key, env = self._write("receiving.create", "/receiving-endpoints", body, body)
         if replayed := self._replay_of("receiving.create", key, env):
             return replayed
-        result = self._result(env, parse_activation, "activation", key)
+        result = env.read(Activation, "activation", key)
         self._keys.completed(
             key, Outcome.CREATED, str(result.value.activation_ref), http_status=env.http_status
         )
@@ -179,4 +182,4 @@ class EndpointOperations(GatewayBase):
             "instrumentRef": value_unit.instrument_ref or "",
         }
         env = self._read("receiving.current", "GET", "/receiving-endpoints/current", params=params)
-        return self._result(env, parse_current_receiving)
+        return env.read(CurrentReceiving)

@@ -9,11 +9,13 @@ spec's spelling, whatever case a provider sends.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from upstream.wire.reader import Fields
+from upstream.wire.decoding import Timestamp
+
+T = TypeVar("T")
 
 EVENT_TYPES = (
     "TRANSACTION_COMPLETED",
@@ -25,12 +27,19 @@ EVENT_TYPES = (
 WEBHOOK_STATUSES = ("ACTIVE", "INACTIVE", "SUSPENDED")
 
 
-def success_data(top: Fields) -> Fields:
-    """`data` of a success body, bare `{data}` or inside the full envelope alike."""
-    return top.obj("data")
+class Success(msgspec.Struct, Generic[T], frozen=True, kw_only=True):
+    """A success body, bare `{data}` or the full envelope alike: only `data` is read."""
+
+    data: T
 
 
-class WebhookRetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
+class SuccessFlag(msgspec.Struct, frozen=True):
+    """What every company answer is checked for: `success: false`, even on a 200, refuses."""
+
+    success: bool | None = None
+
+
+class WebhookRetryPolicy(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """Delivery retry policy (field set per docs/decisions.md; the spec does not show it).
 
     A provider with other field names may ignore ours or refuse them; the client then registers
@@ -43,11 +52,7 @@ class WebhookRetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
 
     def to_wire(self) -> dict[str, object]:
         """The request form."""
-        return {
-            "maxAttempts": self.max_attempts,
-            "initialDelaySeconds": self.initial_delay_seconds,
-            "backoffMultiplier": self.backoff_multiplier,
-        }
+        return msgspec.to_builtins(self)  # type: ignore[no-any-return]
 
 
 class WebhookRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -81,70 +86,38 @@ class WebhookRequest(msgspec.Struct, frozen=True, kw_only=True):
         return body
 
 
-class Webhook(msgspec.Struct, frozen=True, kw_only=True):
-    """A registered webhook with its delivery counters."""
+class Webhook(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A registered webhook with its delivery counters; `status` in upper case."""
 
     webhook_id: str
     url: str
-    event_types: tuple[str, ...]
     status: str
-    created_at: datetime | None
-    last_triggered: datetime | None
-    total_deliveries: int | None
-    successful_deliveries: int | None
-    failed_deliveries: int | None
+    event_types: tuple[str, ...] = ()
+    created_at: Timestamp | None = None
+    last_triggered: Timestamp | None = None
+    total_deliveries: int | None = None
+    successful_deliveries: int | None = None
+    failed_deliveries: int | None = None
     description: str | None = None
 
-
-def parse_webhook(f: Fields) -> Webhook:
-    """Read one webhook."""
-    return Webhook(
-        webhook_id=f.text("webhookId"),
-        url=f.text("url"),
-        event_types=f.opt_texts("eventTypes"),
-        status=f.text("status").upper(),
-        created_at=f.opt_timestamp("createdAt"),
-        last_triggered=f.opt_timestamp("lastTriggered"),
-        total_deliveries=f.opt_integer("totalDeliveries"),
-        successful_deliveries=f.opt_integer("successfulDeliveries"),
-        failed_deliveries=f.opt_integer("failedDeliveries"),
-        description=f.opt_text("description"),
-    )
+    def __post_init__(self) -> None:
+        msgspec.structs.force_setattr(self, "status", self.status.upper())
 
 
-class WebhookList(msgspec.Struct, frozen=True, kw_only=True):
+class WebhookList(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """The webhook list with its counts."""
 
     webhooks: tuple[Webhook, ...]
-    total_count: int | None
-    active_count: int | None
-    inactive_count: int | None
-
-
-def parse_webhook_list(f: Fields) -> WebhookList:
-    """Read `data` of the list."""
-    return WebhookList(
-        webhooks=tuple(parse_webhook(w) for w in f.objs("webhooks")),
-        total_count=f.opt_integer("totalCount"),
-        active_count=f.opt_integer("activeCount"),
-        inactive_count=f.opt_integer("inactiveCount"),
-    )
+    total_count: int | None = None
+    active_count: int | None = None
+    inactive_count: int | None = None
 
 
 class NameEnquiry(msgspec.Struct, frozen=True, kw_only=True):
-    """Name enquiry's answer; `data` is null for a test number and its shape is not shown."""
+    """Name enquiry's whole envelope; `data` is null for a test number and its shape is not
+    shown."""
 
     success: bool
-    message: str | None
-    data: object | None
-    timestamp: datetime | None
-
-
-def parse_name_enquiry(f: Fields) -> NameEnquiry:
-    """Read the whole envelope of a name enquiry."""
-    return NameEnquiry(
-        success=f.flag("success"),
-        message=f.opt_text("message"),
-        data=f.opt_raw("data"),
-        timestamp=f.opt_timestamp("timestamp"),
-    )
+    message: str | None = None
+    data: Any = None
+    timestamp: Timestamp | None = None

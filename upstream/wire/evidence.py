@@ -11,7 +11,7 @@ from uuid import UUID
 import msgspec
 
 
-class Evidence(msgspec.Struct, frozen=True, kw_only=True):
+class Evidence(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """One receipt: its reference and, when the gateway names it, the runtime that issued it."""
 
     receipt_ref: UUID

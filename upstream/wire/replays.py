@@ -11,14 +11,14 @@ a half-filled copy of the object.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final
 from uuid import UUID
 
 import msgspec
 
-from upstream.errors import ProtocolError
+from foundation.uuid_text import uuid_from_text
 from upstream.wire.evidence import Evidence
-from upstream.wire.reader import Fields
 
 #: The member of a success body that holds a replay record (the spec's, for transfers).
 REPLAY_MEMBER: Final = "replay"
@@ -52,16 +52,20 @@ class WriteReplayed(msgspec.Struct, frozen=True, kw_only=True):
     evidence: tuple[Evidence, ...]
 
 
-def _lenient_ref(f: Fields, name: str) -> UUID | None:
+def _lenient_ref(value: object) -> UUID | None:
     """A reference if the member is a UUID; the record is a hint, so a bad one is just absent."""
     try:
-        return f.opt_ref(name)
-    except ProtocolError:
+        return uuid_from_text(value) if isinstance(value, str) else None
+    except ValueError:
         return None
 
 
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def parse_write_replay(
-    f: Fields,
+    record: Mapping[str, object],
     *,
     operation: str,
     idempotency_key: UUID,
@@ -70,18 +74,16 @@ def parse_write_replay(
 ) -> WriteReplayed:
     """Read a `replay` record leniently: any member may be missing or shaped differently."""
     subject = next(
-        (ref for name in SUBJECT_MEMBERS.get(operation, ()) if (ref := _lenient_ref(f, name))),
+        (r for name in SUBJECT_MEMBERS.get(operation, ()) if (r := _lenient_ref(record.get(name)))),
         None,
     )
-    intake = f.opt_raw("intakeRef")
-    occurrence = f.opt_raw("occurrence")
     return WriteReplayed(
         operation=operation,
         idempotency_key=idempotency_key,
         http_status=http_status,
         subject_ref=subject,
-        intake_ref=intake if isinstance(intake, str) else None,
-        envelope_ref=_lenient_ref(f, "envelopeRef"),
-        occurrence=occurrence if isinstance(occurrence, str) else None,
+        intake_ref=_text(record.get("intakeRef")),
+        envelope_ref=_lenient_ref(record.get("envelopeRef")),
+        occurrence=_text(record.get("occurrence")),
         evidence=evidence,
     )

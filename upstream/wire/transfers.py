@@ -8,21 +8,14 @@ Idempotency-Key and material were seen before; nothing moved twice). Callers `ma
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any, Final
 from uuid import UUID
 
 import msgspec
 
-from upstream.wire.common import (
-    Destination,
-    HoldingAddress,
-    ValueUnit,
-    parse_destination,
-    parse_value_unit,
-)
+from upstream.wire.common import Destination, HoldingAddress, ValueUnit
+from upstream.wire.decoding import MinorUnits, Timestamp, format_minor_units
 from upstream.wire.evidence import Evidence
-from upstream.wire.reader import Fields, format_minor_units
 
 #: The operation name a transfer create's Idempotency-Key is recorded under.
 TRANSFER_CREATE: Final = "transfer.create"
@@ -85,66 +78,47 @@ class TransferRequest(msgspec.Struct, frozen=True, kw_only=True):
         return body
 
 
-def _source(f: Fields) -> HoldingAddress:
-    return HoldingAddress(
-        account_ref=f.ref("sourceAccountRef"),
-        endpoint_ref=f.ref("sourceEndpointRef"),
-        holding_ref=f.ref("sourceHoldingRef"),
-    )
+class _FromSource(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """The material a transfer and a quote are answered with, the source named flat on the wire."""
+
+    source_account_ref: UUID
+    source_endpoint_ref: UUID
+    source_holding_ref: UUID
+    destination: Destination
+    value_unit: ValueUnit
+    amount_minor_units: MinorUnits
+
+    @property
+    def source(self) -> HoldingAddress:
+        """Where the money comes from."""
+        return HoldingAddress(
+            account_ref=self.source_account_ref,
+            endpoint_ref=self.source_endpoint_ref,
+            holding_ref=self.source_holding_ref,
+        )
 
 
-class Transfer(msgspec.Struct, frozen=True, kw_only=True):
-    """A transfer record as the gateway returns it on creation."""
+class Transfer(_FromSource, frozen=True, kw_only=True):
+    """A transfer record as the gateway returns it on creation (`transfer.value`)."""
 
     transfer_ref: UUID
     stage: str
     revision: int
-    requested_at: datetime
-    decided_at: datetime | None
-    source: HoldingAddress
-    destination: Destination
-    value_unit: ValueUnit
-    amount_minor_units: int
-    requested_by: UUID | None
-    material_fingerprint: str | None
+    requested_at: Timestamp
+    decided_at: Timestamp | None = None
+    requested_by: UUID | None = None
+    material_fingerprint: str | None = None
     denial_reason: str | None = None
 
 
-def parse_transfer(f: Fields) -> Transfer:
-    """Read `transfer.value`."""
-    return Transfer(
-        transfer_ref=f.ref("transferRef"),
-        stage=f.text("stage"),
-        revision=f.integer("revision"),
-        requested_at=f.timestamp("requestedAt"),
-        decided_at=f.opt_timestamp("decidedAt"),
-        source=_source(f),
-        destination=parse_destination(f.obj("destination")),
-        value_unit=parse_value_unit(f.obj("valueUnit")),
-        amount_minor_units=f.amount("amountMinorUnits"),
-        requested_by=f.opt_ref("requestedBy"),
-        material_fingerprint=f.opt_text("materialFingerprint"),
-        denial_reason=f.opt_text("denialReason"),
-    )
-
-
-class Replay(msgspec.Struct, frozen=True, kw_only=True):
-    """The gateway's answer to a replayed create: which intake and transfer it already has."""
+class Replay(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """The gateway's answer to a replayed create (`body.replay`): which intake and transfer it
+    already has."""
 
     intake_ref: str
-    envelope_ref: UUID | None
     occurrence: str
     transfer_ref: UUID
-
-
-def parse_replay(f: Fields) -> Replay:
-    """Read `body.replay`."""
-    return Replay(
-        intake_ref=f.text("intakeRef"),
-        envelope_ref=f.opt_ref("envelopeRef"),
-        occurrence=f.text("occurrence"),
-        transfer_ref=f.ref("transferRef"),
-    )
+    envelope_ref: UUID | None = None
 
 
 class _TransferAnswer(msgspec.Struct, frozen=True, kw_only=True):
@@ -192,15 +166,16 @@ TransferCreation = TransferAccepted | TransferDenied | TransferReplayed
 
 
 class Fees(msgspec.Struct, frozen=True, kw_only=True):
-    """Fee state of a transfer; element shapes of `totals` and `lines` are not shown."""
+    """Fee state of a transfer; element shapes of `totals` and `lines` are not shown, so they
+    are kept as decoded (upstream.wire.fees reads them)."""
 
     status: str
-    reason: str | None
-    totals: tuple[object, ...]
-    lines: tuple[object, ...]
+    reason: str | None = None
+    totals: tuple[Any, ...] = ()
+    lines: tuple[Any, ...] = ()
 
 
-class TransferStatus(msgspec.Struct, frozen=True, kw_only=True):
+class TransferStatus(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """The status read: where a transfer is and whether it is done.
 
     `status` and `reason` are the gateway's words, kept verbatim; only `is_terminal` and
@@ -210,11 +185,11 @@ class TransferStatus(msgspec.Struct, frozen=True, kw_only=True):
 
     transfer_ref: UUID
     status: str
-    reason: str | None
     is_terminal: bool
     is_successful: bool
     revision: int
-    fees: Fees | None
+    reason: str | None = None
+    fees: Fees | None = None
     stage: str | None = None
 
     @property
@@ -223,67 +198,19 @@ class TransferStatus(msgspec.Struct, frozen=True, kw_only=True):
         return self.stage or SHOWN_STAGE_OF_STATUS.get(self.status)
 
 
-def parse_transfer_status(f: Fields) -> TransferStatus:
-    """Read the status value."""
-    fees_f = f.opt_obj("fees")
-    fees = (
-        Fees(
-            status=fees_f.text("status"),
-            reason=fees_f.opt_text("reason"),
-            totals=fees_f.opaque("totals"),
-            lines=fees_f.opaque("lines"),
-        )
-        if fees_f is not None
-        else None
-    )
-    return TransferStatus(
-        transfer_ref=f.ref("transferRef"),
-        status=f.text("status"),
-        reason=f.opt_text("reason"),
-        is_terminal=f.flag("isTerminal"),
-        is_successful=f.flag("isSuccessful"),
-        revision=f.integer("revision"),
-        fees=fees,
-        stage=f.opt_text("stage"),
-    )
-
-
-class Quote(msgspec.Struct, frozen=True, kw_only=True):
+class Quote(_FromSource, frozen=True, kw_only=True):
     """A quote: fees and totals for a transfer's material, reserving nothing.
 
-    `wire` keeps the quote exactly as received, to pass back as `acceptedQuote` on create
-    (whose inner field names the spec does not show).
+    `wire` is not a wire member: it is the quote exactly as received, set by the client, to
+    pass back as `acceptedQuote` on create (whose inner field names the spec does not show).
     """
 
     quote_basis_transfer_ref: UUID
-    operation_id: UUID | None
-    source: HoldingAddress
-    destination: Destination
-    value_unit: ValueUnit
-    amount_minor_units: int
-    requested_at: datetime | None
-    observed_at: datetime | None
-    no_fee_reason: str | None
-    totals: tuple[object, ...]
-    lines: tuple[object, ...]
-    external_cost_evidence: tuple[object, ...]
-    wire: dict[str, object]
-
-
-def parse_quote(f: Fields) -> Quote:
-    """Read the quote value, keeping it as decoded too (for `acceptedQuote`)."""
-    return Quote(
-        quote_basis_transfer_ref=f.ref("quoteBasisTransferRef"),
-        operation_id=f.opt_ref("operationId"),
-        source=_source(f),
-        destination=parse_destination(f.obj("destination")),
-        value_unit=parse_value_unit(f.obj("valueUnit")),
-        amount_minor_units=f.amount("amountMinorUnits"),
-        requested_at=f.opt_timestamp("requestedAt"),
-        observed_at=f.opt_timestamp("observedAt"),
-        no_fee_reason=f.opt_text("noFeeReason"),
-        totals=f.opaque("totals"),
-        lines=f.opaque("lines"),
-        external_cost_evidence=f.opaque("externalCostEvidence"),
-        wire=f.as_dict(),
-    )
+    operation_id: UUID | None = None
+    requested_at: Timestamp | None = None
+    observed_at: Timestamp | None = None
+    no_fee_reason: str | None = None
+    totals: tuple[Any, ...] = ()
+    lines: tuple[Any, ...] = ()
+    external_cost_evidence: tuple[Any, ...] = ()
+    wire: dict[str, Any] = {}

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from upstream.errors import ProtocolError
-from upstream.wire.balances import _postings_fast, parse_posting, parse_postings
+from upstream.wire.balances import Posting, parse_postings
 from upstream.wire.common import ValueUnit
-from upstream.wire.reader import Fields
+from upstream.wire.decoding import decode
 
 PATH = "value.entries"
 
@@ -41,7 +41,7 @@ def entry(**changes: Any) -> dict[str, Any]:
 
 def one_by_one(items: list[Any]) -> tuple[Any, ...]:
     """What the field reader makes of the same entries."""
-    return tuple(parse_posting(Fields(item, f"{PATH}[{i}]")) for i, item in enumerate(items))
+    return tuple(decode(item, Posting, f"{PATH}[{i}]") for i, item in enumerate(items))
 
 
 def test_a_page_reads_to_the_same_postings_as_entry_by_entry() -> None:
@@ -49,7 +49,6 @@ def test_a_page_reads_to_the_same_postings_as_entry_by_entry() -> None:
     items.append(entry(ledgerNormalSide=..., valueUnit={"kind": "fiat", "currency": "USD"}))
     postings = parse_postings(items, PATH)
     assert postings == one_by_one(items)
-    assert _postings_fast(items) == postings  # read in bulk, not by the fallback
     assert postings[0].posted_at == datetime(2026, 11, 22, 0, 48, 1, 120000, tzinfo=UTC)
     assert postings[0].receipt_ref == uuid.UUID(items[0]["receiptRef"])
     assert postings[0].amount_minor_units == 500 and postings[1].amount_minor_units == 0
@@ -126,11 +125,12 @@ def test_unknown_fields_are_ignored_like_the_reader_does() -> None:
     "posted_at", ["2026-11-22T05:48:01.120+05:00", "2026-11-22T00:48:01-00:00", "2026-11-22T00:48Z"]
 )
 def test_the_bulk_read_takes_every_offset_the_reader_takes(posted_at: str) -> None:
-    """The bulk read tells an aware timestamp by its `tzinfo` alone (see `_postings_fast`):
-    whatever offset `fromisoformat` read, it is the reader's posting, read in bulk."""
+    """The bulk read tells an aware timestamp by its `tzinfo` alone (see `read_timestamp`):
+    whatever offset `fromisoformat` read, it is the entry's posting, read in bulk."""
     items = [entry(postedAt=posted_at)]
-    assert _postings_fast(items) == one_by_one(items)
+    assert parse_postings(items, PATH) == one_by_one(items)
 
 
-def test_the_bulk_read_leaves_a_timestamp_without_offset_to_the_reader() -> None:
-    assert _postings_fast([entry(), entry(postedAt="2026-11-22T00:48:01.120")]) is None
+def test_the_bulk_read_refuses_a_timestamp_without_offset() -> None:
+    with pytest.raises(ProtocolError, match=r"entries\[1\]\.postedAt: .* no time zone"):
+        parse_postings([entry(), entry(postedAt="2026-11-22T00:48:01.120")], PATH)

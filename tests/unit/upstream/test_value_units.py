@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from sandbox.units import unit_key, unit_wire, write_asset_under
-from upstream.wire.common import parse_value_unit
-from upstream.wire.reader import Fields
+from upstream.wire.common import ValueUnit
+from upstream.wire.decoding import decode
 
 
 @pytest.mark.parametrize("member", ["asset", "currency"])
@@ -33,7 +33,7 @@ def test_every_unit_keeps_one_code_whatever_member_carries_its_asset(
         write_asset_under("asset")
     if unit["kind"] != "fiat":
         assert wire[member] == unit["asset"]
-    assert str(parse_value_unit(Fields(wire, "valueUnit"))) == code
+    assert str(decode(wire, ValueUnit, "valueUnit")) == code
 
 
 def test_units_differing_in_any_part_have_different_codes() -> None:
@@ -45,5 +45,5 @@ def test_units_differing_in_any_part_have_different_codes() -> None:
         {**base, "kind": "stablecoin"},
         {**base, "instrumentRef": "x"},
     ]
-    codes = {str(parse_value_unit(Fields(v, "valueUnit"))) for v in variants}
+    codes = {str(decode(v, ValueUnit, "valueUnit")) for v in variants}
     assert len(codes) == len(variants)

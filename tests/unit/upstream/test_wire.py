@@ -5,25 +5,26 @@ from __future__ import annotations
 import uuid
 from datetime import UTC
 
+import msgspec
 import pytest
 
 from upstream.errors import ProtocolError
 from upstream.wire.common import parse_envelope
-from upstream.wire.reader import Fields, format_minor_units, parse_timestamp
-from upstream.wire.transfers import parse_transfer
+from upstream.wire.decoding import MinorUnits, Timestamp, decode, format_minor_units
+from upstream.wire.transfers import Transfer
 
 REF = str(uuid.uuid4())
 
 
 @pytest.mark.parametrize("text,value", [("0", 0), ("150050", 150050), ("007", 7)])
 def test_amounts_are_digit_strings(text: str, value: int) -> None:
-    assert Fields({"amountMinorUnits": text}, "body").amount("amountMinorUnits") == value
+    assert decode(text, MinorUnits, "body.amountMinorUnits") == value
 
 
 @pytest.mark.parametrize("bad", ["-1", "1.5", "1e3", " 12", "12 ", "", "+3", "١٢", 12, 1.5, None])
 def test_anything_but_digits_is_refused_with_the_field_named(bad: object) -> None:
     with pytest.raises(ProtocolError, match=r"body\.amountMinorUnits: expected an amount"):
-        Fields({"amountMinorUnits": bad}, "body").amount("amountMinorUnits")
+        decode(bad, MinorUnits, "body.amountMinorUnits")
 
 
 @pytest.mark.parametrize("bad", [-1, True, 1.0])
@@ -33,21 +34,29 @@ def test_outgoing_amounts_must_be_non_negative_ints(bad: object) -> None:
 
 
 def test_timestamps_are_aware_and_naive_ones_refused() -> None:
-    ts = parse_timestamp("2026-11-22T00:48:01.123Z", "t")
+    ts = decode("2026-11-22T00:48:01.123Z", Timestamp, "t")
     assert ts.tzinfo is not None and ts.utcoffset() == UTC.utcoffset(None)
     assert ts.microsecond == 123000
     with pytest.raises(ProtocolError, match="no time zone"):
-        parse_timestamp("2026-11-22T00:48:01.123", "t")
+        decode("2026-11-22T00:48:01.123", Timestamp, "t")
+
+
+class _Inner(msgspec.Struct):
+    b: uuid.UUID
+
+
+class _Outer(msgspec.Struct):
+    a: _Inner
+    c: str
 
 
 def test_missing_and_mistyped_fields_name_their_path() -> None:
-    f = Fields({"a": {"b": "not-a-uuid"}}, "value")
     with pytest.raises(ProtocolError, match=r"value\.a\.b: expected a UUID"):
-        f.obj("a").ref("b")
+        decode({"a": {"b": "not-a-uuid"}, "c": "x"}, _Outer, "value")
     with pytest.raises(ProtocolError, match=r"value\.c: required field is missing"):
-        f.text("c")
+        decode({"a": {"b": REF}}, _Outer, "value")
     with pytest.raises(ProtocolError, match=r"response: expected an object"):
-        Fields([1], "response")
+        decode([1], _Outer, "response")
 
 
 def _transfer(**over: object) -> dict[str, object]:
@@ -89,9 +98,7 @@ def test_envelope_keeps_every_receipt_once_with_its_source() -> None:
         },
         "evidence": [{"receiptRef": r1}, {"receiptRef": r2}],
     }
-    env = parse_envelope(data, 202)
-    fields, section = env.read("transfer")
-    result = section.result(parse_transfer(fields), 202, env.evidence)
+    result = parse_envelope(data, 202).read(Transfer, "transfer")
     assert result.value.amount_minor_units == 150050
     assert result.value.transfer_ref == uuid.UUID(REF)
     assert [(str(e.receipt_ref), e.source) for e in result.evidence] == [
@@ -103,4 +110,20 @@ def test_envelope_keeps_every_receipt_once_with_its_source() -> None:
 
 def test_a_decimal_amount_in_a_transfer_is_a_protocol_error() -> None:
     with pytest.raises(ProtocolError, match=r"amountMinorUnits"):
-        parse_transfer(Fields(_transfer(amountMinorUnits="1500.50"), "transfer.value"))
+        decode(_transfer(amountMinorUnits="1500.50"), Transfer, "transfer.value")
+
+
+def test_a_null_reads_as_absent_and_a_ref_as_uuid_reads_it_without_touching_the_answer() -> None:
+    braced = "{" + REF.upper() + "}"
+    value = _transfer(decidedAt=None, requestedBy=braced, materialFingerprint=None)
+    transfer = decode(value, Transfer, "transfer.value")
+    assert transfer.decided_at is None and transfer.material_fingerprint is None
+    assert transfer.requested_by == uuid.UUID(REF)
+    assert value["requestedBy"] == braced and value["decidedAt"] is None
+
+
+def test_a_required_member_sent_as_null_is_named_as_null() -> None:
+    with pytest.raises(ProtocolError, match=r"transfer\.value\.stage: expected a string, got null"):
+        decode(_transfer(stage=None), Transfer, "transfer.value")
+    with pytest.raises(ProtocolError, match=r"transfer\.value\.sourceHoldingRef: expected a UUID"):
+        decode(_transfer(sourceHoldingRef="{not-a-uuid}"), Transfer, "transfer.value")

@@ -6,7 +6,6 @@ import uuid
 
 import pytest
 
-from upstream.wire.reader import Fields
 from upstream.wire.replays import parse_write_replay
 
 KEY = uuid.uuid4()
@@ -14,7 +13,7 @@ KEY = uuid.uuid4()
 
 def read(record: dict[str, object], operation: str = "endpoint.create") -> object:
     return parse_write_replay(
-        Fields(record, "replay"),
+        record,
         operation=operation,
         idempotency_key=KEY,
         http_status=200,
