@@ -29,7 +29,6 @@ from foundation.money import (
     use_unit_exponents,
 )
 from foundation.money_words import said_back
-from foundation.printable import bounded, html_text, printable
 from foundation.quiet_logs import IntervalSummary, OutageLog, PerReasonLimit
 from foundation.readable import moment, time_ago, words
 from foundation.secret import Secret
@@ -54,6 +53,7 @@ from foundation.settings import (
 )
 from foundation.settings.timing import unit_exponents
 from foundation.untrusted_numbers import CostlyNumberError, decimal_within, excerpt, row_id
+from foundation.untrusted_text import bounded, html_text, printable
 from foundation.uuid_text import uuid_from_text
 
 __all__ = [
