@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+from typing import Any, Literal
 
 from alembic import context
+from alembic.autogenerate.api import AutogenContext
 from sqlalchemy import Connection
+from sqlalchemy.types import TypeDecorator
 
+from migrations import frozen_types
 from reconciliation.store import Base, make_engine
 
 config = context.config
@@ -45,10 +49,25 @@ def _run(connection: Connection) -> None:
             raise RuntimeError(f"the migrations left rows whose foreign keys dangle: {broken[:5]}")
 
 
+def _frozen_type(kind: str, obj: Any, autogen: AutogenContext) -> str | Literal[False]:
+    """Render a model's own column type from migrations.frozen_types, never from the domain.
+
+    A new migration so names the type as it is frozen today; if the models' type has changed
+    its DDL since, the class frozen here is wrong for it and a new one must be added (the
+    migration fails to import until it is), rather than an old migration changing underneath.
+    """
+    frozen = getattr(frozen_types, type(obj).__name__, None)
+    if kind != "type" or not isinstance(obj, TypeDecorator) or frozen is None:
+        return False
+    autogen.imports.add("from migrations import frozen_types")
+    return f"frozen_types.{obj!r}"
+
+
 def _configure(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
+        render_item=_frozen_type,
         # SQLite cannot ALTER most things in place; batch mode copies the table instead.
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-import reconciliation.store.types
 ${imports if imports else ""}
 
 revision: str = ${repr(up_revision)}

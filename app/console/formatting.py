@@ -97,7 +97,7 @@ def pretty_json(value: Any) -> str:
 def shown(value: Any) -> Any:
     """Every value a template writes, as the page shows it: text with its control characters,
     bidirectional overrides and zero-width characters written as visible escapes
-    (foundation.printable), line breaks kept. A provider's account name with U+202E would
+    (foundation.untrusted_text), line breaks kept. A provider's account name with U+202E would
     otherwise reverse the text after it on the operator's screen. Markup the console made
     itself (a chart) and non-text values pass as they are; Jinja then HTML-escapes the text."""
     if isinstance(value, str) and not isinstance(value, Markup):

@@ -16,7 +16,7 @@ status and counted in metrics:
 Enqueueing for processing happens after the commit, in the writer's relay, never here.
 
 Refusals are logged, but nobody authenticated their sender: every value a request chose is cut
-to a bounded length and printed safely (foundation.printable), and at most one line per
+to a bounded length and printed safely (foundation.untrusted_text), and at most one line per
 refusal reason per second is written, carrying how many were left out (foundation.quiet_logs).
 One client sending 100 KB headers as fast as it can makes a few lines a second, not 25 MB.
 """

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-import reconciliation.store.types
+from migrations import frozen_types
 
 revision: str = "0001"
 down_revision: str | None = None
@@ -30,18 +30,18 @@ def upgrade() -> None:
         sa.Column("evidence", sa.JSON(), nullable=False),
         sa.Column("state", sa.String(length=16), nullable=False),
         sa.Column(
-            "opened_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "opened_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.Column(
-            "last_seen_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "last_seen_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.Column("occurrences", sa.Integer(), nullable=False),
         sa.Column(
-            "acknowledged_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+            "acknowledged_at", frozen_types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.Column("acknowledged_by", sa.String(length=128), nullable=True),
         sa.Column(
-            "resolved_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+            "resolved_at", frozen_types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.Column("resolved_by", sa.String(length=128), nullable=True),
         sa.Column("note", sa.Text(), nullable=True),
@@ -60,7 +60,7 @@ def upgrade() -> None:
         sa.Column("subject", sa.String(length=255), nullable=False),
         sa.Column("reason", sa.Text(), nullable=True),
         sa.Column(
-            "occurred_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "occurred_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_audit_events")),
     )
@@ -71,14 +71,14 @@ def upgrade() -> None:
         "audit_runs",
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column(
-            "started_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "started_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.Column(
-            "finished_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+            "finished_at", frozen_types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.Column("status", sa.String(length=16), nullable=False),
         sa.Column("holding_ref", sa.Uuid(), nullable=True),
-        sa.Column("since", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("since", frozen_types.UTCDateTime(timezone=True), nullable=True),
         sa.Column("holdings", sa.Integer(), nullable=False),
         sa.Column("postings", sa.BigInteger(), nullable=False),
         sa.Column("divergences", sa.BigInteger(), nullable=False),
@@ -102,13 +102,13 @@ def upgrade() -> None:
         sa.Column("scheme", sa.String(length=32), nullable=False),
         sa.Column("event_type", sa.String(length=64), nullable=True),
         sa.Column(
-            "received_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "received_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.Column("state", sa.String(length=16), nullable=False),
         sa.Column("attempts", sa.Integer(), nullable=False),
         sa.Column("error", sa.Text(), nullable=True),
         sa.Column(
-            "processed_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+            "processed_at", frozen_types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.Column("original", sa.Boolean(), nullable=True),
         sa.Column("shape_problem", sa.String(length=128), nullable=True),
@@ -145,10 +145,10 @@ def upgrade() -> None:
         sa.Column("ledger_partition", sa.String(length=64), nullable=True),
         sa.Column("watched", sa.Boolean(), nullable=False),
         sa.Column(
-            "discovered_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "discovered_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.Column(
-            "updated_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "updated_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_holdings")),
         sa.UniqueConstraint("holding_ref", name=op.f("uq_holdings_holding_ref")),
@@ -163,7 +163,7 @@ def upgrade() -> None:
         sa.Column("name", sa.String(length=128), nullable=False),
         sa.Column("owner", sa.String(length=128), nullable=False),
         sa.Column(
-            "expires_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "expires_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.PrimaryKeyConstraint("name", name=op.f("pk_leases")),
     )
@@ -172,7 +172,7 @@ def upgrade() -> None:
         sa.Column("kind", sa.String(length=16), nullable=False),
         sa.Column("item_id", sa.BigInteger(), nullable=False),
         sa.Column(
-            "queued_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "queued_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.PrimaryKeyConstraint("kind", "item_id", name=op.f("pk_match_backlog")),
     )
@@ -184,12 +184,12 @@ def upgrade() -> None:
         sa.Column("transfer_id", sa.BigInteger(), nullable=True),
         sa.Column("notification_id", sa.BigInteger(), nullable=True),
         sa.Column(
-            "matched_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "matched_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.Column("matched_by", sa.String(length=128), nullable=False),
         sa.Column("reason", sa.Text(), nullable=True),
         sa.Column(
-            "unmatched_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+            "unmatched_at", frozen_types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.Column("unmatched_by", sa.String(length=128), nullable=True),
         sa.Column("unmatch_reason", sa.Text(), nullable=True),
@@ -227,11 +227,11 @@ def upgrade() -> None:
         sa.Column("request_body", sa.JSON(), nullable=False),
         sa.Column("state", sa.String(length=16), nullable=False),
         sa.Column(
-            "created_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "created_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
-        sa.Column("sent_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("sent_at", frozen_types.UTCDateTime(timezone=True), nullable=True),
         sa.Column(
-            "completed_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+            "completed_at", frozen_types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.Column("response_status", sa.Integer(), nullable=True),
         sa.Column("result_ref", sa.String(length=128), nullable=True),
@@ -257,16 +257,16 @@ def upgrade() -> None:
         sa.Column("successful_deliveries", sa.BigInteger(), nullable=False),
         sa.Column("failed_deliveries", sa.BigInteger(), nullable=False),
         sa.Column(
-            "last_triggered", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+            "last_triggered", frozen_types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.Column(
-            "created_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "created_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.Column(
-            "checked_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+            "checked_at", frozen_types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.Column(
-            "retired_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+            "retired_at", frozen_types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_subscriptions")),
         sa.UniqueConstraint("webhook_id", name=op.f("uq_subscriptions_webhook_id")),
@@ -290,10 +290,10 @@ def upgrade() -> None:
         sa.Column("transfer_ref", sa.Uuid(), nullable=True),
         sa.Column("detail", sa.Text(), nullable=True),
         sa.Column(
-            "created_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "created_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.Column(
-            "answered_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+            "answered_at", frozen_types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_transfer_intents")),
         sa.UniqueConstraint("client_key", name=op.f("uq_transfer_intents_client_key")),
@@ -326,36 +326,36 @@ def upgrade() -> None:
         sa.Column("is_terminal", sa.Boolean(), nullable=False),
         sa.Column("is_successful", sa.Boolean(), nullable=True),
         sa.Column(
-            "requested_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+            "requested_at", frozen_types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.Column(
-            "decided_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+            "decided_at", frozen_types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.Column("origin", sa.String(length=16), nullable=False),
         sa.Column(
-            "next_poll_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+            "next_poll_at", frozen_types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.Column("poll_attempts", sa.Integer(), nullable=False),
         sa.Column(
-            "last_polled_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+            "last_polled_at", frozen_types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.Column(
             "finality_deadline_at",
-            reconciliation.store.types.UTCDateTime(timezone=True),
+            frozen_types.UTCDateTime(timezone=True),
             nullable=True,
         ),
         sa.Column(
-            "terminal_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+            "terminal_at", frozen_types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.Column("lease_owner", sa.String(length=128), nullable=True),
         sa.Column(
-            "lease_expires_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+            "lease_expires_at", frozen_types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.Column(
-            "created_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "created_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.Column(
-            "updated_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "updated_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.Column("match_status", sa.String(length=16), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_transfers")),
@@ -378,7 +378,7 @@ def upgrade() -> None:
         sa.Column("name", sa.String(length=128), nullable=False),
         sa.Column("value", sa.BigInteger(), nullable=False),
         sa.Column(
-            "updated_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "updated_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.PrimaryKeyConstraint("name", name=op.f("pk_watermarks")),
     )
@@ -391,16 +391,16 @@ def upgrade() -> None:
         sa.Column("sort_direction", sa.Text(), nullable=True),
         sa.Column("lease_owner", sa.String(length=128), nullable=True),
         sa.Column(
-            "lease_expires_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+            "lease_expires_at", frozen_types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.Column(
-            "next_poll_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+            "next_poll_at", frozen_types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.Column(
-            "last_polled_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+            "last_polled_at", frozen_types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.Column(
-            "last_advanced_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+            "last_advanced_at", frozen_types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.Column("consecutive_errors", sa.Integer(), nullable=False),
         sa.Column("last_error", sa.Text(), nullable=True),
@@ -427,7 +427,7 @@ def upgrade() -> None:
         sa.Column("reserved_minor", sa.BigInteger(), nullable=False),
         sa.Column("projection_state", sa.String(length=32), nullable=True),
         sa.Column(
-            "observed_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "observed_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.ForeignKeyConstraint(
             ["holding_id"], ["holdings.id"], name=op.f("fk_balance_snapshots_holding_id_holdings")
@@ -480,10 +480,10 @@ def upgrade() -> None:
         sa.Column("claimed_status", sa.String(length=32), nullable=True),
         sa.Column("narration", sa.Text(), nullable=True),
         sa.Column(
-            "occurred_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "occurred_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.Column(
-            "created_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "created_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.Column("match_status", sa.String(length=16), nullable=False),
         sa.Column("body_id", sa.String(length=255), nullable=True),
@@ -520,7 +520,7 @@ def upgrade() -> None:
         sa.Column("receipt_ref", sa.Uuid(), nullable=False),
         sa.Column("holding_id", sa.Integer(), nullable=False),
         sa.Column(
-            "posted_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "posted_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.Column("side", sa.String(length=16), nullable=False),
         sa.Column("effect", sa.String(length=16), nullable=False),
@@ -530,7 +530,7 @@ def upgrade() -> None:
         sa.Column("partition", sa.String(length=64), nullable=True),
         sa.Column("normal_side", sa.String(length=32), nullable=True),
         sa.Column(
-            "ingested_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "ingested_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.Column("match_status", sa.String(length=16), nullable=False),
         sa.ForeignKeyConstraint(
@@ -555,7 +555,7 @@ def upgrade() -> None:
             "transfer_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False
         ),
         sa.Column(
-            "observed_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "observed_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.Column("stage", sa.String(length=64), nullable=True),
         sa.Column("status", sa.String(length=64), nullable=True),
@@ -579,10 +579,10 @@ def upgrade() -> None:
         sa.Column("subscription_id", sa.Integer(), nullable=True),
         sa.Column("secret_encrypted", sa.Text(), nullable=False),
         sa.Column(
-            "created_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "created_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.Column(
-            "valid_until", reconciliation.store.types.UTCDateTime(timezone=True), nullable=True
+            "valid_until", frozen_types.UTCDateTime(timezone=True), nullable=True
         ),
         sa.ForeignKeyConstraint(
             ["subscription_id"],
@@ -604,7 +604,7 @@ def upgrade() -> None:
         ),
         sa.Column("holding_id", sa.Integer(), nullable=False),
         sa.Column(
-            "observed_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "observed_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.Column("settled_minor", sa.BigInteger(), nullable=False),
         sa.Column("posted_minor", sa.BigInteger(), nullable=False),
@@ -612,7 +612,7 @@ def upgrade() -> None:
         sa.Column("explained_by_lag", sa.Boolean(), nullable=False),
         sa.Column("postings_through_id", sa.BigInteger(), nullable=False),
         sa.Column(
-            "checked_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "checked_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.ForeignKeyConstraint(
             ["holding_id"], ["holdings.id"], name=op.f("fk_balance_checks_holding_id_holdings")

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-import reconciliation.store.types
+from migrations import frozen_types
 
 
 revision: str = "0003"
@@ -26,13 +26,13 @@ def upgrade() -> None:
         sa.Column("secret_sha256", sa.String(length=64), nullable=False),
         sa.Column("operator", sa.String(length=128), nullable=False),
         sa.Column(
-            "created_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "created_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.Column(
-            "last_seen_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "last_seen_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.Column(
-            "expires_at", reconciliation.store.types.UTCDateTime(timezone=True), nullable=False
+            "expires_at", frozen_types.UTCDateTime(timezone=True), nullable=False
         ),
         sa.PrimaryKeyConstraint("secret_sha256", name=op.f("pk_console_sessions")),
     )

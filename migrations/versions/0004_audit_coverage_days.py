@@ -10,8 +10,6 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-import reconciliation.store.types
-
 
 revision: str = "0004"
 down_revision: str | None = "0003"

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-import reconciliation.store.types
+from migrations import frozen_types
 
 
 revision: str = "0005"
@@ -30,19 +30,19 @@ def upgrade() -> None:
         batch_op.alter_column(
             "settled_minor",
             existing_type=sa.BIGINT(),
-            type_=reconciliation.store.types.Amount(precision=78, scale=0),
+            type_=frozen_types.Amount(precision=78, scale=0),
             existing_nullable=False,
         )
         batch_op.alter_column(
             "posted_minor",
             existing_type=sa.BIGINT(),
-            type_=reconciliation.store.types.Amount(precision=78, scale=0),
+            type_=frozen_types.Amount(precision=78, scale=0),
             existing_nullable=False,
         )
         batch_op.alter_column(
             "drift_minor",
             existing_type=sa.BIGINT(),
-            type_=reconciliation.store.types.Amount(precision=78, scale=0),
+            type_=frozen_types.Amount(precision=78, scale=0),
             existing_nullable=False,
         )
 
@@ -50,19 +50,19 @@ def upgrade() -> None:
         batch_op.alter_column(
             "settled_minor",
             existing_type=sa.BIGINT(),
-            type_=reconciliation.store.types.Amount(precision=78, scale=0),
+            type_=frozen_types.Amount(precision=78, scale=0),
             existing_nullable=False,
         )
         batch_op.alter_column(
             "available_minor",
             existing_type=sa.BIGINT(),
-            type_=reconciliation.store.types.Amount(precision=78, scale=0),
+            type_=frozen_types.Amount(precision=78, scale=0),
             existing_nullable=False,
         )
         batch_op.alter_column(
             "reserved_minor",
             existing_type=sa.BIGINT(),
-            type_=reconciliation.store.types.Amount(precision=78, scale=0),
+            type_=frozen_types.Amount(precision=78, scale=0),
             existing_nullable=False,
         )
 
@@ -78,7 +78,7 @@ def upgrade() -> None:
         batch_op.alter_column(
             "amount_minor",
             existing_type=sa.BIGINT(),
-            type_=reconciliation.store.types.Amount(precision=78, scale=0),
+            type_=frozen_types.Amount(precision=78, scale=0),
             existing_nullable=True,
         )
         batch_op.alter_column(
@@ -92,7 +92,7 @@ def upgrade() -> None:
         batch_op.alter_column(
             "amount_minor",
             existing_type=sa.BIGINT(),
-            type_=reconciliation.store.types.Amount(precision=78, scale=0),
+            type_=frozen_types.Amount(precision=78, scale=0),
             existing_nullable=False,
         )
         batch_op.alter_column(
@@ -112,13 +112,13 @@ def upgrade() -> None:
         batch_op.alter_column(
             "amount_minor",
             existing_type=sa.BIGINT(),
-            type_=reconciliation.store.types.Amount(precision=78, scale=0),
+            type_=frozen_types.Amount(precision=78, scale=0),
             existing_nullable=False,
         )
         batch_op.alter_column(
             "fee_quoted_minor",
             existing_type=sa.BIGINT(),
-            type_=reconciliation.store.types.Amount(precision=78, scale=0),
+            type_=frozen_types.Amount(precision=78, scale=0),
             existing_nullable=True,
         )
 
@@ -132,19 +132,19 @@ def upgrade() -> None:
         batch_op.alter_column(
             "amount_minor",
             existing_type=sa.BIGINT(),
-            type_=reconciliation.store.types.Amount(precision=78, scale=0),
+            type_=frozen_types.Amount(precision=78, scale=0),
             existing_nullable=True,
         )
         batch_op.alter_column(
             "fee_charged_minor",
             existing_type=sa.BIGINT(),
-            type_=reconciliation.store.types.Amount(precision=78, scale=0),
+            type_=frozen_types.Amount(precision=78, scale=0),
             existing_nullable=True,
         )
         batch_op.alter_column(
             "fee_quoted_minor",
             existing_type=sa.BIGINT(),
-            type_=reconciliation.store.types.Amount(precision=78, scale=0),
+            type_=frozen_types.Amount(precision=78, scale=0),
             existing_nullable=True,
         )
 
@@ -152,7 +152,7 @@ def upgrade() -> None:
         batch_op.alter_column(
             "value",
             existing_type=sa.BIGINT(),
-            type_=reconciliation.store.types.Amount(precision=78, scale=0),
+            type_=frozen_types.Amount(precision=78, scale=0),
             existing_nullable=False,
         )
 
@@ -164,7 +164,7 @@ def downgrade() -> None:
     with op.batch_alter_table("watermarks", schema=None) as batch_op:
         batch_op.alter_column(
             "value",
-            existing_type=reconciliation.store.types.Amount(precision=78, scale=0),
+            existing_type=frozen_types.Amount(precision=78, scale=0),
             type_=sa.BIGINT(),
             existing_nullable=False,
         )
@@ -172,19 +172,19 @@ def downgrade() -> None:
     with op.batch_alter_table("transfers", schema=None) as batch_op:
         batch_op.alter_column(
             "fee_quoted_minor",
-            existing_type=reconciliation.store.types.Amount(precision=78, scale=0),
+            existing_type=frozen_types.Amount(precision=78, scale=0),
             type_=sa.BIGINT(),
             existing_nullable=True,
         )
         batch_op.alter_column(
             "fee_charged_minor",
-            existing_type=reconciliation.store.types.Amount(precision=78, scale=0),
+            existing_type=frozen_types.Amount(precision=78, scale=0),
             type_=sa.BIGINT(),
             existing_nullable=True,
         )
         batch_op.alter_column(
             "amount_minor",
-            existing_type=reconciliation.store.types.Amount(precision=78, scale=0),
+            existing_type=frozen_types.Amount(precision=78, scale=0),
             type_=sa.BIGINT(),
             existing_nullable=True,
         )
@@ -198,13 +198,13 @@ def downgrade() -> None:
     with op.batch_alter_table("transfer_intents", schema=None) as batch_op:
         batch_op.alter_column(
             "fee_quoted_minor",
-            existing_type=reconciliation.store.types.Amount(precision=78, scale=0),
+            existing_type=frozen_types.Amount(precision=78, scale=0),
             type_=sa.BIGINT(),
             existing_nullable=True,
         )
         batch_op.alter_column(
             "amount_minor",
-            existing_type=reconciliation.store.types.Amount(precision=78, scale=0),
+            existing_type=frozen_types.Amount(precision=78, scale=0),
             type_=sa.BIGINT(),
             existing_nullable=False,
         )
@@ -224,7 +224,7 @@ def downgrade() -> None:
         )
         batch_op.alter_column(
             "amount_minor",
-            existing_type=reconciliation.store.types.Amount(precision=78, scale=0),
+            existing_type=frozen_types.Amount(precision=78, scale=0),
             type_=sa.BIGINT(),
             existing_nullable=False,
         )
@@ -238,7 +238,7 @@ def downgrade() -> None:
         )
         batch_op.alter_column(
             "amount_minor",
-            existing_type=reconciliation.store.types.Amount(precision=78, scale=0),
+            existing_type=frozen_types.Amount(precision=78, scale=0),
             type_=sa.BIGINT(),
             existing_nullable=True,
         )
@@ -254,19 +254,19 @@ def downgrade() -> None:
     with op.batch_alter_table("balance_snapshots", schema=None) as batch_op:
         batch_op.alter_column(
             "reserved_minor",
-            existing_type=reconciliation.store.types.Amount(precision=78, scale=0),
+            existing_type=frozen_types.Amount(precision=78, scale=0),
             type_=sa.BIGINT(),
             existing_nullable=False,
         )
         batch_op.alter_column(
             "available_minor",
-            existing_type=reconciliation.store.types.Amount(precision=78, scale=0),
+            existing_type=frozen_types.Amount(precision=78, scale=0),
             type_=sa.BIGINT(),
             existing_nullable=False,
         )
         batch_op.alter_column(
             "settled_minor",
-            existing_type=reconciliation.store.types.Amount(precision=78, scale=0),
+            existing_type=frozen_types.Amount(precision=78, scale=0),
             type_=sa.BIGINT(),
             existing_nullable=False,
         )
@@ -274,19 +274,19 @@ def downgrade() -> None:
     with op.batch_alter_table("balance_checks", schema=None) as batch_op:
         batch_op.alter_column(
             "drift_minor",
-            existing_type=reconciliation.store.types.Amount(precision=78, scale=0),
+            existing_type=frozen_types.Amount(precision=78, scale=0),
             type_=sa.BIGINT(),
             existing_nullable=False,
         )
         batch_op.alter_column(
             "posted_minor",
-            existing_type=reconciliation.store.types.Amount(precision=78, scale=0),
+            existing_type=frozen_types.Amount(precision=78, scale=0),
             type_=sa.BIGINT(),
             existing_nullable=False,
         )
         batch_op.alter_column(
             "settled_minor",
-            existing_type=reconciliation.store.types.Amount(precision=78, scale=0),
+            existing_type=frozen_types.Amount(precision=78, scale=0),
             type_=sa.BIGINT(),
             existing_nullable=False,
         )

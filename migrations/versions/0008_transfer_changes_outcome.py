@@ -13,8 +13,6 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-import reconciliation.store.types
-
 
 revision: str = "0008"
 down_revision: str | None = "0007"

@@ -11,8 +11,6 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-import reconciliation.store.types
-
 
 revision: str = "0010"
 down_revision: str | None = "0009"

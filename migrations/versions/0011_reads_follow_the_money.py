@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-import reconciliation.store.types
+from migrations import frozen_types
 
 revision: str = "0011"
 down_revision: str | None = "0010"
@@ -25,7 +25,7 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    moment = reconciliation.store.types.UTCDateTime(timezone=True)
+    moment = frozen_types.UTCDateTime(timezone=True)
     with op.batch_alter_table("activity_cursors", schema=None) as batch_op:
         batch_op.add_column(
             sa.Column("due_priority", sa.SmallInteger(), server_default="2", nullable=False)

@@ -29,7 +29,6 @@ from recon.cli.terminal import shown_time
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def prune(dry_run: bool, archive_dir: Path | None, as_json: bool) -> None:
     """Remove records past their retention (RECON_RETAIN_*), in small committed batches."""
-    from reconciliation import pass_lease
     from reconciliation.retention import ArchiveError, run_retention
 
     settings = settings_or_exit()
@@ -44,7 +43,7 @@ def prune(dry_run: bool, archive_dir: Path | None, as_json: bool) -> None:
                 projection_grace_seconds=settings.matching.projection_grace_seconds,
                 dry_run=dry_run,
                 archive_dir=archive_dir or settings.retention.archive_dir,
-                pass_lease=pass_lease,
+                hold_pass=True,
             )
         except ArchiveError as exc:
             fail(f"{exc}; the batches before it were archived and removed, nothing after it")

@@ -21,7 +21,7 @@ Match rows are read by id from the first each run; a group that must stay is sim
 next run (it may be free to go by then), so a run costs what it removes plus what old groups
 are kept, which is what an alert names or a person must decide: few.
 
-Each batch holds the pass lease (reconciliation.pass_lease, handed in by the caller): a pass
+Each batch holds the pass lease (reconciliation.pass_lease, when the caller asks): a pass
 joins new items against old ones, and must never match a new posting to a notification this
 batch is removing.
 """

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -39,6 +39,7 @@ import reconciliation.retention.reconciled as reconciled  # noqa: PLR0402 - see 
 import reconciliation.retention.snapshots as snapshots  # noqa: PLR0402 - see above
 import reconciliation.retention.transfer_history as transfer_history  # noqa: PLR0402 - see above
 from foundation.settings import RetentionSettings
+from reconciliation.pass_lease import acquire, lease_owner, release
 from reconciliation.retention.archive import Archive
 from reconciliation.retention.batches import BATCH_ROWS, BatchReport, PassHold, PruneContext
 from reconciliation.retention.members import FactCutoffs
@@ -61,25 +62,14 @@ PASS_POLL_SECONDS: Final = 0.25
 PASS_GAP_SECONDS: Final = 1.0
 
 
-class PassLease(Protocol):
-    """One pass at a time (the module reconciliation.pass_lease, handed in by the caller: it is
-    this package's sibling, which it may not import)."""
-
-    def lease_owner(self) -> str: ...
-
-    def acquire(self, factory: sessionmaker[Session], owner: str, now: datetime) -> bool: ...
-
-    def release(self, factory: sessionmaker[Session], owner: str) -> None: ...
-
-
-def pass_hold(factory: sessionmaker[Session], lease: PassLease) -> PassHold:
+def pass_hold(factory: sessionmaker[Session]) -> PassHold:
     """Hold the pass lease around one batch, waiting a while for a running pass to finish."""
 
     @contextmanager
     def hold() -> Iterator[bool]:
-        owner = lease.lease_owner()
+        owner = lease_owner()
         deadline = time.monotonic() + PASS_WAIT_SECONDS
-        while not lease.acquire(factory, owner, utcnow()):
+        while not acquire(factory, owner, utcnow()):
             if time.monotonic() > deadline:
                 yield False
                 return
@@ -88,7 +78,7 @@ def pass_hold(factory: sessionmaker[Session], lease: PassLease) -> PassHold:
         try:
             yield True
         finally:
-            lease.release(factory, owner)
+            release(factory, owner)
             # A pass that starts while a batch holds the lease skips its tick: leaving the lease
             # free as long as the batch held it keeps a long prune from starving the passes.
             time.sleep(min(time.monotonic() - held_from, PASS_GAP_SECONDS))
@@ -179,13 +169,13 @@ def run_retention(
     archive_dir: Path | None = None,
     batch_rows: int = BATCH_ROWS,
     on_batch: BatchReport | None = None,
-    pass_lease: PassLease | None = None,
+    hold_pass: bool = False,
 ) -> PruneResult:
     """Prune every kind of record past its age; archive what goes first when asked to.
 
     `projection_grace_seconds` is the balance check's (the postings it still reads);
-    `pass_lease` (reconciliation.pass_lease) keeps a pass from running during a batch of
-    reconciled facts; without it the caller promises that no pass runs meanwhile (tests).
+    `hold_pass` takes the pass lease (reconciliation.pass_lease) around each batch of reconciled
+    facts, so no pass runs meanwhile; without it the caller promises that none does (tests).
     """
     now = now or utcnow()
     started = time.perf_counter()
@@ -206,8 +196,8 @@ def run_retention(
     )
     if on_batch is not None:
         ctx.on_batch = on_batch
-    if pass_lease is not None and not dry_run:
-        ctx.hold_pass = pass_hold(factory, pass_lease)
+    if hold_pass and not dry_run:
+        ctx.hold_pass = pass_hold(factory)
     try:
         deliveries.prune_deliveries(ctx, result.cutoffs[deliveries.KIND])
         outbound.prune_outbound_requests(ctx, result.cutoffs[outbound.KIND])

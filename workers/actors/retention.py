@@ -27,7 +27,6 @@ log = structlog.get_logger(__name__)
 )
 def prune() -> None:
     """Prune every kind of record past its configured age (RECON_RETAIN_*); one log line."""
-    from reconciliation import pass_lease
     from reconciliation.retention import run_retention
 
     rt = current_runtime()
@@ -38,6 +37,6 @@ def prune() -> None:
         projection_grace_seconds=rt.settings.matching.projection_grace_seconds,
         now=rt.clock(),
         archive_dir=rt.settings.retention.archive_dir,
-        pass_lease=pass_lease,
+        hold_pass=True,
     )
     log.info("retention.pruned", **result.as_dict())

@@ -274,12 +274,12 @@ def test_a_running_pass_defers_the_reconciled_facts_only(
     owner = pass_lease.lease_owner()
     assert pass_lease.acquire(session_factory, owner, utcnow())  # the lease runs on real time
     try:
-        held = prune(session_factory, pass_lease=pass_lease)
+        held = prune(session_factory, hold_pass=True)
     finally:
         pass_lease.release(session_factory, owner)
     assert held.deferred
     assert "postings" not in held.removed and held.removed["deliveries"] > 0
-    free = prune(session_factory, pass_lease=pass_lease)
+    free = prune(session_factory, hold_pass=True)
     assert not free.deferred and free.removed["postings"] == 4
     with session_factory() as s:
         assert s.get(Lease, pass_lease.PASS_LEASE) is None, "the lease was kept"
