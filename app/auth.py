@@ -17,7 +17,7 @@ from litestar.handlers.base import BaseRouteHandler
 from app import metrics
 from app.auth_limits import AuthFailureLimiter
 from app.client_addresses import client_addresses
-from foundation.secret import Secret
+from foundation import Secret
 
 #: Where create_app puts the token in `app.state`.
 ADMIN_TOKEN_STATE_KEY: Final = "admin_token"

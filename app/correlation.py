@@ -16,7 +16,7 @@ from typing import Final
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from foundation.logs import bind_correlation_id
+from foundation import bind_correlation_id
 
 #: Header carrying the correlation id in both directions.
 REQUEST_ID_HEADER: Final = b"x-request-id"

@@ -44,8 +44,8 @@ from app.reporting_routes import POLICY_STATE_KEY
 from app.signing_keys import SigningKeys, require_decryptable_secrets
 from app.startup_registration import StartupRegistration
 from app.store_outage import store_unavailable
-from foundation.secret_key import SecretBox
-from foundation.settings import Settings
+from foundation import SecretBox, Settings
+from reconciliation import ReconcilePolicy
 from reconciliation.notifications import (
     RegistrationResult,
     company_client,
@@ -53,7 +53,6 @@ from reconciliation.notifications import (
     process_owner,
 )
 from reconciliation.operator import SessionRules
-from reconciliation.policy import ReconcilePolicy
 from reconciliation.postings import ReadBudget
 from reconciliation.store import make_engine, make_session_factory
 from upstream import CompanyClient, reader_for

@@ -23,9 +23,9 @@ from app.operator_door import perform
 from app.path_ids import RowId
 from app.report_formats import FORMATS, STYLE, check_format, render
 from app.response_headers import policy_with_inline_style
+from reconciliation import ReconcilePolicy
 from reconciliation.alerts import AlertError, alert_as_dict, list_alerts
 from reconciliation.operator import actions
-from reconciliation.policy import ReconcilePolicy
 from reconciliation.reports import ReportAsked, ReportError
 from reconciliation.store import transaction
 

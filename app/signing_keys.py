@@ -17,9 +17,7 @@ from typing import Final
 import structlog
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.secret import Secret
-from foundation.secret_key import SecretBox
-from foundation.settings import ConfigError
+from foundation import ConfigError, Secret, SecretBox
 from reconciliation.notifications import accepted_secrets, secret_counts
 from reconciliation.store import transaction
 from upstream import Verifier, key_problem, make_verifier

@@ -25,8 +25,7 @@ from litestar.params import FromPath, HeaderParameter, JSONBody
 from app import state_keys
 from app.auth import admin_guard
 from app.operator_door import perform_at_provider
-from foundation.money import AmountError, check_digits
-from foundation.settings import Settings
+from foundation import AmountError, Settings, check_digits
 from reconciliation.operator import provider_actions
 from reconciliation.transfers import (
     ClientKeyReusedError,

@@ -33,8 +33,7 @@ from typing import Any, Final
 from harness import database, recon_env, spread, wait_until
 from sqlalchemy import Engine, func, select
 
-from foundation.logs import configure_logging
-from foundation.settings import Settings, load_settings
+from foundation import Settings, configure_logging, load_settings
 from reconciliation.store.db import make_engine
 from reconciliation.store.models import ActivityCursor, Holding, Posting
 from sandbox.app import create_app
@@ -177,8 +176,8 @@ def verify(engine: Engine, expected: Summary) -> tuple[bool, float]:
 
 def run_inprocess(args: argparse.Namespace, kind: str, variant: ProviderVariant) -> Figures:
     """The sandbox app in this process behind an ASGI transport; embedded workers."""
+    from workers import start_embedded
     from workers.actors import discover_holdings
-    from workers.embedded import start_embedded
 
     state, expected = build_world(args.holdings, args.postings)
     state.config.variant = variant

@@ -73,10 +73,9 @@ def pass_and_decisions(url: str) -> None:
     matches taken apart the way `recon unmatch` does, spread over the matches table."""
     from sqlalchemy import func, select
 
+    from reconciliation import ReconcilePolicy, run_pass
     from reconciliation.operator import actions as operator_actions
     from reconciliation.operator.audit_trail import CLI, Actor
-    from reconciliation.policy import ReconcilePolicy
-    from reconciliation.reconcile import run_pass
     from reconciliation.store.db import make_engine, make_session_factory
     from reconciliation.store.models import Match
 
@@ -170,7 +169,7 @@ def time_pages(url: str, requests: int) -> list[tuple[str, float, float, float]]
     from litestar.testing import TestClient
 
     from app.main import create_app
-    from foundation.settings import load_settings
+    from foundation import load_settings
 
     state = Path(tempfile.mkdtemp(prefix="recon-bench-console-"))
     env = recon_env(

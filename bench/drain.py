@@ -86,8 +86,9 @@ def drain_round(rows: int, workers: int) -> dict[str, Any]:
     """A store of `rows` lost deliveries, `workers` workers on a Redis of their own, one sweep."""
     import redis
 
+    from workers import install_broker
     from workers.actors.sweep import sweep
-    from workers.broker import REDIS_NAMESPACE, install_broker
+    from workers.broker import REDIS_NAMESPACE
 
     with (
         tempfile.TemporaryDirectory(prefix="recon-bench-drain-") as folder,

@@ -49,7 +49,7 @@ from sqlalchemy import func, select
 
 from recon.demo.processes import ProcessGroup, free_port, recon_argv, wait_until_ready
 from recon.demo.run import DEMO_TIMINGS, plan_demo
-from reconciliation.reconcile import LAST_PASS_MILLIS
+from reconciliation import LAST_PASS_MILLIS
 from reconciliation.store import watermarks
 from reconciliation.store.db import make_engine, make_session_factory
 from reconciliation.store.models import ActivityCursor, Holding, Notification, Posting

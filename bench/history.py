@@ -23,11 +23,10 @@ from typing import Final
 from harness import postgres_database, quiet_logs, spread
 from sqlalchemy import Engine
 
+from reconciliation import ReconcilePolicy, run_pass
 from reconciliation.notifications.processing import pending_deliveries
-from reconciliation.policy import ReconcilePolicy
 from reconciliation.postings.activity import acquire_lease, release_lease
 from reconciliation.postings.due_reads import claim_due_holdings
-from reconciliation.reconcile import run_pass
 from reconciliation.store.db import make_engine, make_session_factory, transaction
 from reconciliation.store.types import utcnow
 from reconciliation.transfers.polling import claim_due_transfers

@@ -75,7 +75,7 @@ def inbox(streams: Streams) -> list[tuple[str, Any]]:
 
 def child(url: str, workers: str = "") -> None:
     """A dry-run rebuild in a fresh interpreter (its peak RSS its own): its figures, as JSON."""
-    from reconciliation.policy import ReconcilePolicy
+    from reconciliation import ReconcilePolicy
     from reconciliation.rebuild.run import Mode, rebuild
     from reconciliation.store.db import make_engine
     from upstream.webhooks.payloads import configured_reader

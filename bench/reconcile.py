@@ -99,8 +99,7 @@ def child_pass(url: str, now_text: str, *warm: str) -> None:
     With `warm` (the timed pass's time, the stream size and the new records' first number):
     first an untimed pass with nothing new, as a running worker has always just done one (its
     statements compiled, its connections open), then the new records, then the timed pass."""
-    from reconciliation.policy import ReconcilePolicy
-    from reconciliation.reconcile import run_pass
+    from reconciliation import ReconcilePolicy, run_pass
     from reconciliation.store.db import make_session_factory
 
     quiet_logs()

@@ -18,7 +18,7 @@ target_metadata = Base.metadata
 
 
 def _url() -> str:
-    from foundation.settings import normalise_database_url
+    from foundation import normalise_database_url
 
     url = config.get_main_option("sqlalchemy.url") or os.environ.get("DATABASE_URL")
     if not url:

@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from foundation.secret import Secret
-from foundation.settings import Settings
+from foundation import Secret, Settings
 
 #: Consecutive poll errors after which a cursor that has not moved is called stuck: one or two
 #: errors are the provider's weather, five in a row are a person's problem.

@@ -21,7 +21,7 @@ import structlog
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.settings import Settings
+from foundation import Settings
 from reconciliation.alerts.changes import AlertOutcome, apply_assessments
 from reconciliation.alerts.lifecycle import log_change
 from reconciliation.alerts.sinks import PublishResult, publish_alert_changes

@@ -21,7 +21,7 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.settings import normalise_database_url
+from foundation import normalise_database_url
 from migrations import runner as migrate
 from reconciliation.store.db import make_engine, make_session_factory
 from reconciliation.store.models import Base

@@ -21,7 +21,7 @@ import httpx
 import msgspec
 import structlog
 
-from foundation.logs import log_item
+from foundation import log_item
 from upstream.calls import Call, Reply
 from upstream.errors import (
     CallInfo,

@@ -94,8 +94,7 @@ def require_redis(redis_url: str, timeout: float = REDIS_ANSWER_TIMEOUT_SECONDS)
     """
     import redis
 
-    from foundation.logs import redact_text
-    from foundation.settings import mask_url_password
+    from foundation import mask_url_password, redact_text
 
     client = redis.Redis.from_url(redis_url, socket_connect_timeout=timeout, socket_timeout=timeout)
     try:
@@ -146,7 +145,7 @@ def ensure_configured() -> Broker:
         configured = _Installed.configured
     if configured:
         return current_broker()
-    from foundation.settings import load_settings
+    from foundation import load_settings
 
     return install_broker(load_settings().broker.redis_url)
 

@@ -15,7 +15,7 @@ from typing import Final
 
 import structlog
 
-from foundation.quiet_logs import OutageLog
+from foundation import OutageLog
 
 #: Delivery row ids per process_delivery message from the receiver: small, so a delivery just
 #: received waits for few others before its notification is written.

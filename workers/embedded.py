@@ -16,7 +16,7 @@ import httpx
 import structlog
 from dramatiq.brokers.stub import StubBroker
 
-from foundation.settings import Settings
+from foundation import Settings
 from workers.runtime import worker_identity
 from workers.scheduler import TickScheduler, configured_ticks
 from workers.scheduler_lock import (

@@ -20,7 +20,7 @@ import httpx
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.settings import Settings, load_settings
+from foundation import Settings, load_settings
 from reconciliation.store import make_engine, make_session_factory, utcnow
 from upstream import DEFAULT_LIMITS, DEFAULT_TIMEOUT, CompanyClient, GatewayClient, IdempotencyKeys
 from workers.gateway_rate_limit import RateLimitedTransport, build_limiter

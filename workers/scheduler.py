@@ -22,7 +22,7 @@ from typing import Any
 import structlog
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from foundation.settings import Settings
+from foundation import Settings
 from workers.scheduler_lock import LOCK_SECONDS, SchedulerLock
 from workers.tick_intervals import activity_tick_seconds
 

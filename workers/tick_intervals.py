@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from foundation.settings import Settings
+from foundation import Settings
 
 #: The activity tick runs this many times per poll interval (a holding becomes due at its own
 #: time; checking only once per interval would add up to a whole interval of delay).

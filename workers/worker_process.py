@@ -15,7 +15,7 @@ import httpx
 import structlog
 from dramatiq import Broker, Worker
 
-from foundation.settings import ConfigError, Settings
+from foundation import ConfigError, Settings
 from upstream import MAX_PAGE_SIZE
 from workers.broker import boot, declared_actor_names, install_broker
 from workers.runtime import Runtime, build_runtime, install_runtime, release_runtime

@@ -33,7 +33,7 @@ from app.console.formatting import register_filters
 from app.console.pages import ReadPages
 from app.console.rendering import refusal_page
 from app.console.runbook_pages import RunbookPages
-from foundation.settings import Settings
+from foundation import Settings
 
 #: Where the templates and the console's own CSS and script live (served by recon, no CDN).
 HERE: Final = Path(__file__).resolve().parent

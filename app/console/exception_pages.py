@@ -17,6 +17,7 @@ import app.console.forms as form_fields
 from app.console.rendering import Outcome, act, back_field, page, policy, read
 from app.console.session import console_guard
 from app.path_ids import RowId
+from reconciliation import ReconcilePolicy
 from reconciliation.matching import CandidateError, Explanation, explain
 from reconciliation.operator import (
     AGE_BUCKETS,
@@ -29,7 +30,6 @@ from reconciliation.operator import (
     queue_page,
 )
 from reconciliation.operator import actions as operator_actions
-from reconciliation.policy import ReconcilePolicy
 from reconciliation.postings import HoldingIdentity, holding_identities
 from reconciliation.store import utcnow
 

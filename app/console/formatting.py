@@ -15,8 +15,7 @@ from typing import Any, Final
 from jinja2 import Environment
 from markupsafe import Markup
 
-from foundation.money import format_money
-from foundation.printable import printable
+from foundation import format_money, printable
 from reconciliation.store import utcnow
 
 #: Words that read better in capitals when a key becomes a label.

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from litestar.datastructures import FormMultiDict
 
-from foundation import untrusted_numbers
+from foundation import CostlyNumberError
+from foundation import row_id as untrusted_row_id
 from reconciliation.operator import ActionRefusedError
 
 
@@ -33,6 +34,6 @@ def _row_id(value: str, name: str) -> int:
     """A row id, or the person's mistake named: `²` (a digit to `str.isdigit`, not to `int`),
     5,000 digits and ids past 2**63 are refused before anything converts them."""
     try:
-        return untrusted_numbers.row_id(value, what=name)
-    except untrusted_numbers.CostlyNumberError as exc:
+        return untrusted_row_id(value, what=name)
+    except CostlyNumberError as exc:
         raise ActionRefusedError(f"{exc} (a row id, a whole number)") from None

@@ -31,10 +31,10 @@ from app.console.session import console_guard
 from app.path_ids import QueryRowId, RowId
 from app.report_formats import FORMATS, check_format, render, render_body
 from app.reporting_routes import report_headers
+from reconciliation import ReconcilePolicy
 from reconciliation.ledger_audit import DIFFERS, MISSING, UNKNOWN, AuditSummary, last_audit
 from reconciliation.operator import ActionRefusedError, Overview, read_overview, recent_audit
 from reconciliation.operator import actions as operator_actions
-from reconciliation.policy import ReconcilePolicy
 from reconciliation.postings import (
     HoldingError,
     HoldingIdentity,

@@ -30,8 +30,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from app import state_keys
 from app.console.session import OPERATOR_STATE_KEY, Operator, csrf_token, key_of
 from app.reporting_routes import POLICY_STATE_KEY
+from reconciliation import ReconcilePolicy
 from reconciliation.operator import CONSOLE, ActionRefusedError, OperatorService
-from reconciliation.policy import ReconcilePolicy
 from reconciliation.store import transaction, utcnow
 
 #: The console's sections, in the order of its navigation bar: (path, label).

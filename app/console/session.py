@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app import state_keys
 from app.auth import ADMIN_TOKEN_STATE_KEY
-from foundation.secret import Secret
+from foundation import Secret
 from reconciliation.operator import SessionRules, live_operator
 from reconciliation.store import transaction
 

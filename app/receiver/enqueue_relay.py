@@ -16,7 +16,7 @@ from typing import Final
 import structlog
 
 from app import metrics
-from foundation.quiet_logs import OutageLog
+from foundation import OutageLog
 
 #: Most ids passed to one `enqueue` call.
 MAX_IDS_PER_CALL: Final = 500

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import msgspec
 
-from foundation.untrusted_numbers import excerpt
+from foundation import excerpt
 from reconciliation.notifications import InboundDelivery, stored_delivery_id
 from upstream import VerifiedSignature
 

@@ -40,9 +40,7 @@ from app.receiver.group_commit import GroupCommitWriter, InboxUnavailableError
 from app.receiver.intake import KEPT_HEADERS, build_delivery
 from app.receiver.responses import acknowledge, refusal_body, send_json
 from app.signing_keys import SigningKeys
-from foundation.logs import bind_correlation_id
-from foundation.printable import bounded
-from foundation.quiet_logs import PerReasonLimit
+from foundation import PerReasonLimit, bind_correlation_id, bounded
 from reconciliation.notifications import BODY_CONFLICT_REASON, Outcome
 from reconciliation.store import utcnow
 from upstream import BAD_SIGNATURE, SignatureError, VerifiedSignature

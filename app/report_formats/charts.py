@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Final
 
-from foundation.printable import html_text as escape
-from foundation.readable import moment
+from foundation import html_text as escape
+from foundation import moment
 
 #: Colours per stream and for lines: distinguishable, and readable when printed in grey.
 STREAM_COLOURS: Final = {"posting": "#1f77b4", "notification": "#ff7f0e", "transfer": "#2ca02c"}

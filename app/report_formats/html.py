@@ -15,9 +15,8 @@ from typing import Final
 
 from app.report_formats.charts import lines_over_time, stacked_bars
 from app.report_formats.people import for_people, window_line
-from foundation.money import format_money
-from foundation.printable import html_text as escape
-from foundation.readable import moment
+from foundation import format_money, moment
+from foundation import html_text as escape
 from reconciliation.postings import HoldingIdentity
 from reconciliation.reports import (
     AGEING_BUCKETS,

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from foundation.money import format_money
-from foundation.readable import moment, words
+from foundation import format_money, moment, words
 from reconciliation.postings import HoldingIdentity
 from reconciliation.reports import (
     AMOUNTS,

@@ -26,8 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 from app.report_formats.people import for_people, window_line
-from foundation.printable import printable
-from foundation.readable import moment
+from foundation import moment, printable
 from reconciliation.reports import (
     SUMMARY,
     Report,

@@ -9,7 +9,7 @@ from typing import Any, Final
 
 import click
 
-from foundation.readable import time_ago, words
+from foundation import time_ago, words
 from recon.cli.operator_door import BY, act
 from recon.cli.reconcile_commands import open_store
 from recon.cli.startup import settings_or_exit

@@ -17,7 +17,7 @@ from typing import Any, Final, TypeVar
 
 import click
 
-from foundation.money import AmountError, currency_exponent, format_money, major_to_minor
+from foundation import AmountError, currency_exponent, format_money, major_to_minor
 
 F = TypeVar("F", bound=Callable[..., Any])
 

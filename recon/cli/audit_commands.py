@@ -62,7 +62,7 @@ def audit(holding: str | None, since: str | None, as_json: bool) -> None:
     from reconciliation.ledger_audit import AuditScopeError, audit_ledger, fetch_from
     from reconciliation.postings import HoldingLookupError, resolve_holding
     from reconciliation.rebuild import state_digest
-    from workers.runtime import build_runtime
+    from workers import build_runtime
 
     settings = settings_or_exit()
     window = parse_since(since)
@@ -137,7 +137,7 @@ def _print_audit(summary: dict[str, Any]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def rebuild(dry_run: bool, swap: bool, as_json: bool) -> None:
     """Recompute every derived table from the raw facts beside the live one, and compare."""
-    from reconciliation.policy import ReconcilePolicy
+    from reconciliation import ReconcilePolicy
     from reconciliation.rebuild import Mode, RebuildError, ScratchError, StaleRebuildError
     from reconciliation.rebuild import rebuild as run_rebuild
     from upstream import reader_for

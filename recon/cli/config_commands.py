@@ -6,7 +6,7 @@ import os
 
 import click
 
-from foundation.settings import TEST_GATEWAY_KEY_PREFIX, Settings
+from foundation import TEST_GATEWAY_KEY_PREFIX, Settings
 from recon.cli.startup import settings_or_exit
 
 

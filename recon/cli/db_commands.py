@@ -28,7 +28,7 @@ def _store_revision(database_url: str) -> str:
 def _run(action: str, revision: str) -> None:
     from sqlalchemy.exc import OperationalError
 
-    from foundation.settings import mask_url_password
+    from foundation import mask_url_password
     from migrations import runner as migrate
 
     settings = settings_or_exit(store_only=True)
@@ -79,7 +79,7 @@ BASE = "base"
 )
 def downgrade(revision: str, drop_everything: bool) -> None:
     """Revert migrations down to REVISION (base drops every table: only for development)."""
-    from foundation.settings import mask_url_password
+    from foundation import mask_url_password
     from migrations import runner as migrate
 
     settings = settings_or_exit()

@@ -18,7 +18,7 @@ from recon.cli.terminal import output_width, say, shown_time, table_lines, width
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-    from foundation.settings import Settings
+    from foundation import Settings
 
 T = TypeVar("T")
 

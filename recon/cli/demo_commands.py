@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from foundation.settings import DEFAULT_STATE_DIR
+from foundation import DEFAULT_STATE_DIR
 
 #: Exit status after SIGTERM, as a shell reports a process ended by it (128 + 15).
 EXIT_TERMINATED = 143
@@ -122,7 +122,7 @@ def _wait_for_interrupt() -> None:
 
 def _require_redis(redis_url: str) -> None:
     """One line within seconds when the demo's Redis is dead, before any process starts."""
-    from workers.broker import BrokerUnreachableError, require_redis
+    from workers import BrokerUnreachableError, require_redis
 
     try:
         require_redis(redis_url)

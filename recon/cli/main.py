@@ -34,7 +34,7 @@ from recon.cli.startup import CliOptions, apply_env_file
 @click.pass_context
 def cli(ctx: click.Context, env_file: Path | None, verbose: bool) -> None:
     """recon: webhook receiver and reconciliation worker for the provider's gateway and company API."""
-    from foundation.logs import configure_logging
+    from foundation import configure_logging
 
     if env_file is not None:
         apply_env_file(env_file)

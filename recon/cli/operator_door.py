@@ -23,7 +23,7 @@ from recon.cli.startup import existing_store, fail
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
 
-    from foundation.settings import Settings
+    from foundation import Settings
     from reconciliation.operator import Actor
 
 P = ParamSpec("P")

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
-from foundation.settings import Settings
+from foundation import Settings
 from recon.cli.startup import fail, settings_or_exit
 from recon.cli.terminal import say
 from recon.gateway_holdings import HoldingNotFoundError, holding_for_account_number

@@ -28,7 +28,7 @@ from recon.cli.terminal import say
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
 
-    from foundation.settings import Settings
+    from foundation import Settings
 
 
 @contextmanager
@@ -136,8 +136,7 @@ def _print_result(result: Any, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def reconcile(dry_run: bool, as_json: bool) -> None:
     """Run one reconciliation pass now: matching, drift rules, alerts."""
-    from reconciliation.progress import SilentProgress
-    from reconciliation.reconcile import run_pass
+    from reconciliation import SilentProgress, run_pass
 
     settings = settings_or_exit()
     with open_store(settings) as factory:

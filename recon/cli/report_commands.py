@@ -66,8 +66,8 @@ def report(
     is recorded in the audit trail (who: --by, else the user running the command), as the
     console's and the API's downloads are; printed to standard output it is only read."""
     from app.report_formats import check_format, render
+    from reconciliation import ReconcilePolicy
     from reconciliation.operator import actions
-    from reconciliation.policy import ReconcilePolicy
     from reconciliation.reports import ReportAsked, ReportError, build_asked
     from reconciliation.store import utcnow
 

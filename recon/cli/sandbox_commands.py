@@ -16,7 +16,7 @@ import random
 
 import click
 
-from foundation.money import format_money
+from foundation import format_money
 from recon.cli.provider_commands import (
     EXIT_REFUSED,
     exit_with,

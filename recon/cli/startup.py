@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from foundation.printable import printable
-from foundation.settings import (
+from foundation import (
     STORE_GROUPS,
     ConfigError,
     Settings,
     load_settings,
     mask_url_password,
+    printable,
 )
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ def configure_command_logging(
     log_format: str, configured_level: str, *, serves: bool, item_sample: float = 0.0
 ) -> None:
     """Logs to stderr: a serving process at its configured level, a command quieter."""
-    from foundation.logs import configure_logging
+    from foundation import configure_logging
 
     verbose = cli_options().verbose
     level = configured_level
@@ -146,7 +146,7 @@ def settings_or_exit(
         item_sample=settings.logs.item_sample,
     )
     if serves:
-        from foundation.memory_trace import start_memory_trace
+        from foundation import start_memory_trace
 
         start_memory_trace(settings.logs.trace_memory_seconds)
     if keeps_secrets:
@@ -157,7 +157,7 @@ def settings_or_exit(
 
 def with_secret_keys(settings: Settings) -> Settings:
     """The settings with encryption keys, the embedded default's key file created if missing."""
-    from foundation.secret_key import SharedStoreKeyError, provision_secret_keys
+    from foundation import SharedStoreKeyError, provision_secret_keys
 
     try:
         provisioned = provision_secret_keys(settings)
@@ -168,7 +168,7 @@ def with_secret_keys(settings: Settings) -> Settings:
 
 
 def _register_secrets(settings: Settings) -> None:
-    from foundation.logs import register_secrets
+    from foundation import register_secrets
 
     register_secrets(
         [
@@ -214,7 +214,7 @@ def require_redis_or_exit(settings: Settings) -> None:
     """With REDIS_URL set, stop within seconds with one line if Redis does not answer."""
     if settings.broker.redis_url is None:
         return
-    from workers.broker import BrokerUnreachableError, require_redis
+    from workers import BrokerUnreachableError, require_redis
 
     try:
         require_redis(settings.broker.redis_url)

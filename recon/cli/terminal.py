@@ -19,8 +19,7 @@ from typing import Any, Final
 
 import click
 
-from foundation.printable import printable
-from foundation.readable import moment, time_ago
+from foundation import moment, printable, time_ago
 
 #: Narrowest layout we draw: below this even one alert's header cannot be read.
 MIN_WIDTH: Final = 40

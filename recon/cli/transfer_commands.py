@@ -22,8 +22,7 @@ from typing import Any, TypeVar
 
 import click
 
-from foundation.money import format_money
-from foundation.money_words import said_back
+from foundation import format_money, said_back
 from recon.cli.amounts import amount_options, minor_units
 from recon.cli.operator_door import BY, act_at_provider
 from recon.cli.provider_commands import (

@@ -12,7 +12,7 @@ from typing import Final
 
 import click
 
-from foundation.settings import ConfigError, Settings
+from foundation import ConfigError, Settings
 from recon.cli.startup import (
     ensure_port_free,
     fail,
@@ -50,7 +50,7 @@ def delivery_enqueue(
     """
     if settings.broker.embedded and not workers_in_process:
         return None
-    from workers.dispatch import send_process_delivery
+    from workers import send_process_delivery
 
     return send_process_delivery
 
@@ -72,7 +72,7 @@ def delivery_enqueue(
 )
 def web(host: str, port: int | None, register: bool, workers: bool) -> None:
     """Serve the webhook receiver, the inbox API, /health, /ready, /metrics and /schema."""
-    from workers.stop_signal import StopSignal
+    from workers import StopSignal
 
     # Installed before anything slow, and before uvicorn: uvicorn takes SIGTERM/SIGINT while it
     # serves, shuts down gracefully, then restores the handler it found and raises the signal
@@ -94,7 +94,7 @@ def web(host: str, port: int | None, register: bool, workers: bool) -> None:
 
     embedded = None
     if settings.broker.embedded and workers:
-        from workers.embedded import start_embedded
+        from workers import start_embedded
 
         embedded = start_embedded(settings)
     try:

@@ -22,7 +22,7 @@ from recon.cli.terminal import output_width, say, shown_time, table_lines, width
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
 
-    from foundation.settings import Settings
+    from foundation import Settings
     from reconciliation.store import Subscription
     from upstream import CompanyClient
 

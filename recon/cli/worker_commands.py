@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import click
 
-from foundation.settings import ConfigError
+from foundation import ConfigError
 from recon.cli.startup import (
     ensure_port_free,
     fail,
@@ -21,7 +21,7 @@ from recon.cli.startup import (
     settings_or_exit,
 )
 from reconciliation.postings import LEASE_SECONDS
-from workers.scheduler_lock import LOCK_SECONDS
+from workers import LOCK_SECONDS
 
 
 @click.command()
@@ -46,7 +46,7 @@ from workers.scheduler_lock import LOCK_SECONDS
 )
 def worker(threads: int, lease_seconds: float | None, metrics_port: int | None) -> None:
     """Process inbox deliveries, poll the gateway and store what it says, until stopped."""
-    from workers.stop_signal import StopSignal
+    from workers import StopSignal
 
     stop = StopSignal()
     settings = settings_or_exit(serves=True)
@@ -57,7 +57,7 @@ def worker(threads: int, lease_seconds: float | None, metrics_port: int | None) 
     _serve_metrics(metrics_port)
     try:
         if settings.broker.redis_url is None:
-            from workers.embedded import start_embedded
+            from workers import start_embedded
 
             click.echo(
                 "REDIS_URL is unset: running workers and scheduler in this process", err=True
@@ -66,7 +66,7 @@ def worker(threads: int, lease_seconds: float | None, metrics_port: int | None) 
             stop.wait()
             embedded.stop()
             return
-        from workers.worker_process import start_worker
+        from workers import start_worker
 
         running = start_worker(settings, threads=threads, lease_seconds=lease_seconds)
     except ConfigError as exc:
@@ -85,7 +85,7 @@ def worker(threads: int, lease_seconds: float | None, metrics_port: int | None) 
 )
 def scheduler(lock_seconds: float | None) -> None:
     """Send the periodic ticks (one active scheduler at a time), until stopped."""
-    from workers.stop_signal import StopSignal
+    from workers import StopSignal
 
     stop = StopSignal()
     settings = settings_or_exit(serves=True)
@@ -96,10 +96,13 @@ def scheduler(lock_seconds: float | None) -> None:
         )
     require_redis_or_exit(settings)
     serving_store_or_exit(settings)
-    from workers.broker import install_broker
-    from workers.runtime import worker_identity
-    from workers.scheduler import TickScheduler, configured_ticks
-    from workers.scheduler_lock import RedisSchedulerLock
+    from workers import (
+        RedisSchedulerLock,
+        TickScheduler,
+        configured_ticks,
+        install_broker,
+        worker_identity,
+    )
 
     install_broker(settings.broker.redis_url)
     seconds = lock_seconds or LOCK_SECONDS
@@ -118,7 +121,7 @@ def _serve_metrics(port: int | None) -> None:
         return
     from prometheus_client import start_http_server
 
-    from workers.middleware.metrics import REGISTRY
+    from workers import REGISTRY
 
     start_http_server(port, addr="0.0.0.0", registry=REGISTRY)
 

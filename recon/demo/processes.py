@@ -21,7 +21,7 @@ from typing import Final
 
 import httpx
 
-from foundation.secret_key import STATE_DIR_MODE, make_state_dir
+from foundation import STATE_DIR_MODE, make_state_dir
 
 #: Seconds a process gets to stop after SIGTERM before it is killed.
 STOP_GRACE_SECONDS = 10.0

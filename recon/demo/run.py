@@ -22,8 +22,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.report_formats import render
-from foundation.money import use_unit_exponents
-from foundation.settings.timing import unit_exponents as parse_unit_exponents
+from foundation import unit_exponents as parse_unit_exponents
+from foundation import use_unit_exponents
 from recon.demo.env_file import demo_env_path, write_demo_env
 from recon.demo.processes import (
     ProcessGroup,

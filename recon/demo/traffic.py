@@ -21,8 +21,7 @@ from typing import Final
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.money import format_money
-from foundation.money_words import said_back
+from foundation import format_money, said_back
 from recon.demo.scenario import COLLECTION_TEMPLATE, SandboxControl
 from recon.gateway_holdings import GatewayHolding, gateway_holdings
 from reconciliation.transfers import DENIED, request_transfer

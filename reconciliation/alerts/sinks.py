@@ -26,8 +26,7 @@ import structlog
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.readable import words
-from foundation.secret import Secret
+from foundation import Secret, words
 from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, RESOLVED, alert_as_dict
 from reconciliation.store.models import Alert
 from reconciliation.store.types import utcnow

@@ -30,7 +30,7 @@ from typing import Final
 from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from foundation.money import format_money
+from foundation import format_money
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.balance_changes import Comparison, find_changes, keep_unsettled

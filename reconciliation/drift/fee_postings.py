@@ -26,7 +26,7 @@ from typing import Any, Final
 
 from sqlalchemy import and_, exists, or_, select
 
-from foundation.money import format_money
+from foundation import format_money
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.base import DriftContext

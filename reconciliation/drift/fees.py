@@ -18,7 +18,7 @@ from typing import Final
 
 from sqlalchemy import select, true
 
-from foundation.money import format_money
+from foundation import format_money
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.base import DriftContext

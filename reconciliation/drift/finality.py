@@ -10,7 +10,7 @@ from typing import Final
 
 from sqlalchemy import select
 
-from foundation.readable import moment, words
+from foundation import moment, words
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.base import DriftContext

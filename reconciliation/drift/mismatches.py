@@ -32,7 +32,7 @@ from typing import Any, Final
 
 from sqlalchemy import bindparam, or_, select, update
 
-from foundation.money import format_money
+from foundation import format_money
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, Finding, fingerprint
 from reconciliation.drift.base import DriftContext

@@ -16,7 +16,7 @@ from typing import Any, Final
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from foundation.money import format_money
+from foundation import format_money
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.base import DriftContext

@@ -11,8 +11,7 @@ from typing import Final
 
 from sqlalchemy import select
 
-from foundation.logs import redact_text
-from foundation.readable import moment
+from foundation import moment, redact_text
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.base import DriftContext

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from foundation.money import format_money
+from foundation import format_money
 from upstream import APPLICATION_PAYS, RECEIVER_PAYS, SENDER_PAYS, SPLIT
 
 #: Who a leg's holding is in the transfer.

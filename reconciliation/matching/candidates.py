@@ -21,7 +21,7 @@ from typing import Any, Final
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from foundation.money import format_money
+from foundation import format_money
 from reconciliation.matching.vocabulary import EVENT_SIDE, MONEY_EVENTS
 from reconciliation.store.tables import (
     holdings,

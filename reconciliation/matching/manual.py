@@ -22,7 +22,7 @@ import structlog
 from sqlalchemy import exists, select, update
 from sqlalchemy.orm import Session
 
-from foundation.readable import moment
+from foundation import moment
 from reconciliation.matching.backlog import seen
 from reconciliation.matching.status import ITEM_TABLES, mark_items
 from reconciliation.matching.vocabulary import RULE_ACCEPTED, RULE_MANUAL

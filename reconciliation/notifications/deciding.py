@@ -25,7 +25,7 @@ from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple, Protocol, TypeAlias
 
-from foundation.untrusted_numbers import excerpt
+from foundation import excerpt
 from reconciliation.notifications.inbox import BODY_CONFLICT_NEXT_STEP
 from reconciliation.notifications.shape_alerts import ShapeProblem, shape_problem_fingerprint
 from upstream import DeliveryNotification, DeliveryNotUnderstood, PayloadReader

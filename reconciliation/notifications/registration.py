@@ -25,9 +25,7 @@ from typing import Final
 import structlog
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.secret import Secret
-from foundation.secret_key import SecretBox
-from foundation.settings import Settings
+from foundation import Secret, SecretBox, Settings
 from reconciliation.notifications.subscriptions import (
     REGISTRATION_LEASE,
     link_secret,

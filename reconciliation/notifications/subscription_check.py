@@ -20,7 +20,7 @@ from typing import Final
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from foundation.readable import moment
+from foundation import moment
 from reconciliation.alerts.lifecycle import AUTO_RESOLVER, RESOLVED, raise_alert, resolve_alert
 from reconciliation.alerts.lifecycle import fingerprint as alert_fingerprint
 from reconciliation.notifications.subscriptions import list_subscriptions, record_webhook

@@ -19,8 +19,7 @@ import structlog
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from foundation.secret import Secret
-from foundation.secret_key import SecretBox
+from foundation import Secret, SecretBox
 from reconciliation.store.models import Lease, Subscription, WebhookSecret
 from reconciliation.store.types import utcnow
 from reconciliation.store.write_statements import insert_ignoring_conflicts

@@ -15,7 +15,7 @@ from typing import Any, Final
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
-from foundation.untrusted_numbers import excerpt, row_id
+from foundation import excerpt, row_id
 from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, SEVERITIES, STATES, get_alert
 from reconciliation.matching.candidates import CandidateError, Item, load_item
 from reconciliation.notifications.inbox_views import DeliverySummary, summarise

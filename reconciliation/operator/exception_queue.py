@@ -42,7 +42,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from foundation.untrusted_numbers import excerpt, row_id
+from foundation import excerpt, row_id
 from reconciliation.matching.backlog import STREAMS as STREAM_TABLES
 from reconciliation.matching.backlog import backlog, watermark_name
 from reconciliation.reports.items import FINALITY_SECONDS, age_bucket, classified, why_open

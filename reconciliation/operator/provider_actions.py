@@ -32,8 +32,7 @@ from typing import Any, Final
 from sqlalchemy.orm import Session, sessionmaker
 
 import reconciliation.operator.audit_trail as audit
-from foundation.money import format_money
-from foundation.settings import Settings
+from foundation import Settings, format_money
 from reconciliation.notifications.registration import (
     RegistrationResult,
     WithRegistration,

@@ -15,7 +15,7 @@ from typing import Final
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
-from foundation.untrusted_numbers import excerpt, row_id
+from foundation import excerpt, row_id
 from reconciliation.postings.holding_identity import (
     HoldingIdentity,
     find_holdings,

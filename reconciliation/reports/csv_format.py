@@ -28,8 +28,7 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import Final
 
-from foundation.money import major_decimal
-from foundation.printable import printable
+from foundation import major_decimal, printable
 from reconciliation.postings.holding_identity import HoldingIdentity
 from reconciliation.reports.model import Report
 from reconciliation.reports.sections import BUILDERS, DEFAULT_CSV_SECTION

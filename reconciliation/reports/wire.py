@@ -19,7 +19,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from foundation.money import currency_exponent
+from foundation import currency_exponent
 from reconciliation.postings.holding_identity import HoldingIdentity
 from reconciliation.reports.legend import legend_terms
 from reconciliation.reports.model import DriftPoint, Report

@@ -38,7 +38,7 @@ import reconciliation.retention.outbound as outbound  # noqa: PLR0402 - see abov
 import reconciliation.retention.reconciled as reconciled  # noqa: PLR0402 - see above
 import reconciliation.retention.snapshots as snapshots  # noqa: PLR0402 - see above
 import reconciliation.retention.transfer_history as transfer_history  # noqa: PLR0402 - see above
-from foundation.settings import RetentionSettings
+from foundation import RetentionSettings
 from reconciliation.pass_lease import acquire, lease_owner, release
 from reconciliation.retention.archive import Archive
 from reconciliation.retention.batches import BATCH_ROWS, BatchReport, PassHold, PruneContext

@@ -22,7 +22,7 @@ from typing import Any, Final
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.secret_key import make_state_dir
+from foundation import make_state_dir
 from reconciliation.store.types import AMOUNT_DIGITS, to_amount
 
 #: Seconds a SQLite writer waits for the lock before giving up.

@@ -12,7 +12,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.types import TypeDecorator
 
-from foundation.money import MAX_AMOUNT_DIGITS, check_digits
+from foundation import MAX_AMOUNT_DIGITS, check_digits
 
 #: Primary keys of the big tables: BIGINT on PostgreSQL, but SQLite only auto-increments a
 #: column declared exactly INTEGER PRIMARY KEY (which is 64-bit there anyway).

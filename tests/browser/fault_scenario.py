@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation.reconcile import run_pass
+from reconciliation import run_pass
 from reconciliation.store.models import Alert, Delivery, Transfer
 from sandbox.server import SandboxServer
 from tests.integration.reconciliation.fault_world import (

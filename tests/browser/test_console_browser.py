@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import select
 
 from app.main import create_app
-from foundation.settings import load_settings
+from foundation import load_settings
 from reconciliation.store.db import make_engine, make_session_factory
 from reconciliation.store.models import Alert, AuditEvent, Delivery, Match, Posting
 from tests.browser.fault_scenario import build_fault_store

@@ -101,7 +101,7 @@ def test_config_check_lists_every_problem_at_once(base_env: dict[str, str]) -> N
 
 def test_env_example_lists_every_variable_and_runs_on_a_laptop(tmp_path: Path) -> None:
     """`.env.example` as shipped is valid, embedded (no PostgreSQL, no Redis) and complete."""
-    from foundation.settings import load_settings
+    from foundation import load_settings
 
     example = Path(__file__).resolve().parents[2] / ".env.example"
     result = recon({}, "--env-file", str(example), "config", "check", cwd=tmp_path)

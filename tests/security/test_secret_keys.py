@@ -15,8 +15,7 @@ import pytest
 from cryptography.fernet import Fernet
 from sqlalchemy import func, select
 
-from foundation.secret import Secret
-from foundation.secret_key import SecretBox
+from foundation import Secret, SecretBox
 from reconciliation.notifications.subscriptions import store_secret
 from reconciliation.store.db import make_engine, make_session_factory, transaction
 from reconciliation.store.models import Delivery

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from foundation.settings import load_settings
+from foundation import load_settings
 from reconciliation.postings.activity import LEASE_SECONDS
 from reconciliation.store.models import ActivityCursor
 from reconciliation.store.types import utcnow
@@ -26,7 +26,7 @@ from tests.integration.workers.ledger_compare import assert_store_matches, store
 from tests.integration.workers.private_redis import PrivateRedis
 from tests.integration.workers.sandbox_probe import RequestProbe
 from tests.integration.workers.worker_processes import spawn, stop_all, tail_logs
-from workers.runtime import build_runtime, release_runtime
+from workers import build_runtime, release_runtime
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres, pytest.mark.slow]
 

@@ -8,8 +8,7 @@ import logging
 import pytest
 import structlog
 
-from foundation.logs import configure_logging, log_item
-from foundation.quiet_logs import IntervalSummary
+from foundation import IntervalSummary, configure_logging, log_item
 
 
 def _events(capsys: pytest.CaptureFixture[str]) -> list[dict[str, object]]:

@@ -8,13 +8,13 @@ import logging
 import pytest
 import structlog
 
-from foundation.logs import (
+from foundation import (
+    Secret,
     bind_correlation_id,
     clear_correlation,
     configure_logging,
     register_secrets,
 )
-from foundation.secret import Secret
 
 API_KEY = "ak_live_9f8e7d6c5b4a39281706"
 OPAQUE = "x9Q2-opaque-credential-without-any-telltale-prefix"

@@ -7,9 +7,8 @@ import tracemalloc
 
 import pytest
 
-from foundation.logs import configure_logging
-from foundation.memory_trace import report_growth, start_memory_trace
-from foundation.settings import ConfigError, load_settings
+from foundation import ConfigError, configure_logging, load_settings, start_memory_trace
+from foundation.memory_trace import report_growth
 
 
 def test_off_by_default_and_refused_when_not_a_sensible_interval(

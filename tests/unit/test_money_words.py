@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from foundation.money_words import amount_in_words, number_in_words, said_back
+from foundation import said_back
+from foundation.money_words import amount_in_words, number_in_words
 
 
 @pytest.mark.parametrize(

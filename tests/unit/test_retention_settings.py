@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from foundation.settings import ConfigError, load_settings
+from foundation import ConfigError, load_settings
 
 AGES = (
     "RECON_RETAIN_DELIVERIES_DAYS",

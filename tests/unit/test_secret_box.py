@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from cryptography.fernet import Fernet
 
-from foundation.secret import Secret
-from foundation.secret_key import SecretBox
+from foundation import Secret, SecretBox
 
 
 def _key() -> Secret:

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from foundation.secret_key import provision_secret_keys
-from foundation.settings import ConfigError, load_settings
+from foundation import ConfigError, load_settings, provision_secret_keys
 
 
 def test_valid_environment_loads_typed_settings(base_env: dict[str, str]) -> None:

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from foundation import Settings, load_settings
 from foundation.settings import _GROUPS as GROUPS
-from foundation.settings import VARIABLES, Settings, load_settings
+from foundation.settings import VARIABLES
 from foundation.settings._env import EnvReader
 
 REPO = Path(__file__).resolve().parents[2]
@@ -144,7 +145,7 @@ def test_commands_that_call_the_provider_still_need_its_keys(base_env: dict[str,
 
 def test_worker_and_scheduler_help_state_the_codes_defaults() -> None:
     from reconciliation.postings.activity import LEASE_SECONDS
-    from workers.scheduler_lock import LOCK_SECONDS
+    from workers import LOCK_SECONDS
 
     worker = _cli({}, "worker", "--help")
     assert f"(default {LEASE_SECONDS:g})" in " ".join(worker.stdout.split())

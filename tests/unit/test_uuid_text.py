@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from foundation.uuid_text import uuid_from_text
+from foundation import uuid_from_text
 
 CANONICAL = "0b8f5a52-8d1c-4c3e-9d57-333333333333"
 FORMS = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from foundation.secret import Secret
+from foundation import Secret
 from upstream.signatures.ed25519 import Ed25519Verifier
 from upstream.signatures.keys import (
     KeyFormatError,

@@ -13,7 +13,7 @@ from uuid import UUID
 
 import msgspec
 
-from foundation.money import unit_code
+from foundation import unit_code
 from upstream.wire.decoding import decode
 from upstream.wire.evidence import Evidence, merge_evidence
 

@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import msgspec
 
-from foundation.money import MAX_AMOUNT_DIGITS, parse_minor_units
-from foundation.uuid_text import uuid_from_text
+from foundation import MAX_AMOUNT_DIGITS, parse_minor_units, uuid_from_text
 from upstream.errors import ProtocolError
 
 T = TypeVar("T")

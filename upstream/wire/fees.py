@@ -22,7 +22,7 @@ from typing import Final
 
 import msgspec
 
-from foundation.money import AmountError, major_to_minor, parse_minor_units
+from foundation import AmountError, major_to_minor, parse_minor_units
 
 #: The spec's four bearers (fee instruction `bearer`), as recon stores them.
 SENDER_PAYS: Final = "sender_pays"

@@ -17,7 +17,7 @@ from uuid import UUID
 
 import msgspec
 
-from foundation.uuid_text import uuid_from_text
+from foundation import uuid_from_text
 from upstream.wire.evidence import Evidence
 
 #: The member of a success body that holds a replay record (the spec's, for transfers).

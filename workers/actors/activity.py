@@ -32,8 +32,7 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
-from foundation.logs import log_item
-from foundation.settings import Settings
+from foundation import Settings, log_item
 from reconciliation.ledger_audit import claim_first_audit
 from reconciliation.postings import (
     LEASE_SECONDS,

@@ -16,7 +16,7 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
-from foundation.logs import log_item
+from foundation import log_item
 from reconciliation.notifications import ProcessOutcome, process_deliveries
 from reconciliation.postings import ask_for_discovery, holdings_named, signal_holdings
 from reconciliation.store import transaction

@@ -24,7 +24,7 @@ from workers.runtime import current_runtime
 )
 def reconcile() -> None:
     """Run a reconciliation pass over what is new since the last one."""
-    from reconciliation.reconcile import run_pass
+    from reconciliation import run_pass
 
     rt = current_runtime()
     run_pass(rt.sessions, rt.settings)

@@ -30,7 +30,7 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
-from foundation.quiet_logs import IntervalSummary
+from foundation import IntervalSummary
 from reconciliation.notifications import (
     advance_resend_mark,
     pending_deliveries,

@@ -18,7 +18,7 @@ import dramatiq
 import structlog
 
 import workers.broker  # noqa: F401 - the broker is installed before any actor is declared
-from foundation.quiet_logs import IntervalSummary
+from foundation import IntervalSummary
 from reconciliation.postings import holdings_named, signal_holdings
 from reconciliation.store import transaction
 from reconciliation.transfers import (

@@ -13,7 +13,7 @@ import structlog
 from dramatiq import Broker, Middleware
 from dramatiq.broker import MessageProxy
 
-from foundation.logs import bind_correlation_id, clear_correlation
+from foundation import bind_correlation_id, clear_correlation
 
 log = structlog.get_logger(__name__)
 

@@ -9,7 +9,7 @@ from litestar.testing import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.main import create_app
-from foundation.settings import Settings, load_settings
+from foundation import Settings, load_settings
 from tests.integration.app.receiver_helpers import ADMIN_TOKEN, SECRET
 
 

@@ -20,11 +20,10 @@ from sqlalchemy import event, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.main import create_app
-from foundation.settings import Settings, load_settings
+from foundation import Settings, load_settings
+from reconciliation import ReconcilePolicy, run_pass
 from reconciliation.alerts.lifecycle import raise_alert
 from reconciliation.notifications.inbox import InboundDelivery, record_deliveries
-from reconciliation.policy import ReconcilePolicy
-from reconciliation.reconcile import run_pass
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Alert, AuditEvent, Delivery, Transfer
 from reconciliation.store.types import utcnow
@@ -513,8 +512,7 @@ def test_a_matched_item_s_page_says_so_and_lists_its_partner_not_unrelated_match
     """A matched posting's page is titled as matched, and names its own counterpart as its
     partner ("matched with it"), not as "already matched" elsewhere; counterparts near its time
     that are matched to other items and share no reference are counted, not listed."""
-    from reconciliation.policy import ReconcilePolicy
-    from reconciliation.reconcile import run_pass
+    from reconciliation import ReconcilePolicy, run_pass
     from reconciliation.store.models import Match
     from tests.integration.reconciliation.builders import Store, at
 

@@ -14,8 +14,8 @@ import pytest
 from litestar.testing import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.settings import Settings, load_settings
-from reconciliation.reconcile import run_pass
+from foundation import Settings, load_settings
+from reconciliation import run_pass
 from reconciliation.store.models import Alert
 from tests.integration.app.test_console import sign_in
 from tests.integration.reconciliation.builders import Store, at

@@ -10,7 +10,7 @@ from typing import Any
 from litestar.testing import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.settings import load_settings
+from foundation import load_settings
 from tests.integration.app.test_console import sign_in
 from tests.integration.reconciliation.builders import Store
 

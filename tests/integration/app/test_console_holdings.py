@@ -19,8 +19,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation.policy import ReconcilePolicy
-from reconciliation.reconcile import run_pass
+from reconciliation import ReconcilePolicy, run_pass
 from reconciliation.store.types import utcnow
 from tests.integration.app.test_console import sign_in
 from tests.integration.reconciliation.builders import Store

@@ -18,9 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
+from reconciliation import ReconcilePolicy, run_pass
 from reconciliation.operator.exception_queue import AGE_BUCKETS, STREAMS, counts, queue_page
-from reconciliation.policy import ReconcilePolicy
-from reconciliation.reconcile import run_pass
 from reconciliation.reports import ReportWindow, build_report
 from reconciliation.store.db import make_engine, make_session_factory
 from reconciliation.store.models import Base

@@ -10,7 +10,7 @@ import pytest
 from litestar.testing import TestClient
 
 from app import metrics
-from foundation.settings import load_settings
+from foundation import load_settings
 from reconciliation.store.db import make_engine, make_session_factory
 from tests.integration.app.receiver_helpers import (
     PATH,

@@ -17,7 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.main import create_app
-from foundation.settings import load_settings
+from foundation import load_settings
 from reconciliation.store.db import make_engine, make_session_factory
 from reconciliation.store.models import Alert
 from sandbox.config import SIGNATURE_SCHEMES, SandboxConfig

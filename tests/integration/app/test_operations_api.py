@@ -12,7 +12,7 @@ import pytest
 from litestar.testing import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.settings import Settings, load_settings
+from foundation import Settings, load_settings
 from tests.integration.app.receiver_helpers import (
     ADMIN,
     PATH,

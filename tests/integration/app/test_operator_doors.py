@@ -19,9 +19,8 @@ from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from recon.cli.main import cli
+from reconciliation import ReconcilePolicy, run_pass
 from reconciliation.notifications.inbox import InboundDelivery, record_deliveries
-from reconciliation.policy import ReconcilePolicy
-from reconciliation.reconcile import run_pass
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Alert, AuditEvent, Match
 from reconciliation.store.types import utcnow

@@ -26,7 +26,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.main import create_app
-from foundation.settings import load_settings
+from foundation import load_settings
 from recon.cli.main import cli
 from reconciliation.store.db import make_engine, make_session_factory
 from reconciliation.store.models import Alert, Delivery, Notification
@@ -36,8 +36,8 @@ from sandbox.server import SandboxServer
 from sandbox.variants import BodyOutcome, DeliveryIdStyle, PayloadShape, ProviderVariant
 from tests.integration.app.receiver_helpers import ADMIN, ServedApp, free_port, wait_for
 from tests.integration.app.sandbox_driver import SandboxDriver
+from workers import EmbeddedWorkers, start_embedded
 from workers.dispatch import enqueue_process_delivery
-from workers.embedded import EmbeddedWorkers, start_embedded
 
 ALL_EVENTS = 6  # two ACCOUNT_CREATED, one of each other type
 #: The flat shape, described to recon as an operator would, so it need not be built in.

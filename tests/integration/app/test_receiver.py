@@ -23,9 +23,7 @@ from standardwebhooks.webhooks import Webhook as OfficialWebhook
 
 from app import metrics
 from app.signing_keys import FORCED_REFRESH_MIN_SECONDS
-from foundation.secret import Secret
-from foundation.secret_key import SecretBox
-from foundation.settings import Settings, load_settings
+from foundation import Secret, SecretBox, Settings, load_settings
 from reconciliation.notifications.inbox import BODY_CONFLICT_ALERT, body_conflict_fingerprint
 from reconciliation.notifications.subscriptions import store_secret
 from reconciliation.store.db import transaction

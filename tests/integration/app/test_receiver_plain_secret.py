@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from standardwebhooks.webhooks import Webhook as OfficialWebhook
 
 from app.main import create_app
-from foundation.settings import ConfigError, Settings, load_settings
+from foundation import ConfigError, Settings, load_settings
 from reconciliation.store.db import make_engine, make_session_factory
 from sandbox.config import DEFAULT_APP_ID, DEFAULT_COMPANY_KEY, SandboxConfig
 from sandbox.server import SandboxServer

@@ -18,8 +18,7 @@ from litestar.testing import TestClient
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.secret_key import SecretBox
-from foundation.settings import Settings, load_settings
+from foundation import SecretBox, Settings, load_settings
 from reconciliation.notifications import subscriptions
 from reconciliation.notifications.registration import (
     RETRY_POLICY,

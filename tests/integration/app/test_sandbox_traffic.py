@@ -15,9 +15,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.main import create_app
-from foundation.money import major_to_minor
+from foundation import load_settings, major_to_minor
 from foundation.money_words import number_in_words
-from foundation.settings import load_settings
 from migrations import runner as migrate
 from recon.cli.main import cli
 from recon.demo.scenario import COLLECTION_TEMPLATE

@@ -10,8 +10,7 @@ from cryptography.fernet import Fernet
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.secret import Secret
-from foundation.secret_key import SecretBox
+from foundation import Secret, SecretBox
 from reconciliation.notifications import subscriptions
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Subscription, WebhookSecret

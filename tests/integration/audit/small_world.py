@@ -18,9 +18,8 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from reconciliation import ReconcilePolicy, run_pass
 from reconciliation.matching.manual import manual_unmatch
-from reconciliation.policy import ReconcilePolicy
-from reconciliation.reconcile import run_pass
 from reconciliation.store.db import transaction
 from reconciliation.store.models import (
     BalanceSnapshot,

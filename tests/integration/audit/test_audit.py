@@ -20,7 +20,7 @@ import httpx
 import pytest
 from sqlalchemy import delete, select, update
 
-from foundation.settings import load_settings
+from foundation import load_settings
 from reconciliation.ledger_audit.compare import DIFFERS, MISSING, UNKNOWN
 from reconciliation.ledger_audit.run import AuditStoppedError, audit_ledger, due, fetch_from
 from reconciliation.ledger_audit.summary import last_audit, last_audit_line
@@ -33,8 +33,9 @@ from tests.integration.workers.inprocess_sandbox import (
     read_until_caught_up,
     reader_settings,
 )
+from workers import Runtime, build_runtime, release_runtime
 from workers.actors.holdings import discover
-from workers.runtime import Runtime, build_runtime, install_runtime, release_runtime
+from workers.runtime import install_runtime
 
 PAGE = 10
 

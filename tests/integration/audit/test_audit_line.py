@@ -22,7 +22,7 @@ from sqlalchemy import delete, func, select
 
 from app.main import create_app
 from app.report_formats import FORMATS, render
-from foundation.settings import load_settings
+from foundation import load_settings
 from reconciliation.ledger_audit.compare import DIFFERS, MISSING, UNKNOWN
 from reconciliation.ledger_audit.run import audit_ledger, fetch_from
 from reconciliation.ledger_audit.summary import NEVER
@@ -38,8 +38,8 @@ from tests.integration.workers.inprocess_sandbox import (
     read_until_caught_up,
     reader_settings,
 )
+from workers import Runtime, build_runtime, release_runtime
 from workers.actors.holdings import discover
-from workers.runtime import Runtime, build_runtime, release_runtime
 
 PAGE = 10
 #: Postings the sandbox holds for each of the two holdings.

@@ -15,12 +15,12 @@ import pytest
 from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from reconciliation import run_pass
 from reconciliation.notifications.inbox import InboundDelivery, record_deliveries
 from reconciliation.notifications.processing import process_deliveries
 from reconciliation.rebuild import scratch as scratch_store
 from reconciliation.rebuild.digest import state_digest
 from reconciliation.rebuild.run import Mode, RebuildResult, rebuild
-from reconciliation.reconcile import run_pass
 from reconciliation.store.db import make_session_factory, transaction
 from reconciliation.store.models import (
     Alert,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
+from reconciliation import run_pass
 from reconciliation.rebuild.run import Mode, rebuild
-from reconciliation.reconcile import run_pass
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Alert, Delivery, Notification, Transfer
 from sandbox.server import SandboxServer
@@ -27,7 +27,7 @@ from tests.integration.reconciliation.fault_world import (
 from tests.integration.workers.ledger_compare import ledger_heard
 from upstream.gateway import GatewayClient
 from upstream.webhooks.payloads import configured_reader
-from workers.embedded import EmbeddedWorkers
+from workers import EmbeddedWorkers
 
 __all__ = ["sandbox", "workers"]  # the fault world's fixtures, used by name below
 

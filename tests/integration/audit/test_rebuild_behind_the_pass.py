@@ -18,10 +18,10 @@ import pytest
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from reconciliation import run_pass
 from reconciliation.matching.frontier import watermark_name
 from reconciliation.rebuild import run as run_module
 from reconciliation.rebuild.run import Mode, rebuild
-from reconciliation.reconcile import run_pass
 from reconciliation.store import watermarks
 from reconciliation.store.db import transaction
 from reconciliation.store.models import (

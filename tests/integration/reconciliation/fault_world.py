@@ -28,8 +28,8 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.settings import load_settings
-from reconciliation.policy import ReconcilePolicy
+from foundation import load_settings
+from reconciliation import ReconcilePolicy
 from reconciliation.store.db import transaction
 from reconciliation.store.models import BalanceSnapshot, Holding
 from reconciliation.store.types import utcnow
@@ -46,7 +46,7 @@ from upstream.wire.balances import CreditRequest
 from upstream.wire.common import HoldingAddress, ValueUnit
 from upstream.wire.company_types import WebhookRequest
 from upstream.wire.transfers import TransferAccepted
-from workers.embedded import EmbeddedWorkers, start_embedded
+from workers import EmbeddedWorkers, start_embedded
 
 #: Short thresholds, so the injected gaps become drift within the test's time.
 POLICY = ReconcilePolicy(

@@ -15,9 +15,8 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 from standardwebhooks.webhooks import Webhook
 
-from foundation.secret import Secret
-from reconciliation.policy import ReconcilePolicy
-from reconciliation.reconcile import run_pass
+from foundation import Secret
+from reconciliation import ReconcilePolicy, run_pass
 from reconciliation.store.models import Transfer
 from tests.integration.reconciliation.builders import Store, at
 

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import Engine, func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from reconciliation import ReconcilePolicy, run_pass
 from reconciliation.alerts.lifecycle import (
     AlertError,
     AlertNotFoundError,
@@ -18,8 +19,6 @@ from reconciliation.alerts.lifecycle import (
     raise_alert,
     resolve_alert,
 )
-from reconciliation.policy import ReconcilePolicy
-from reconciliation.reconcile import run_pass
 from reconciliation.store.models import Alert, Transfer
 from tests.conftest import postgres_only
 from tests.integration.reconciliation.builders import Store, at

@@ -19,8 +19,8 @@ from typing import Any
 from sqlalchemy import Engine, event, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from reconciliation import run_pass
 from reconciliation.alerts.lifecycle import OPEN, RESOLVED, fingerprint
-from reconciliation.reconcile import run_pass
 from reconciliation.store.db import make_engine, make_session_factory, transaction
 from reconciliation.store.models import ActivityCursor, Alert, Holding
 from tests.conftest import postgres_only

@@ -18,7 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.main import create_app
-from foundation.settings import load_settings
+from foundation import load_settings
 from recon.cli.main import cli
 from reconciliation.store.models import Alert, AuditEvent, Delivery, Notification
 from reconciliation.store.types import utcnow

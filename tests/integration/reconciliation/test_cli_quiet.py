@@ -14,7 +14,7 @@ from datetime import timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.readable import moment
+from foundation import moment
 from reconciliation.store.types import utcnow
 from tests.integration.reconciliation.builders import Store
 

@@ -13,13 +13,12 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from reconciliation import ReconcilePolicy, run_pass
 from reconciliation.alerts.lifecycle import fingerprint
 from reconciliation.matching.manual import manual_match, manual_unmatch
 from reconciliation.notifications.inbox import body_conflict_fingerprint
 from reconciliation.notifications.subscription_check import KIND_INACTIVE
 from reconciliation.notifications.subscription_check import fingerprint as subscription_fingerprint
-from reconciliation.policy import ReconcilePolicy
-from reconciliation.reconcile import run_pass
 from reconciliation.store.models import (
     ActivityCursor,
     Alert,

@@ -26,9 +26,9 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from reconciliation import run_pass
 from reconciliation.alerts.lifecycle import fingerprint
 from reconciliation.notifications.inbox import body_conflict_fingerprint
-from reconciliation.reconcile import run_pass
 from reconciliation.store.models import Alert, Delivery, Notification, Posting, Transfer
 from sandbox.server import SandboxServer
 from sandbox.variants import parse_variant
@@ -42,7 +42,7 @@ from tests.integration.reconciliation.fault_world import (
 )
 from tests.integration.workers.conftest import fast_sandbox_config
 from tests.integration.workers.ledger_compare import ledger_heard
-from workers.embedded import EmbeddedWorkers
+from workers import EmbeddedWorkers
 
 __all__ = ["workers"]  # the fault world's fixture, used by name below
 

@@ -21,8 +21,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from reconciliation import run_pass
 from reconciliation.alerts.lifecycle import fingerprint
-from reconciliation.reconcile import run_pass
 from reconciliation.reports import ReportWindow, build_report, report_as_dict
 from reconciliation.store.models import Alert, Holding, Notification, Transfer
 from reconciliation.store.types import utcnow
@@ -50,7 +50,7 @@ from upstream.wire.balances import CreditRequest
 from upstream.wire.common import ValueUnit
 from upstream.wire.company_types import WebhookRequest
 from upstream.wire.fees import BEARERS, fee_instruction
-from workers.embedded import EmbeddedWorkers
+from workers import EmbeddedWorkers
 
 #: 25.00 NGN plus 0.1% of the amount: each transfer below pays a different fee.
 SCHEDULE = FeeSchedule(rate=FeeRate(flat_minor_units=2_500, basis_points=10))

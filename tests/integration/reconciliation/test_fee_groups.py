@@ -16,9 +16,8 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from reconciliation import ReconcilePolicy, run_pass
 from reconciliation.alerts.lifecycle import fingerprint
-from reconciliation.policy import ReconcilePolicy
-from reconciliation.reconcile import run_pass
 from reconciliation.store.models import Alert, Holding, Match, Posting, Transfer
 from reconciliation.transfers.polling import Backoff, claim_due_transfers, record_status
 from tests.integration.reconciliation.builders import Store, at

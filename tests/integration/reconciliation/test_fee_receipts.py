@@ -19,8 +19,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from reconciliation import run_pass
 from reconciliation.alerts.lifecycle import fingerprint
-from reconciliation.reconcile import run_pass
 from reconciliation.store.models import Holding, Match, Posting, Transfer
 from reconciliation.transfers.fees import replace_fee_receipts
 from tests.integration.reconciliation.builders import Store, at

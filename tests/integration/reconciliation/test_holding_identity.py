@@ -16,14 +16,13 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation.policy import ReconcilePolicy
+from reconciliation import ReconcilePolicy, run_pass
 from reconciliation.postings.holding_identity import (
     HoldingLookupError,
     find_holdings,
     holding_identities,
     resolve_holding,
 )
-from reconciliation.reconcile import run_pass
 from reconciliation.store.models import Alert, Locator
 from tests.integration.reconciliation.builders import Store, at
 

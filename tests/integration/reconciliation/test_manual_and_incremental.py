@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from reconciliation import ReconcilePolicy, run_pass
 from reconciliation.matching.backlog import watermark_name
 from reconciliation.matching.manual import (
     ManualMatchError,
@@ -17,8 +18,6 @@ from reconciliation.matching.manual import (
     manual_match,
     manual_unmatch,
 )
-from reconciliation.policy import ReconcilePolicy
-from reconciliation.reconcile import run_pass
 from reconciliation.store import watermarks
 from reconciliation.store.models import Match, MatchBacklog, Notification, Posting
 from tests.integration.reconciliation.builders import Store, at

@@ -8,8 +8,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation.policy import ReconcilePolicy
-from reconciliation.reconcile import run_pass
+from reconciliation import ReconcilePolicy, run_pass
 from reconciliation.store.models import Match, MatchBacklog, Notification, Posting, Transfer
 from tests.integration.reconciliation.builders import Store, at
 

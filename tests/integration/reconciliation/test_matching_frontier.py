@@ -13,9 +13,8 @@ import structlog.testing
 from sqlalchemy import Engine, insert, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from reconciliation import ReconcilePolicy, run_pass
 from reconciliation.matching.frontier import WRITER_WAIT_SECONDS
-from reconciliation.policy import ReconcilePolicy
-from reconciliation.reconcile import run_pass
 from reconciliation.store.db import make_engine
 from reconciliation.store.models import MatchBacklog, Posting
 from tests.conftest import postgres_admin_url, postgres_only

@@ -25,8 +25,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.report_formats import render
-from reconciliation.policy import ReconcilePolicy
-from reconciliation.reconcile import run_pass
+from reconciliation import ReconcilePolicy, run_pass
 from reconciliation.reports import ReportWindow, build_report
 from reconciliation.reports.model import AGEING_BUCKETS, Report
 from reconciliation.store.db import make_engine, make_session_factory

@@ -11,7 +11,7 @@ from litestar.testing import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.main import create_app
-from foundation.settings import load_settings
+from foundation import load_settings
 from reconciliation.alerts.lifecycle import raise_alert
 from tests.integration.reconciliation.builders import Store
 

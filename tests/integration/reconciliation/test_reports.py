@@ -13,8 +13,7 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.report_formats import FORMATS, render
-from reconciliation.policy import ReconcilePolicy
-from reconciliation.reconcile import run_pass
+from reconciliation import ReconcilePolicy, run_pass
 from reconciliation.reports import ReportError, ReportWindow, build_report
 from tests.integration.reconciliation.builders import Store, at
 

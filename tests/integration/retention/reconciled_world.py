@@ -38,9 +38,8 @@ from typing import Any, Final
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.settings.timing import RetentionSettings
-from reconciliation.policy import ReconcilePolicy
-from reconciliation.reconcile import run_pass
+from foundation import RetentionSettings
+from reconciliation import ReconcilePolicy, run_pass
 from reconciliation.store.db import transaction
 from reconciliation.store.models import (
     BalanceSnapshot,

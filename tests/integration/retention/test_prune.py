@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from sqlalchemy import Table, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.settings import load_settings
+from foundation import load_settings
 from recon.cli.main import cli
 from reconciliation.retention.archive import ArchiveError, read_archive
 from reconciliation.retention.runner import run_retention
@@ -35,7 +35,8 @@ from tests.integration.retention.retention_store import (
     snapshot_balance,
     snapshot_time,
 )
-from workers.runtime import build_runtime, install_runtime, uninstall_runtime
+from workers import build_runtime
+from workers.runtime import install_runtime, uninstall_runtime
 
 TABLES: dict[str, Table] = {
     table.name: table
@@ -210,8 +211,8 @@ def test_an_interrupted_prune_leaves_whole_batches(
 def test_the_scheduled_job_prunes_with_the_same_guarantees(
     env: dict[str, str], built: Built, session_factory: sessionmaker[Session]
 ) -> None:
+    from workers import configured_ticks
     from workers.actors import prune
-    from workers.scheduler import configured_ticks
 
     settings = load_settings()
     assert {t.name: t.seconds for t in configured_ticks(settings)}["prune"] == 3600.0

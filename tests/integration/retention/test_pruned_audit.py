@@ -40,8 +40,8 @@ from tests.integration.workers.inprocess_sandbox import (
     read_until_caught_up,
     reader_settings,
 )
+from workers import Runtime, build_runtime, release_runtime
 from workers.actors.holdings import discover
-from workers.runtime import Runtime, build_runtime, release_runtime
 
 PAGE = 10
 #: Postings read, and how many of the oldest are behind the balance check (and so may go).

@@ -20,12 +20,12 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.settings.timing import RetentionSettings
+from foundation import RetentionSettings
+from reconciliation import ReconcilePolicy, run_pass
 from reconciliation.ledger_audit.ledger import stored_lines
 from reconciliation.matching.candidates import explain
 from reconciliation.notifications.processing import pending_deliveries
 from reconciliation.operator.exception_queue import queue_page
-from reconciliation.policy import ReconcilePolicy
 from reconciliation.postings.activity import (
     acquire_lease,
     release_lease,
@@ -34,7 +34,6 @@ from reconciliation.postings.activity import (
 from reconciliation.postings.balances import endpoints_to_read
 from reconciliation.postings.due_reads import claim_due_holdings
 from reconciliation.postings.holding_history import holding_view
-from reconciliation.reconcile import run_pass
 from reconciliation.retention.runner import run_retention
 from reconciliation.store.db import make_engine, make_session_factory, transaction
 from reconciliation.transfers.polling import claim_due_transfers

@@ -18,11 +18,9 @@ import pytest
 from sqlalchemy import Table, delete, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.settings import load_settings
-from foundation.settings.timing import RetentionSettings
-from reconciliation import pass_lease
+from foundation import RetentionSettings, load_settings
+from reconciliation import pass_lease, run_pass
 from reconciliation.ledger_audit.ledger import read_pruned_through
-from reconciliation.reconcile import run_pass
 from reconciliation.retention import runner
 from reconciliation.retention.archive import read_archive
 from reconciliation.retention.runner import PruneResult, run_retention
@@ -47,7 +45,8 @@ from tests.integration.retention.reconciled_world import (
     build_world,
     settle_after_prune,
 )
-from workers.runtime import build_runtime, install_runtime, uninstall_runtime
+from workers import build_runtime
+from workers.runtime import install_runtime, uninstall_runtime
 
 TABLES: dict[str, Table] = {
     table.name: table

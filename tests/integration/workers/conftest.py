@@ -13,14 +13,15 @@ from typing import Any
 
 import pytest
 
-from foundation.settings import Settings, load_settings
+from foundation import Settings, load_settings
 from reconciliation.store.db import make_engine
 from sandbox.config import SandboxConfig
 from sandbox.server import SandboxServer
 from tests.conftest import IN_CI, _truncate_postgres
 from tests.integration.workers.private_redis import PrivateRedis
 from tests.integration.workers.sandbox_probe import RequestProbe, probed_sandbox
-from workers.runtime import Runtime, build_runtime, install_runtime, uninstall_runtime
+from workers import Runtime, build_runtime
+from workers.runtime import install_runtime, uninstall_runtime
 
 
 def fast_sandbox_config(**overrides: Any) -> SandboxConfig:

@@ -21,7 +21,7 @@ import httpx
 from sqlalchemy import Engine, event, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.settings import Settings, load_settings
+from foundation import Settings, load_settings
 from reconciliation.postings.activity import LEASE_SECONDS
 from reconciliation.store.models import Base
 from sandbox.app import create_app
@@ -34,8 +34,8 @@ from sandbox.state import SandboxState
 from sandbox.variants import ProviderVariant
 from tests.integration.workers.asgi_transport import InProcessASGITransport
 from tests.integration.workers.ledger_compare import sandbox_ledger, stored_ledger
+from workers import Runtime
 from workers.actors.activity import read_activity
-from workers.runtime import Runtime
 
 ACTIVITY_PATH = "/v1/balances/activity"
 #: Postings start here; a few distinct instants make many equal postedAt values.

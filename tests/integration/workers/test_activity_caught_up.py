@@ -24,9 +24,9 @@ from tests.integration.workers.inprocess_sandbox import (
     inprocess_sandbox,
     reader_settings,
 )
+from workers import Runtime, build_runtime, release_runtime
 from workers.actors.activity import read_activity
 from workers.actors.holdings import discover
-from workers.runtime import Runtime, build_runtime, release_runtime
 
 #: How long one activity page takes to come back, on the reader's clock.
 PAGE_SECONDS = 2.0

@@ -7,15 +7,15 @@ import uuid
 import httpx
 import pytest
 
-from foundation.settings import Settings
+from foundation import Settings
 from sandbox.bulk import build_bulk
 from sandbox.faults import Fault
 from sandbox.server import SandboxServer
 from tests.integration.workers.ledger_compare import assert_store_matches
 from tests.integration.workers.sandbox_probe import RequestProbe
+from workers import Runtime, build_runtime, release_runtime
 from workers.actors.activity import read_activity
 from workers.actors.holdings import discover
-from workers.runtime import Runtime, build_runtime, release_runtime
 
 PAGE = 50  # RECON_ACTIVITY_PAGE_SIZE in worker_env
 

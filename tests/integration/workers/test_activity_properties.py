@@ -34,8 +34,8 @@ from tests.integration.workers.inprocess_sandbox import (
     read_until_caught_up,
     reader_settings,
 )
+from workers import Runtime, build_runtime, release_runtime
 from workers.actors.holdings import discover
-from workers.runtime import Runtime, build_runtime, release_runtime
 
 #: Offsets (ms after the newest posting) a new posting takes: mostly 0, so ties abound.
 OFFSETS = st.sampled_from([0, 0, 0, 0, 1, 1, 7])

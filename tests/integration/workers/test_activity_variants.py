@@ -21,9 +21,9 @@ from tests.integration.workers.inprocess_sandbox import (
     read_until_caught_up,
     reader_settings,
 )
+from workers import Runtime, build_runtime, release_runtime
 from workers.actors.activity import read_activity
 from workers.actors.holdings import discover
-from workers.runtime import Runtime, build_runtime, release_runtime
 
 
 @pytest.fixture

@@ -26,10 +26,10 @@ from sandbox.endpoints import COLLECTION_CHILD, Endpoint
 from sandbox.server import SandboxServer
 from upstream import HoldingAddress, ValueUnit
 from upstream.wire.balances import CreditRequest
+from workers import Runtime
 from workers.actors.activity import read_activity
 from workers.actors.balances import snapshot_watched
 from workers.actors.holdings import discover
-from workers.runtime import Runtime
 
 ETH = ValueUnit(kind="token", asset="ETH", network="ethereum")
 #: The code recon keeps for ETH, and what RECON_UNIT_EXPONENTS calls it.

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.settings import load_settings
+from foundation import load_settings
 from reconciliation.postings import ask_for_discovery
 from reconciliation.postings.discovery_asks import ASK_INTERVAL_SECONDS, ASKED_AT
 from reconciliation.store import transaction, watermarks
@@ -23,7 +23,7 @@ from sandbox.server import SandboxServer
 from tests.integration.reconciliation.builders import Store
 from tests.integration.workers.inbox_receiver import inbox_receiver
 from tests.integration.workers.scenario import move_money, prepare
-from workers.embedded import start_embedded
+from workers import start_embedded
 
 NOW = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
 

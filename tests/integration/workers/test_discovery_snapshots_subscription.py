@@ -15,10 +15,10 @@ from sandbox.bulk import build_bulk
 from sandbox.server import SandboxServer
 from tests.integration.workers.sandbox_probe import RequestProbe
 from upstream.wire.company_types import WebhookRequest
+from workers import Runtime
 from workers.actors.balances import snapshot_watched
 from workers.actors.holdings import discover
 from workers.actors.subscription import check_webhooks
-from workers.runtime import Runtime
 
 SECRET = "whsec_" + base64.b64encode(b"workers-subscription-check-secret").decode()
 

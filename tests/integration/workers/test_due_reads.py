@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.settings import load_settings
+from foundation import load_settings
 from reconciliation.postings import (
     PRIORITY_CATCH_UP,
     PRIORITY_SIGNALLED,
@@ -39,9 +39,9 @@ from tests.integration.workers.inprocess_sandbox import (
     inprocess_sandbox,
     reader_settings,
 )
+from workers import Runtime, build_runtime, release_runtime
 from workers.actors.activity import read_activity, send_due_activity_polls
 from workers.actors.holdings import discover
-from workers.runtime import Runtime, build_runtime, release_runtime
 
 NOW = datetime(2026, 11, 29, 7, 0, tzinfo=UTC)
 REDO = timedelta(seconds=60)

@@ -10,14 +10,14 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import select
 
-from foundation.settings import Settings
+from foundation import Settings
 from recon.cli.main import cli
 from reconciliation.notifications.inbox import InboundDelivery, record_deliveries
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Notification
 from reconciliation.store.types import utcnow
+from workers import start_embedded
 from workers.dispatch import enqueue_process_delivery
-from workers.embedded import start_embedded
 
 
 def delivery_body(event_id: str) -> bytes:

@@ -11,16 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from foundation.settings import load_settings
+from foundation import load_settings
 from sandbox.server import SandboxServer
 from tests.integration.workers.inbox_receiver import inbox_receiver
 from tests.integration.workers.private_redis import PrivateRedis
 from tests.integration.workers.sandbox_probe import RequestProbe
 from tests.integration.workers.scenario import differences, move_money, prepare, wait_until_agreed
 from tests.integration.workers.worker_processes import spawn, stop_all, tail_logs, wait_started
-from workers.broker import install_broker
-from workers.embedded import start_embedded
-from workers.runtime import build_runtime, release_runtime
+from workers import build_runtime, install_broker, release_runtime, start_embedded
 
 LIVELY = {
     "RECON_POLL_ACTIVITY_SECONDS": "1",

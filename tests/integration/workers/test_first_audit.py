@@ -10,14 +10,14 @@ import time
 
 from sqlalchemy import select
 
-from foundation.settings import load_settings
+from foundation import load_settings
 from reconciliation.ledger_audit.summary import NEVER, last_audit_line
 from reconciliation.store.models import AuditRun
 from sandbox.server import SandboxServer
 from tests.integration.workers.inbox_receiver import inbox_receiver
 from tests.integration.workers.scenario import prepare
 from tests.waiting import wait_until
-from workers.embedded import start_embedded
+from workers import start_embedded
 
 #: Long enough that only a start-up tick and discovery can send the audit during the test.
 DAILY = {"RECON_AUDIT_SECONDS": "86400", "RECON_DISCOVER_HOLDINGS_SECONDS": "3600"}

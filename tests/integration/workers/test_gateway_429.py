@@ -16,9 +16,9 @@ import redis
 
 from sandbox.faults import Fault
 from sandbox.server import SandboxServer
+from workers import REGISTRY
 from workers.gateway_rate import CLIMB_SECONDS, FLOOR_SHARE, STATE_KEY
 from workers.gateway_rate_limit import GatewayLimiter, RateLimitedTransport, build_limiter
-from workers.middleware.metrics import REGISTRY
 
 CONFIGURED = 40.0
 ROUTE = "GET /v1/environment"

@@ -19,8 +19,8 @@ from reconciliation.postings import PRIORITY_SIGNALLED, PRIORITY_SILENT
 from reconciliation.store.db import transaction
 from reconciliation.store.models import ActivityCursor, Delivery, Notification, Transfer
 from tests.integration.reconciliation.builders import Store
+from workers import Runtime
 from workers.actors.inbox import process_delivery
-from workers.runtime import Runtime
 
 NOW = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
 

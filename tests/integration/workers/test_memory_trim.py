@@ -18,9 +18,9 @@ from dramatiq import Broker, Worker
 from dramatiq.brokers.stub import StubBroker
 
 from tests.integration.workers.private_redis import PrivateRedis
-from workers.broker import boot, install_broker
+from workers import REGISTRY, install_broker
+from workers.broker import boot
 from workers.middleware.memory_trim import MemoryTrim, can_trim
-from workers.middleware.metrics import REGISTRY
 
 pytestmark = pytest.mark.skipif(not can_trim(), reason="the C library has no malloc_trim")
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.settings import load_settings
+from foundation import load_settings
 from reconciliation.store.models import ActivityCursor, BalanceSnapshot, Holding
 from sandbox.server import SandboxServer
 from tests.integration.workers.inbox_receiver import inbox_receiver
@@ -24,8 +24,8 @@ from tests.integration.workers.scenario import Scenario, address, prepare
 from upstream.gateway import GatewayClient
 from upstream.wire.balances import CreditRequest
 from upstream.wire.common import ValueUnit
+from workers import start_embedded
 from workers.actors import discover_holdings
-from workers.embedded import start_embedded
 
 #: Where the dropped-webhook test registers its webhook: nothing listens, every delivery fails.
 NOBODY = "http://127.0.0.1:9/webhooks"

@@ -21,8 +21,7 @@ from click.testing import CliRunner
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.logs import configure_logging
-from foundation.settings import load_settings
+from foundation import configure_logging, load_settings
 from recon.cli.main import cli
 from reconciliation.rebuild.run import last_pass_time
 from reconciliation.store.models import Match
@@ -33,7 +32,7 @@ from tests.waiting import wait_until
 from upstream.gateway import GatewayClient
 from upstream.wire.balances import CreditRequest
 from upstream.wire.common import ValueUnit
-from workers.embedded import start_embedded
+from workers import start_embedded
 
 #: Every loop of the workers short, so passes, polls and snapshots interleave with the rebuilds.
 RUNNING = {

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from foundation.settings import load_settings
+from foundation import load_settings
 from sandbox.bulk import build_bulk
 from sandbox.faults import Fault
 from sandbox.server import SandboxServer
@@ -27,9 +27,8 @@ from tests.integration.workers.private_redis import PrivateRedis
 from tests.integration.workers.sandbox_probe import RequestProbe
 from tests.integration.workers.scenario import differences, move_money, prepare, wait_until_agreed
 from tests.integration.workers.worker_processes import spawn, stop_all, tail_logs, wait_started
-from workers.broker import install_broker
+from workers import build_runtime, install_broker, release_runtime
 from workers.queues import POLLING
-from workers.runtime import build_runtime, release_runtime
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres, pytest.mark.slow]
 

@@ -13,9 +13,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tests.integration.workers.private_redis import PrivateRedis
 from tests.waiting import wait_until
+from workers import RedisSchedulerLock, TickScheduler
 from workers.gateway_rate_limit import RateLimitedTransport, build_limiter
-from workers.scheduler import Tick, TickScheduler
-from workers.scheduler_lock import RedisSchedulerLock, SchedulerLock, StoreSchedulerLock
+from workers.scheduler import Tick
+from workers.scheduler_lock import SchedulerLock, StoreSchedulerLock
 
 
 def test_the_store_lease_admits_one_scheduler_until_it_stops_renewing(

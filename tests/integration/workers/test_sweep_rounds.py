@@ -8,7 +8,7 @@ from datetime import timedelta
 from dramatiq import Message
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.settings import load_settings
+from foundation import load_settings
 from reconciliation.notifications.processing import (
     advance_resend_mark,
     pending_deliveries,
@@ -16,11 +16,10 @@ from reconciliation.notifications.processing import (
 )
 from reconciliation.store.db import transaction
 from tests.integration.workers.test_inbox_processing import NOW, payload, process, store
+from workers import build_runtime, install_broker, release_runtime
 from workers.actors.sweep import resend_lost_deliveries
-from workers.broker import install_broker
 from workers.dispatch import RESEND_BATCH
 from workers.queues import INBOX
-from workers.runtime import build_runtime, release_runtime
 
 ROUND = timedelta(seconds=120)
 

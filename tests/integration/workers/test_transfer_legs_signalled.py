@@ -21,9 +21,9 @@ from tests.integration.workers.test_transfer_polling import QUICK, address, all_
 from upstream.gateway import GatewayClient
 from upstream.wire.common import Destination, ValueUnit
 from upstream.wire.transfers import TransferRequest
+from workers import Runtime
 from workers.actors.holdings import discover
 from workers.actors.transfers import poll_due_transfers
-from workers.runtime import Runtime
 
 
 def test_a_terminal_transfer_makes_both_legs_due_at_once(

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from foundation.settings import load_settings
+from foundation import load_settings
 from reconciliation.store.db import transaction
 from reconciliation.store.models import Transfer, TransferChange
 from reconciliation.transfers.polling import Backoff
@@ -26,8 +26,8 @@ from tests.integration.workers.sandbox_probe import RequestProbe
 from upstream.gateway import GatewayClient
 from upstream.wire.common import Destination, HoldingAddress, ValueUnit
 from upstream.wire.transfers import TransferRequest
+from workers import Runtime, build_runtime, release_runtime
 from workers.actors.transfers import poll_due_transfers
-from workers.runtime import Runtime, build_runtime, release_runtime
 
 QUICK = Backoff(first_seconds=0.05, cap_seconds=0.1)
 #: A provider with other names after reservation (sandbox/variants.py, status_vocabulary).

@@ -21,9 +21,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.main import create_app
-from foundation.settings import Settings
+from foundation import Settings
 from recon.cli.main import cli
-from reconciliation.reconcile import run_pass
+from reconciliation import run_pass
 from reconciliation.store.models import Alert, Transfer, TransferIntent
 from reconciliation.store.types import utcnow
 from reconciliation.transfers.intents import intent_fingerprint, record_intent
@@ -34,8 +34,8 @@ from sandbox.server import SandboxServer
 from upstream.gateway import GatewayClient
 from upstream.wire.common import Destination, HoldingAddress, ValueUnit
 from upstream.wire.transfers import TransferAccepted, TransferRequest
+from workers import Runtime
 from workers.actors.transfers import poll_due_transfers
-from workers.runtime import Runtime
 
 QUICK = Backoff(first_seconds=0.05, cap_seconds=0.1)
 ADMIN = {"Authorization": "Bearer admin-token-for-tests-0123456789"}

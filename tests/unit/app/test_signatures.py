@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import pytest
 from standardwebhooks.webhooks import Webhook as OfficialWebhook
 
-from foundation.secret import Secret
+from foundation import Secret
 from sandbox.signing import public_key_text as sandbox_public_key
 from sandbox.signing import sign as sandbox_sign
 from upstream.signatures import BAD_SIGNATURE, STALE_TIMESTAMP, SignatureError, make_verifier

@@ -8,14 +8,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from foundation.money import (
-    CURRENCY_EXPONENTS,
+from foundation import (
     currency_exponent,
     format_money,
     major_to_minor,
+    moment,
+    time_ago,
     use_unit_exponents,
+    words,
 )
-from foundation.readable import moment, time_ago, words
+from foundation.money import CURRENCY_EXPONENTS
 
 NOW = datetime(2026, 11, 23, 20, 13, 50, 123456, tzinfo=UTC)
 

@@ -9,15 +9,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from foundation.secret import Secret
-from foundation.settings import load_settings
+from foundation import Secret, load_settings
+from reconciliation import ReconcilePolicy
 from reconciliation.alerts.lifecycle import FINGERPRINT_MAX, Finding, fingerprint
 from reconciliation.alerts.sinks import sign
 from reconciliation.drift.balance import explained_by_lag
 from reconciliation.drift.contradictions import contradiction
 from reconciliation.matching.sql import ranges
 from reconciliation.matching.transfer_states import TransferState
-from reconciliation.policy import ReconcilePolicy
 from reconciliation.reports import ReportError, parse_moment, parse_window
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from foundation.settings import ConfigError, WebhookSettings, load_settings
+from foundation import ConfigError, WebhookSettings, load_settings
 from upstream.webhooks.payloads import (
     EVENT_OUTCOMES,
     OUTCOME_STATUS,

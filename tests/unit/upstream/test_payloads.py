@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from foundation.settings import ConfigError, WebhookSettings, load_settings
+from foundation import ConfigError, WebhookSettings, load_settings
 from upstream.webhooks.payloads import (
     BUILT_IN,
     SHAPE_NAMES,

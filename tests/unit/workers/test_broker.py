@@ -13,8 +13,8 @@ from dramatiq.brokers.redis import RedisBroker
 from dramatiq.brokers.stub import StubBroker
 
 from upstream.errors import Forbidden, InvalidInput, Unauthorized
-from workers import actors
-from workers.broker import boot, install_broker
+from workers import actors, install_broker
+from workers.broker import boot
 from workers.middleware.metrics import MESSAGES
 
 GATEWAY_ACTORS = (

@@ -34,9 +34,15 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Final, Literal
 
-from foundation.money import AmountError, major_to_minor, parse_minor_units
-from foundation.untrusted_numbers import CostlyNumberError, decimal_within, excerpt
-from foundation.uuid_text import uuid_from_text
+from foundation import (
+    AmountError,
+    CostlyNumberError,
+    decimal_within,
+    excerpt,
+    major_to_minor,
+    parse_minor_units,
+    uuid_from_text,
+)
 from upstream.webhooks.payloads.base import (
     EVENT_OUTCOMES,
     MONEY_EVENTS,

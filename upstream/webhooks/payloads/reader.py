@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from foundation.untrusted_numbers import excerpt
+from foundation import excerpt
 from upstream.webhooks.payloads.base import (
     EVENT_OUTCOMES,
     DeliveryNotification,
@@ -37,7 +37,7 @@ from upstream.webhooks.payloads.field_map import adapter_from_field_map
 from upstream.webhooks.payloads.shapes import BUILT_IN
 
 if TYPE_CHECKING:
-    from foundation.settings import WebhookSettings
+    from foundation import WebhookSettings
 
 #: Every name RECON_PAYLOAD_SHAPES may list.
 SHAPE_NAMES: Final = (*BUILT_IN, FIELD_MAP)
