@@ -316,8 +316,10 @@ def release_lease(
     began_at: datetime | None = None,
     quiet_reads: int | None = None,
     balance_due_at: datetime | None = None,
-) -> None:
+) -> bool:
     """Give the lease back and say when the holding is due again; record an error if any.
+    True when a signal came during the read (see `began_at`): the holding is due again at once,
+    and whoever released it can send that read now rather than leave it to the next tick.
 
     `caught_up_at` is the moment the read has stored every posting up to (`last_polled_at`,
     which the balance check trusts: a snapshot observed later waits for a later read). A read
@@ -345,7 +347,7 @@ def release_lease(
         "balance_due_at": balance_due_at,
     }
     with transaction(factory) as session:
-        session.connection().execute(RELEASE_LEASE, params)
+        return bool(session.connection().execute(RELEASE_LEASE, params).scalar())
 
 
 def renew_lease(

@@ -135,7 +135,7 @@ _SIGNALLED_DURING_READ: Final = and_(
 #: everything up to: sets last_polled_at), `error` (sets last_error), `quiet_reads` and
 #: `balance_due_at`; `completed` and `failed` (0 or 1) count a finished read and an error;
 #: `began_at` (when the read's listing began, or NULL) lets a later signal override the due
-#: time and priority.
+#: time and priority. Returns one row when the lease was ours: whether such a signal came.
 RELEASE_LEASE: Final = (
     update(ActivityCursor)
     .where(
@@ -168,6 +168,7 @@ RELEASE_LEASE: Final = (
         consecutive_errors=ActivityCursor.consecutive_errors + bindparam("failed"),
         last_error=func.coalesce(bindparam("error"), ActivityCursor.last_error),
     )
+    .returning(_SIGNALLED_DURING_READ)
 )
 
 #: Push the lease's expiry on, if still ours (params: holding, owner, until): the heartbeat of

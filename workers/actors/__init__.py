@@ -5,7 +5,7 @@ starting a Worker, so every queue is consumed.
 """
 
 import workers.broker  # noqa: F401 - must come before any actor module
-from workers.actors.activity import poll_activity
+from workers.actors.activity import poll_activity, poll_signalled_activity
 from workers.actors.audit import audit_ledger as audit_ledger
 from workers.actors.balances import snapshot_balances
 from workers.actors.holdings import discover_holdings
@@ -21,6 +21,7 @@ __all__ = [
     "discover_holdings",
     "enqueue_activity_polls",
     "poll_activity",
+    "poll_signalled_activity",
     "poll_transfers",
     "process_delivery",
     "prune",

@@ -37,6 +37,7 @@ from reconciliation.ledger_audit import claim_first_audit
 from reconciliation.postings import (
     LEASE_SECONDS,
     PRIORITY_CATCH_UP,
+    PRIORITY_SIGNALLED,
     PRIORITY_SILENT,
     SILENT_SHARE,
     LeasedHolding,
@@ -54,7 +55,7 @@ from workers.actors.audit import audit_ledger
 from workers.actors.balances import snapshot_balances
 from workers.lease_keeper import LeaseKeeper
 from workers.middleware.metrics import PAGE_WRITE_SECONDS, POSTINGS_STORED
-from workers.queues import POLLING, PRIORITY_BULK
+from workers.queues import INBOX, POLLING, PRIORITY_BULK, PRIORITY_URGENT
 from workers.retry_policy import MINUTE_MS, NOT_RETRYABLE, SECOND_MS
 from workers.runtime import Runtime, current_runtime, worker_identity
 from workers.stop_signal import stopping
@@ -85,6 +86,9 @@ class ActivityRead:
     skipped: bool = False
     lease_lost: bool = False
     stopped: bool = False
+    #: A signal came while the read ran: the holding is due again at once, and this worker
+    #: sends that read itself (a busy holding would otherwise wait for the next tick).
+    signalled_again: bool = False
     error: str | None = None
 
 
@@ -203,7 +207,7 @@ def read_activity(
         wait = quiet_interval(
             quiet, schedules.poll_activity_seconds, schedules.max_staleness_seconds
         )
-        release_lease(
+        result.signalled_again = release_lease(
             rt.sessions,
             lease,
             now + timedelta(seconds=wait),
@@ -274,7 +278,8 @@ def send_due_activity_polls(rt: Runtime, holding_ids: Sequence[int] | None = Non
             holding_ids=holding_ids,
         )
     for holding in due:
-        poll_activity.send(holding.holding_id, holding.reads_completed)
+        read = poll_signalled_activity if holding.priority == PRIORITY_SIGNALLED else poll_activity
+        read.send(holding.holding_id, holding.reads_completed)
     return len(due)
 
 
@@ -289,6 +294,25 @@ def send_due_activity_polls(rt: Runtime, holding_ids: Sequence[int] | None = Non
 )
 def poll_activity(holding_id: int, after_reads: int | None = None) -> None:
     """Read a holding's new postings; send the next message if the catch-up is not done."""
+    _poll(holding_id, after_reads)
+
+
+@dramatiq.actor(
+    queue_name=INBOX,
+    priority=PRIORITY_URGENT,
+    max_retries=2,
+    min_backoff=2 * SECOND_MS,
+    max_backoff=30 * SECOND_MS,
+    time_limit=5 * MINUTE_MS,
+    throws=NOT_RETRYABLE,
+)
+def poll_signalled_activity(holding_id: int, after_reads: int | None = None) -> None:
+    """poll_activity for a holding a signal made due: on the inbox's queue, first in a worker's
+    line, so it is not queued behind the silent reads a tick sent to the polling queue."""
+    _poll(holding_id, after_reads)
+
+
+def _poll(holding_id: int, after_reads: int | None) -> None:
     rt = current_runtime()
     result = read_activity(rt, holding_id, after_reads)
     if result.continues:
@@ -297,6 +321,8 @@ def poll_activity(holding_id: int, after_reads: int | None = None) -> None:
         _first_audit_when_every_holding_is_read(rt)
     if result.caught_up and result.advanced:
         snapshot_balances.send(holding_id)  # the balance follows the postings just stored
+    if result.signalled_again:
+        send_due_activity_polls(rt, [holding_id])
     if result.pages or result.error or result.lease_lost:
         fields = {
             "holding_id": holding_id,

@@ -12,6 +12,8 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
+from dramatiq import Message
+from dramatiq.brokers.stub import StubBroker
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -39,9 +41,10 @@ from tests.integration.workers.inprocess_sandbox import (
     inprocess_sandbox,
     reader_settings,
 )
-from workers import Runtime, build_runtime, release_runtime
+from workers import Runtime, build_runtime, install_broker, release_runtime
 from workers.actors.activity import read_activity, send_due_activity_polls
 from workers.actors.holdings import discover
+from workers.queues import INBOX, POLLING
 
 NOW = datetime(2026, 11, 29, 7, 0, tzinfo=UTC)
 REDO = timedelta(seconds=60)
@@ -189,7 +192,8 @@ def test_a_quiet_holding_backs_off_to_the_ceiling_and_an_unnotified_posting_is_f
             assert _due_now(rt, clock) == []  # not before its time
             clock.now = due_at
             assert _due_now(rt, clock) == [holding]
-            assert read_activity(rt, holding).caught_up
+            read = read_activity(rt, holding)
+            assert read.caught_up and not read.signalled_again
         assert waits == [15, 30, 60, 100, 100]
 
         sandbox.add_postings(ref, [5], anywhere_in_ties=False)  # its webhook never came
@@ -205,7 +209,8 @@ def test_a_quiet_holding_backs_off_to_the_ceiling_and_an_unnotified_posting_is_f
         # first in line, and the next read is not refused as already answered.
         clock.advance(5)
         signals.arm = (rt.sessions, holding, clock)
-        assert read_activity(rt, holding).caught_up
+        read = read_activity(rt, holding)
+        assert read.caught_up and read.signalled_again  # its reader sends the next read now
         row = _cursor(rt, holding)
         assert row.due_priority == PRIORITY_SIGNALLED
         assert row.next_poll_at is not None and row.next_poll_at <= clock()
@@ -251,6 +256,31 @@ def test_a_balance_snapshot_is_due_after_activity_and_at_the_ceiling_otherwise(
     with transaction(session_factory) as session:
         again = claim_due_endpoints(session, at, REDO, limit=5, holding_id=second)
     assert [set(t.holding_ids.values()) for t in again] == [{second}]
+
+
+def test_a_signalled_read_goes_to_the_urgent_queue_ahead_of_the_silent_ones(
+    base_env: dict[str, str], db_url: str, sandbox: InProcessSandbox
+) -> None:
+    """A tick's silent reads can fill the polling queue; a read a signal made due is sent to
+    the inbox's queue, first in a worker's line, so it never waits behind them."""
+    broker = install_broker(None)
+    assert isinstance(broker, StubBroker)
+    settings = load_settings(
+        {**base_env, "DATABASE_URL": db_url, "RECON_GATEWAY_URL": "http://sandbox.invalid"}
+    )
+    rt = build_runtime(settings, transport=sandbox.transport, clock=lambda: NOW)
+    try:
+        holdings = _cursors(rt.sessions, 6)
+        with transaction(rt.sessions) as session:
+            signal_holdings(session, set(holdings[:2]), NOW)
+        assert send_due_activity_polls(rt) == 6
+    finally:
+        release_runtime(rt)
+    urgent = [Message.decode(m) for m in broker.queues[INBOX].queue]
+    bulk = [Message.decode(m) for m in broker.queues[POLLING].queue]
+    assert sorted(m.args[0] for m in urgent) == sorted(holdings[:2])
+    assert sorted(m.args[0] for m in bulk) == sorted(holdings[2:])
+    assert {m.actor_name for m in urgent} == {"poll_signalled_activity"}
 
 
 def test_a_429_shrinks_the_slice_each_tick_sends_to_the_rate_in_use(

@@ -19,6 +19,7 @@ from workers.middleware.metrics import MESSAGES
 
 GATEWAY_ACTORS = (
     actors.poll_activity,
+    actors.poll_signalled_activity,
     actors.poll_transfers,
     actors.snapshot_balances,
     actors.discover_holdings,
