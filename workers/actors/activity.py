@@ -26,7 +26,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Final
+from typing import Any, Final
 
 import dramatiq
 import structlog
@@ -283,29 +283,24 @@ def send_due_activity_polls(rt: Runtime, holding_ids: Sequence[int] | None = Non
     return len(due)
 
 
-@dramatiq.actor(
-    queue_name=POLLING,
-    priority=PRIORITY_BULK,
-    max_retries=2,
-    min_backoff=2 * SECOND_MS,
-    max_backoff=30 * SECOND_MS,
-    time_limit=5 * MINUTE_MS,
-    throws=NOT_RETRYABLE,
-)
+#: A read's retries and time limit, whichever queue it came by: a gateway fault retries soon
+#: (the read resumes from its stored position); a refusal that no retry can change does not.
+READ_OPTIONS: Final[dict[str, Any]] = {
+    "max_retries": 2,
+    "min_backoff": 2 * SECOND_MS,
+    "max_backoff": 30 * SECOND_MS,
+    "time_limit": 5 * MINUTE_MS,
+    "throws": NOT_RETRYABLE,
+}
+
+
+@dramatiq.actor(queue_name=POLLING, priority=PRIORITY_BULK, **READ_OPTIONS)
 def poll_activity(holding_id: int, after_reads: int | None = None) -> None:
     """Read a holding's new postings; send the next message if the catch-up is not done."""
     _poll(holding_id, after_reads)
 
 
-@dramatiq.actor(
-    queue_name=INBOX,
-    priority=PRIORITY_URGENT,
-    max_retries=2,
-    min_backoff=2 * SECOND_MS,
-    max_backoff=30 * SECOND_MS,
-    time_limit=5 * MINUTE_MS,
-    throws=NOT_RETRYABLE,
-)
+@dramatiq.actor(queue_name=INBOX, priority=PRIORITY_URGENT, **READ_OPTIONS)
 def poll_signalled_activity(holding_id: int, after_reads: int | None = None) -> None:
     """poll_activity for a holding a signal made due: on the inbox's queue, first in a worker's
     line, so it is not queued behind the silent reads a tick sent to the polling queue."""
