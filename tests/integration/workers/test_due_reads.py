@@ -261,8 +261,8 @@ def test_a_balance_snapshot_is_due_after_activity_and_at_the_ceiling_otherwise(
 def test_a_signalled_read_goes_to_the_urgent_queue_ahead_of_the_silent_ones(
     base_env: dict[str, str], db_url: str, sandbox: InProcessSandbox
 ) -> None:
-    """A tick's silent reads can fill the polling queue; a read a signal made due is sent to
-    the inbox's queue, first in a worker's line, so it never waits behind them."""
+    """Invariant 12: a tick's silent reads can fill the polling queue; a read a signal made due
+    is sent to the inbox's queue, first in a worker's line, so it never waits behind them."""
     broker = install_broker(None)
     assert isinstance(broker, StubBroker)
     settings = load_settings(
