@@ -25,6 +25,7 @@ the goal is the steady state, not the first day). recon runs with production's i
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import random
@@ -151,6 +152,26 @@ def wait_for_first_reads(factory: Any, n: int) -> None:
         time.sleep(2)
 
 
+def slowest_pass(log_dir: Path, read_to: dict[str, int]) -> str:
+    """The slowest reconcile pass the workers logged since the last call (each log read on from
+    where the last call stopped), with its slowest phases: where a pass's seconds go."""
+    slowest: dict[str, float] = {}
+    for name in WORKERS:
+        path = log_dir / f"{name}.log"
+        with path.open("rb") as log:
+            log.seek(read_to.get(name, 0))
+            lines, read_to[name] = log.read().splitlines(), log.tell()
+        for line in lines:
+            if b'"reconcile.pass"' in line:
+                seconds = json.loads(line).get("seconds", {})
+                if seconds.get("alerts", 0) + seconds.get("drift", 0) + seconds.get(
+                    "matching", 0
+                ) > slowest.get("alerts", 0) + slowest.get("drift", 0) + slowest.get("matching", 0):
+                    slowest = seconds
+    top = sorted(slowest.items(), key=lambda kv: -kv[1])[:5]
+    return ", ".join(f"{k} {v:.2f}" for k, v in top) or "none logged"
+
+
 def pick(rng: random.Random, holdings: list[HoldingAddress]) -> HoldingAddress:
     """Half the payments to the busiest 1% of holdings, the rest to everyone else."""
     hot = max(1, len(holdings) // 100)
@@ -195,11 +216,18 @@ def run_size(
                 ports = restart_workers(plan.env, group, args.rps)
             phases["first reads"], clock = time.monotonic() - clock, time.monotonic()
             print(f"-- every holding read once in {phases['first reads']:.0f} s", flush=True)
-            rng = random.Random(n)
+            while args.hold and not Path(args.hold).exists():  # other work finishing first
+                time.sleep(5)
+            phases["held"], clock = time.monotonic() - clock, time.monotonic()
+            rng, read_to = random.Random(n), dict.fromkeys(WORKERS, 0)
             with GatewayClient(plan.sandbox_url, plan.env["RECON_GATEWAY_API_KEY"]) as gateway:
                 for _ in range(args.rounds):
                     for name, value in one_round(args, gateway, holdings, rng, factory, ports):
                         figures.setdefault(name, []).append(value)
+                    print(
+                        f"   slowest pass of the round: {slowest_pass(plan.log_dir, read_to)}",
+                        flush=True,
+                    )
                     for managed in group.processes:
                         if managed.name in ("web", *WORKERS):
                             rss = process_figures(managed.popen.pid)["rss_mb"]
@@ -245,7 +273,7 @@ def one_round(
                 )
             )
 
-    deadline = time.monotonic() + args.ceiling + 60
+    deadline = time.monotonic() + (args.settle if args.settle is not None else args.ceiling + 60)
     while len(rows := stored()) < len(receipts) and time.monotonic() < deadline:
         time.sleep(1)
     with factory() as s:
@@ -287,6 +315,12 @@ def main() -> None:
     parser.add_argument("--ceiling", type=float, default=300.0, help="RECON_MAX_STALENESS_SECONDS")
     parser.add_argument(
         "--first-rps", type=float, help="the budget of the first reads (then --rps is measured)"
+    )
+    parser.add_argument(
+        "--hold", help="after the first reads, wait until this file exists to start the rounds"
+    )
+    parser.add_argument(
+        "--settle", type=float, help="seconds to wait for a round's postings (the ceiling + 60)"
     )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--round-seconds", type=float, default=120.0)
