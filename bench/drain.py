@@ -15,20 +15,16 @@ rows per second, and the drain time as a ratio to the goal (60 s for 100,000 row
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import statistics
-import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any, Final
 
 import psycopg
-from harness import plain, postgres_database, private_redis, recon_env, spread, wait_until
-from streams import Row, write
+from harness import plain, recon_env, services, spread, wait_until
+from streams import Row, owner, recon_delivery, ref, write
 
 from recon.demo.processes import ProcessGroup, recon_argv
 
@@ -38,8 +34,6 @@ GOAL_SECONDS: Final = 60.0
 
 #: The secret the fake provider signs with; processing never checks it (the receiver did).
 SECRET: Final = "whsec_" + b"bench-drain-secret".hex()
-#: The refs naming a delivery's owner, 500 owners in turn.
-OWNER: Final = ("account", "endpoint", "holding")
 
 
 def deliveries(rows: int, received: datetime) -> Iterator[Row]:
@@ -50,31 +44,25 @@ def deliveries(rows: int, received: datetime) -> Iterator[Row]:
     """
     from sandbox.signing import sign
 
-    def ref(tag: int, n: int) -> str:
-        return str(uuid.UUID(int=(tag << 96) | n))
-
     for k in range(rows):
-        event_id, completed = ref(11, k), k % 2 == 0
+        completed, amount = k % 2 == 0, 1_000 + (k * 7_919) % 10_000_000
         kind = "TRANSACTION_COMPLETED" if completed else "PAYMENT_RECEIVED"
-        amount, at = 1_000 + (k * 7_919) % 10_000_000, received - timedelta(seconds=rows - k)
         data = {
-            "transferRef": ref(12, k) if completed else None,
-            "receiptRef": ref(13, k),
-            **{f"{name}Ref": ref(tag, k % 500) for tag, name in enumerate(OWNER, start=14)},
+            "transferRef": str(ref("transfer", k)) if completed else None,
+            "receiptRef": str(ref("receipt", k)),
+            # 500 owners in turn
+            **{f"{key[:-4]}Ref": str(value) for key, value in owner(k % 500).items()},
             "amount": f"{amount // 100}.{amount % 100:02d}",
             "currency": "NGN",
             "status": "completed",
         }
-        stamp = at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
-        whole = {"id": event_id, "event": kind, "createdAt": stamp, "data": data}
-        body = json.dumps(whole, separators=(",", ":")).encode()
-        headers = sign("standard", SECRET, event_id, int(received.timestamp()), body, "")
-        yield {
-            "delivery_id": event_id, "body_sha256": hashlib.sha256(body).hexdigest(),
-            "body": body, "headers": json.dumps(headers), "scheme": "standard",
-            "event_type": kind, "received_at": received, "state": "pending", "attempts": 0,
-            "original": True,
-        }  # fmt: skip
+        at = received - timedelta(seconds=rows - k)
+        event = str(ref("event", k))
+        row = recon_delivery(event, kind, at, data, received_at=received, state="pending")
+        signed = sign(
+            "standard", SECRET, row["delivery_id"], int(received.timestamp()), row["body"], ""
+        )
+        yield row | {"headers": json.dumps(signed), "attempts": 0}
 
 
 def pending(url: str) -> int:
@@ -90,15 +78,10 @@ def drain_round(rows: int, workers: int) -> dict[str, Any]:
     from workers.actors.sweep import sweep
     from workers.broker import REDIS_NAMESPACE
 
-    with (
-        tempfile.TemporaryDirectory(prefix="recon-bench-drain-") as folder,
-        postgres_database("drain") as url,
-        private_redis(Path(folder)) as redis_url,
-    ):
+    with services("drain") as (folder, url, redis_url):
         write(url, [("deliveries", deliveries(rows, datetime.now(UTC) - timedelta(minutes=10)))])
-        env = recon_env(url, Path(folder) / "state", REDIS_URL=redis_url)
-        env["RECON_PROVIDER_MODE"] = "sandbox"
-        group = ProcessGroup(Path(folder) / "logs")
+        env = recon_env(url, folder / "state", REDIS_URL=redis_url, RECON_PROVIDER_MODE="sandbox")
+        group = ProcessGroup(folder / "logs")
         try:
             for n in range(workers):
                 group.start(f"worker-{n}", recon_argv("worker"), env)

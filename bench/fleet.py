@@ -30,7 +30,6 @@ import math
 import os
 import random
 import statistics
-import tempfile
 import time
 import uuid
 from datetime import timedelta
@@ -38,14 +37,8 @@ from pathlib import Path
 from typing import Any, Final
 
 import httpx
-from harness import (
-    percentile,
-    postgres_database,
-    private_redis,
-    process_figures,
-    quiet_logs,
-    spread,
-)
+import msgspec
+from harness import metric, percentile, process_figures, quiet_logs, services, spread
 from sqlalchemy import func, select
 
 from recon.demo.processes import ProcessGroup, free_port, recon_argv, wait_until_ready
@@ -80,12 +73,7 @@ SLOTS: Final = "recon_worker_gateway_rate_limit_wait_seconds_count"
 
 def gateway_requests(ports: list[int]) -> float:
     """Gateway requests the workers sent so far (their rate limiter's granted slots)."""
-    total = 0.0
-    for port in ports:
-        for line in httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text.splitlines():
-            if line.startswith(SLOTS):
-                total += float(line.split()[-1])
-    return total
+    return sum(metric(port, SLOTS) for port in ports)
 
 
 def start_fleet(
@@ -155,6 +143,10 @@ def wait_for_first_reads(factory: Any, n: int) -> None:
 def slowest_pass(log_dir: Path, read_to: dict[str, int]) -> str:
     """The slowest reconcile pass the workers logged since the last call (each log read on from
     where the last call stopped), with its slowest phases: where a pass's seconds go."""
+
+    def total(seconds: dict[str, float]) -> float:
+        return sum(seconds.get(phase, 0) for phase in ("alerts", "drift", "matching"))
+
     slowest: dict[str, float] = {}
     for name in WORKERS:
         path = log_dir / f"{name}.log"
@@ -164,10 +156,7 @@ def slowest_pass(log_dir: Path, read_to: dict[str, int]) -> str:
         for line in lines:
             if b'"reconcile.pass"' in line:
                 seconds = json.loads(line).get("seconds", {})
-                if seconds.get("alerts", 0) + seconds.get("drift", 0) + seconds.get(
-                    "matching", 0
-                ) > slowest.get("alerts", 0) + slowest.get("drift", 0) + slowest.get("matching", 0):
-                    slowest = seconds
+                slowest = max(slowest, seconds, key=total)
     top = sorted(slowest.items(), key=lambda kv: -kv[1])[:5]
     return ", ".join(f"{k} {v:.2f}" for k, v in top) or "none logged"
 
@@ -180,14 +169,12 @@ def pick(rng: random.Random, holdings: list[HoldingAddress]) -> HoldingAddress:
     return holdings[rng.randrange(hot, len(holdings))] if len(holdings) > hot else holdings[0]
 
 
-def run_size(
-    args: argparse.Namespace, n: int, workdir: Path
-) -> tuple[dict[str, list[float]], dict[str, float]]:
+def run_size(args: argparse.Namespace, n: int) -> tuple[dict[str, list[float]], dict[str, float]]:
     """The figures of every round at `n` holdings, and the seconds each phase took."""
     figures: dict[str, list[float]] = {}
     phases: dict[str, float] = {}
     clock = time.monotonic()
-    with postgres_database(f"fleet{n}") as db_url, private_redis(workdir) as redis_url:
+    with services(f"fleet{n}") as (workdir, db_url, redis_url):
         env = {**os.environ, "DATABASE_URL": db_url, "REDIS_URL": redis_url}
         plan = plan_demo(env, workdir / f"state{n}", workdir / "report.html")
         for name in DEMO_TIMINGS:  # production's defaults, not the demo's hurried ones
@@ -202,15 +189,7 @@ def run_size(
             ports, refs = start_fleet(plan.env, group, plan.sandbox_url, n, first_rps)
             phases["start"], clock = time.monotonic() - clock, time.monotonic()
             print(f"-- {n:,} holdings: started in {phases['start']:.0f} s", flush=True)
-            holdings = [
-                HoldingAddress(
-                    account_ref=uuid.UUID(r["accountRef"]),
-                    endpoint_ref=uuid.UUID(r["endpointRef"]),
-                    holding_ref=uuid.UUID(r["holdingRef"]),
-                )
-                for r in refs
-            ]
-
+            holdings = msgspec.convert(refs, list[HoldingAddress])
             wait_for_first_reads(factory, n)
             if first_rps != args.rps:
                 ports = restart_workers(plan.env, group, args.rps)
@@ -327,8 +306,7 @@ def main() -> None:
     args = parser.parse_args()
     quiet_logs()
     for n in (int(x) for x in args.holdings.split(",")):
-        with tempfile.TemporaryDirectory(prefix="recon-fleet-") as tmp:
-            figures, phases = run_size(args, n, Path(tmp))
+        figures, phases = run_size(args, n)
         first = f", first reads at {args.first_rps:g}/s" if args.first_rps else ""
         print(
             f"\nN = {n:,} holdings, {args.rate:g} payments/s, budget {args.rps:g}/s{first}, "

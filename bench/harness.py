@@ -1,5 +1,5 @@
 """What every bench shares: throwaway stores, a private Redis, waiting, a child run, process
-readings, and the min / median / max over rounds each bench prints its ratios as.
+readings and metrics, and the min / median / max over rounds each bench prints its ratios as.
 
 The benches run as `python bench/NAME.py`, so this folder comes first on the import path and
 `import harness` finds this module; importing it puts the checkout there too, for the data the
@@ -90,15 +90,21 @@ def wait_until(condition: Callable[[], Any], seconds: float, what: str, every: f
 
 
 @contextmanager
-def private_redis(folder: Path) -> Iterator[str]:
-    """A redis-server of the bench's own (the tests' one), no persistence; yields its URL."""
+def services(label: str) -> Iterator[tuple[Path, str, str]]:
+    """A scratch folder, a new migrated PostgreSQL database and a redis-server of the bench's
+    own (the tests' one, no persistence), all gone afterwards; yields (folder, database URL,
+    Redis URL)."""
     from tests.integration.workers.private_redis import PrivateRedis
 
-    server = PrivateRedis(folder).start()
-    try:
-        yield server.url
-    finally:
-        server.stop()
+    with (
+        tempfile.TemporaryDirectory(prefix=f"recon-bench-{label}-") as folder,
+        postgres_database(label) as url,
+    ):
+        server = PrivateRedis(Path(folder)).start()
+        try:
+            yield Path(folder), url, server.url
+        finally:
+            server.stop()
 
 
 def recon_env(database_url: str, state_dir: Path, **extra: str) -> dict[str, str]:
@@ -137,6 +143,14 @@ def in_child(script: str, *args: str, env: dict[str, str] | None = None) -> dict
         env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
     )
     return dict(json.loads(done.stdout.strip().splitlines()[-1])) | {"stderr": done.stderr}
+
+
+def metric(port: int, name: str) -> float:
+    """The sum of every sample of `name` a process's Prometheus /metrics on `port` shows."""
+    import httpx
+
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(name))
 
 
 def cpu_seconds(pid: int) -> float | None:

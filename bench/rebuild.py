@@ -8,63 +8,49 @@ once; each round runs on a fresh copy of it, each step in a fresh interpreter: a
 scratch (bench/reconcile.py's), then a dry-run rebuild (facts copied into the scratch, bodies
 read again, a pass there, digests compared). It prints each round's figures (times, peak RSS,
 the rebuild's phases and CPU seconds, whether the rebuilt state equals the live one: it must),
-then the ratio rebuild / full pass, min / median / max over `--rounds`. `--workers N` sets the
-rebuild's reading processes (0: its own process). Run it on an idle machine.
+then the ratio rebuild / full pass, min / median / max over `--rounds`. PostgreSQL only (on
+BENCH_POSTGRES_URL's server). Run it on an idle machine.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import resource
-import sqlite3
 import sys
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final
 
-from harness import database, in_child, quiet_logs, spread
-from streams import Row, Streams, generate, store_tables, write
-
-
-def body(note: Row) -> bytes:
-    """The delivery a notification row came from, in the `recon` shape (amounts major units)."""
-    amount, at = note["amount_minor"], note["occurred_at"]
-    data = {
-        key: str(note[f"{key[:-3]}_ref"]) if note[f"{key[:-3]}_ref"] else None
-        for key in ("transferRef", "receiptRef", "accountRef", "endpointRef", "holdingRef")
-    }
-    data |= {"amount": f"{amount // 100}.{amount % 100:02d}", "currency": note["currency"]}
-    data["status"] = note["claimed_status"]
-    if note["account_number"] is not None:
-        data["accountNumber"] = note["account_number"]
-    stamp = at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
-    whole = {"id": note["event_id"], "event": note["event_type"], "createdAt": stamp, "data": data}
-    return json.dumps(whole, separators=(",", ":")).encode()
-
+from harness import in_child, postgres_database, quiet_logs, spread
+from streams import Row, Streams, generate, recon_delivery, store_tables, write
 
 #: The payload shape every generated delivery is written in.
 RECON_SHAPE: Final = {"payload_shape": "recon"}
 
 
 def inbox(streams: Streams) -> list[tuple[str, Any]]:
-    """Deliveries, then their notifications, numbered alike (the generator runs twice)."""
+    """Deliveries in the `recon` shape (amounts in major units), then their notifications,
+    numbered alike (the generator runs twice)."""
 
     def deliveries() -> Iterator[Row]:
         for note in streams.notifications():
-            raw, at = body(note), note["occurred_at"]
-            yield {
-                "id": note["id"], "delivery_id": note["event_id"],
-                "body_sha256": hashlib.sha256(raw).hexdigest(), "body": raw, "headers": "{}",
-                "scheme": "standard", "event_type": note["event_type"], "received_at": at,
-                "state": "processed", "attempts": 1, "processed_at": at, "original": True,
-            }  # fmt: skip
+            amount, at, refs = note["amount_minor"], note["occurred_at"], {}
+            for key in ("transferRef", "receiptRef", "accountRef", "endpointRef", "holdingRef"):
+                refs[key] = str(note[f"{key[:-3]}_ref"]) if note[f"{key[:-3]}_ref"] else None
+            data = refs | {"amount": f"{amount // 100}.{amount % 100:02d}"}
+            data |= {"currency": note["currency"], "status": note["claimed_status"]}
+            if note["account_number"] is not None:
+                data["accountNumber"] = note["account_number"]
+            yield recon_delivery(
+                note["event_id"], note["event_type"], at, data, id=note["id"], headers="{}",
+                received_at=at, state="processed", attempts=1, processed_at=at,
+            )  # fmt: skip
 
     def notifications() -> Iterator[Row]:
         for note in streams.notifications():
@@ -73,7 +59,7 @@ def inbox(streams: Streams) -> list[tuple[str, Any]]:
     return [("deliveries", deliveries()), ("notifications", notifications())]
 
 
-def child(url: str, workers: str = "") -> None:
+def child(url: str) -> None:
     """A dry-run rebuild in a fresh interpreter (its peak RSS its own): its figures, as JSON."""
     from reconciliation import ReconcilePolicy
     from reconciliation.rebuild.run import Mode, rebuild
@@ -83,15 +69,13 @@ def child(url: str, workers: str = "") -> None:
     quiet_logs()
     engine = make_engine(url)
     started = time.perf_counter()
-    count = int(workers) if workers else None
-    rebuilt = rebuild(engine, ReconcilePolicy(), configured_reader(), mode=Mode.DRY_RUN, workers=count)  # fmt: skip
+    rebuilt = rebuild(engine, ReconcilePolicy(), configured_reader(), mode=Mode.DRY_RUN)
     seconds = time.perf_counter() - started
     assert rebuilt.comparison is not None
     own, readers = (resource.getrusage(r) for r in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
     figures = {
         "seconds": seconds,
         "same": rebuilt.comparison.same,
-        "digest": rebuilt.comparison.live.overall,
         "differences": [d.as_dict() for d in rebuilt.comparison.differences],
         "phases": {k: round(v, 2) for k, v in rebuilt.seconds.items()},
         "peak_mb": own.ru_maxrss / 1024,
@@ -107,20 +91,7 @@ def child(url: str, workers: str = "") -> None:
 @contextmanager
 def fresh_copy(url: str) -> Iterator[str]:
     """A copy of the loaded store for one round (every round starts from the same store, before
-    any pass); removed afterwards. PostgreSQL: a database made from it as a template."""
-    if url.startswith("sqlite"):
-        source = Path(url.removeprefix("sqlite:///"))
-        target = source.with_name(f"round-{uuid.uuid4().hex[:8]}.db")
-        with sqlite3.connect(source) as original, sqlite3.connect(target) as duplicate:
-            original.backup(duplicate)  # whatever a write-ahead log still holds too
-        original.close()
-        duplicate.close()
-        try:
-            yield f"sqlite:///{target}"
-        finally:
-            for suffix in ("", "-wal", "-shm", "-journal", ".rebuild"):
-                Path(f"{target}{suffix}").unlink(missing_ok=True)
-        return
+    any pass), a database made from it as a template; dropped afterwards."""
     from sqlalchemy import create_engine
 
     server, _, source_name = url.rpartition("/")
@@ -138,11 +109,11 @@ def fresh_copy(url: str) -> Iterator[str]:
         admin.dispose()
 
 
-def one_round(url: str, now: str, workers: int | None) -> dict[str, Any]:
+def one_round(url: str, now: str) -> dict[str, Any]:
     """A full pass (bench/reconcile.py's child) and a dry-run rebuild, on a fresh copy."""
     with fresh_copy(url) as copy:
         full = in_child(str(Path(__file__).with_name("reconcile.py")), "_pass", copy, now)
-        again = in_child(__file__, "_rebuild", copy, "" if workers is None else str(workers))
+        again = in_child(__file__, "_rebuild", copy)
     return {
         "full_pass_seconds": round(full["seconds"], 2),
         "full_pass_peak_rss_mb": round(full["peak_mb"], 1),
@@ -152,13 +123,12 @@ def one_round(url: str, now: str, workers: int | None) -> dict[str, Any]:
         "rebuild_cpu_seconds": again["cpu"],
         "ratio_rebuild_to_pass": round(again["seconds"] / full["seconds"], 2),
         "rebuilt_equals_live": again["same"],
-        "digest": again["digest"],
         "differences": again["differences"],
     }
 
 
-def bench(kind: str, size: int, workers: int | None, rounds: int) -> list[dict[str, Any]]:
-    with database(kind, "rebuild") as url:
+def bench(size: int, rounds: int) -> list[dict[str, Any]]:
+    with postgres_database("rebuild") as url:
         started = time.perf_counter()
         streams = generate(size)
         tables = store_tables(streams)
@@ -168,15 +138,15 @@ def bench(kind: str, size: int, workers: int | None, rounds: int) -> list[dict[s
         now = (streams.last + timedelta(days=1)).isoformat()
         found = []
         for n in range(1, rounds + 1):
-            figures = {"database": kind, "round": n, "records_per_stream": size}
+            figures = {"database": "postgres", "round": n, "records_per_stream": size}
             figures |= {"load_seconds": round(load_seconds, 1), "cpus": os.cpu_count()}
-            figures |= one_round(url, now, workers)
+            figures |= one_round(url, now)
             print(json.dumps(figures, indent=2), flush=True)
             found.append(figures)
     return found
 
 
-def summary(kind: str, size: int, rounds: list[dict[str, Any]]) -> str:
+def summary(size: int, rounds: list[dict[str, Any]]) -> str:
     """The ratio over the rounds, and the seconds it is made of."""
 
     def over(key: str) -> str:
@@ -184,7 +154,7 @@ def summary(kind: str, size: int, rounds: list[dict[str, Any]]) -> str:
 
     same = all(r["rebuilt_equals_live"] for r in rounds)
     return (
-        f"{kind}: {size:,} per stream; min / median / max over {len(rounds)} round(s)\n"
+        f"postgres: {size:,} per stream; min / median / max over {len(rounds)} round(s)\n"
         f"  rebuild / full pass = {over('ratio_rebuild_to_pass')}x: rebuild "
         f"{over('rebuild_seconds')} s, full pass {over('full_pass_seconds')} s\n"
         f"  rebuilt equals live in every round: {same}"
@@ -199,17 +169,10 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--size", type=int, default=1_000_000, help="records per stream")
-    parser.add_argument("--only", choices=["postgres", "sqlite"])
+    parser.add_argument("--only", choices=["postgres"], help="the only database it runs on")
     parser.add_argument("--rounds", type=int, default=3, help="rounds, each on a fresh copy")
-    parser.add_argument(
-        "--workers", type=int, help="the rebuild's body-reading processes (default: its own)"
-    )
     args = parser.parse_args()
-    lines = []
-    for kind in [args.only] if args.only else ["postgres", "sqlite"]:
-        found = bench(kind, args.size, args.workers, args.rounds)
-        lines.append(summary(kind, args.size, found))
-    print("\n" + "\n".join(lines))
+    print("\n" + summary(args.size, bench(args.size, args.rounds)))
 
 
 if __name__ == "__main__":

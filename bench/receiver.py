@@ -32,8 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
-import httpx
-from harness import cpu_seconds, postgres_database, recon_env, spread, sqlite_database
+from harness import cpu_seconds, metric, postgres_database, recon_env, spread, sqlite_database
 
 from recon.demo.processes import ProcessGroup, free_port, recon_argv, wait_until_ready
 from upstream.signatures.keys import new_secret
@@ -114,6 +113,13 @@ BODY_TEMPLATE: Final = (
     '"bankCode":"000","amount":"{major}.{minor:02d}","currency":"NGN","status":"SUCCESSFUL",'
     '"narration":"bench inbound credit"}}}}'
 )
+#: wrk's load on one server (two threads: one cannot saturate it), its warm-up seconds per
+#: server, and the deliveries pre-signed per run (a run sending more repeats them: the report
+#: says so, as the repeats are cheaper duplicates).
+THREADS: Final = 2
+CONNECTIONS: Final = 32
+WARMUP_SECONDS: Final = 2.0
+DELIVERIES: Final = 120_000
 #: In the two-process run, every this-many-th delivery goes to both servers (a provider retry
 #: landing on the other process): enough races to show none is stored twice.
 SHARED_EVERY: Final = 10
@@ -173,24 +179,14 @@ def write_deliveries(count: int, secret: str, *paths: Path) -> None:
                 out.write(line if k == 0 or n % SHARED_EVERY == SHARED_EVERY - 1 else next(lines))
 
 
-@dataclass(frozen=True)
-class Load:
-    """How hard wrk drives a server."""
-
-    threads: int
-    connections: int
-    duration: float
-
-
 def start_wrk(
-    port: int, data: Path, script: Path, load: Load, acks: Path | None = None
+    port: int, data: Path, script: Path, seconds: float, threads: int = THREADS, acks: str = ""
 ) -> subprocess.Popen[str]:
-    """wrk against the receiver path of `port`, running; `finish_wrk` reads its report."""
-    env = {**os.environ, "BENCH_DELIVERIES": str(data), "BENCH_THREADS": str(load.threads)}
-    env.pop("BENCH_ACKS", None)
-    if acks is not None:
-        env["BENCH_ACKS"] = str(acks)
-    argv = ["wrk", f"-t{load.threads}", f"-c{load.connections}", f"-d{load.duration:g}s"]
+    """wrk against the receiver path of `port`, running; `finish_wrk` reads its report. With
+    `acks`, the Lua script records there what each delivery was answered."""
+    env = {**os.environ, "BENCH_DELIVERIES": str(data), "BENCH_THREADS": str(threads)}
+    env |= {"BENCH_ACKS": acks} if acks else {}
+    argv = ["wrk", f"-t{threads}", f"-c{CONNECTIONS}", f"-d{seconds:g}s"]
     argv += ["--latency", "--timeout", "10s", "-s", str(script), f"http://127.0.0.1:{port}{PATH}"]
     return subprocess.Popen(
         argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -224,8 +220,8 @@ def finish_wrk(name: str, process: subprocess.Popen[str]) -> Run:
     )
 
 
-def run_wrk(name: str, port: int, data: Path, script: Path, load: Load) -> Run:
-    return finish_wrk(name, start_wrk(port, data, script, load))
+def run_wrk(target: Server, data: Path, script: Path, seconds: float) -> Run:
+    return finish_wrk(target.name, start_wrk(target.port, data, script, seconds))
 
 
 def read_acks(path: Path) -> dict[str, str]:
@@ -278,18 +274,11 @@ def stored_ids(database_url: str) -> dict[str, int]:
         engine.dispose()
 
 
-def commits(target: Server) -> int:
-    """The receiver's commits so far: its batch-size histogram's count on /metrics.
-
-    One batch is one transaction (on PostgreSQL one autocommitted INSERT); PostgreSQL's own
-    count (pg_stat_database) would also do, but a busy backend publishes it only after ten
-    idle seconds, which would lengthen every run.
-    """
-    text = httpx.get(f"http://127.0.0.1:{target.port}/metrics", timeout=10).text
-    match = re.search(r"^recon_webhook_commit_batch_size_count (\S+)$", text, re.MULTILINE)
-    return int(float(match.group(1))) if match else 0
-
-
+#: The receiver's commits so far: its batch-size histogram's count. One batch is one
+#: transaction (on PostgreSQL one autocommitted INSERT); PostgreSQL's own count
+#: (pg_stat_database) would also do, but a busy backend publishes it only after ten idle
+#: seconds, which would lengthen every run.
+COMMITS: Final = "recon_webhook_commit_batch_size_count"
 #: Seconds for the last in-flight commits to land after wrk stops, before the store is counted.
 SETTLE_SECONDS: Final = 0.5
 
@@ -297,15 +286,10 @@ SETTLE_SECONDS: Final = 0.5
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per measured run")
-    parser.add_argument("--warmup", type=float, default=2.0, help="seconds of warm-up per server")
     parser.add_argument(
         "--rounds", type=int, default=3, help="measure the servers in turn so often"
     )
-    parser.add_argument("--connections", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=2, help="wrk threads (one cannot saturate)")
-    parser.add_argument("--deliveries", type=int, default=120_000, help="pre-signed per run")
     parser.add_argument("--skip-sqlite", action="store_true")
-    parser.add_argument("--skip-two-processes", action="store_true")
     parser.add_argument("--serve-bare", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -321,7 +305,6 @@ def main() -> None:
         script, warmup = work / "deliveries.lua", work / "warmup.tsv"
         script.write_text(LUA)
         write_deliveries(20_000, secret, warmup)
-        load = Load(args.threads, args.connections, args.duration)
         group = ProcessGroup(work / "logs")
         stack.callback(group.stop)
         bare = [sys.executable, __file__, "--serve-bare"]
@@ -332,18 +315,17 @@ def main() -> None:
             url = stack.enter_context(sqlite_database())
             servers.append(start_recon(group, "recon sqlite", url, secret, work))
         for target in servers:
-            run_wrk(target.name, target.port, warmup, script, replace(load, duration=args.warmup))
+            run_wrk(target, warmup, script, WARMUP_SECONDS)
         rounds = []
         for _ in range(args.rounds):
             # Fresh deliveries signed just now for every run: a repeat would be a (cheaper)
             # duplicate, and a signature older than the tolerance would be refused.
             data = work / "deliveries.tsv"
-            write_deliveries(args.deliveries, secret, data)
-            rounds.append([measure(target, data, script, load) for target in servers])
-        report(rounds, args)
+            write_deliveries(DELIVERIES, secret, data)
+            rounds.append([measure(target, data, script, args.duration) for target in servers])
+        report(rounds, args.duration)
         stack.close()  # the single servers stop before the two processes start
-        if not args.skip_two_processes:
-            two_processes(secret, work, script, warmup, args)
+        two_processes(secret, work, script, warmup, args.duration)
 
 
 def serve_bare(port: int) -> None:
@@ -366,18 +348,18 @@ def serve_bare(port: int) -> None:
     serve(app, "127.0.0.1", port)
 
 
-def measure(target: Server, data: Path, script: Path, load: Load) -> Run:
+def measure(target: Server, data: Path, script: Path, seconds: float) -> Run:
     """One wrk run against one server, with what it stored and spent meanwhile."""
 
-    def read() -> tuple[int, float, int]:
+    def read() -> tuple[int, float, float]:
         if target.database_url is None:
-            return 0, cpu_seconds(target.pid) or 0.0, 0
-        done = commits(target)  # asks the server itself: before its CPU is read
+            return 0, cpu_seconds(target.pid) or 0.0, 0.0
+        done = metric(target.port, COMMITS)  # asks the server itself: before its CPU is read
         stored = sum(stored_ids(target.database_url).values())
         return stored, cpu_seconds(target.pid) or 0.0, done
 
     before = read()
-    run = run_wrk(target.name, target.port, data, script, load)
+    run = run_wrk(target, data, script, seconds)
     time.sleep(SETTLE_SECONDS if target.database_url else 0.0)
     stored, cpu, done = (a - b for a, b in zip(read(), before, strict=True))
     if target.database_url is None:
@@ -385,10 +367,10 @@ def measure(target: Server, data: Path, script: Path, load: Load) -> Run:
     return replace(run, stored=int(stored), cpu_seconds=cpu, commits=int(done))
 
 
-def report(rounds: list[list[Run]], args: argparse.Namespace) -> None:
+def report(rounds: list[list[Run]], seconds: float) -> None:
     """Per round, every server against the bare rate of the same round; then the spread."""
     print(
-        f"\nwrk -t{args.threads} -c{args.connections} -d{args.duration:g}s, one uvicorn process "
+        f"\nwrk -t{THREADS} -c{CONNECTIONS} -d{seconds:g}s, one uvicorn process "
         f"per server, {os.cpu_count()} CPUs, {len(rounds)} round(s)\n"
     )
     print(f"{HEADER}{'ratio':>7}{'stored':>8}{'cpu s/1k':>10}{'per commit':>11}")
@@ -410,8 +392,8 @@ def report(rounds: list[list[Run]], args: argparse.Namespace) -> None:
             )
             if run.errors != "none":
                 print(f"  socket errors: {run.errors}")
-            if run.stored is not None and run.requests > args.deliveries:
-                print(f"  note: {run.requests} requests > {args.deliveries} pre-signed: duplicates")
+            if run.stored is not None and run.requests > DELIVERIES:
+                print(f"  note: {run.requests} requests > {DELIVERIES} pre-signed: duplicates")
             if run.stored is not None and run.stored < run.requests - run.non_2xx:
                 print("  WARNING: fewer rows stored than deliveries acknowledged")
     print(
@@ -425,11 +407,8 @@ def report(rounds: list[list[Run]], args: argparse.Namespace) -> None:
         print(f"{name:<16}{ratio:>32}{statistics.median(found['cpu']):>10.3f}{batch:>11}")
 
 
-def two_processes(
-    secret: str, work: Path, script: Path, warmup: Path, args: argparse.Namespace
-) -> None:
+def two_processes(secret: str, work: Path, script: Path, warmup: Path, seconds: float) -> None:
     """Two `recon web` on one database, a wrk each at once; the store against what they said."""
-    load = Load(1, args.connections, args.duration)
     inputs = [work / "first.tsv", work / "second.tsv"]
     acks = [work / "acks-first.tsv", work / "acks-second.tsv"]
     with ExitStack() as stack:
@@ -438,30 +417,24 @@ def two_processes(
         stack.callback(group.stop)
         servers = [start_recon(group, f"recon {n}", url, secret, work) for n in ("one", "two")]
         for target in servers:
-            run_wrk(target.name, target.port, warmup, script, replace(load, duration=args.warmup))
+            run_wrk(target, warmup, script, WARMUP_SECONDS)
         earlier = set(stored_ids(url))
-        write_deliveries(args.deliveries, secret, *inputs)
-        before = [cpu_seconds(target.pid) or 0.0 for target in servers]
+        write_deliveries(DELIVERIES, secret, *inputs)
         running = [
-            start_wrk(target.port, data, script, load, acks=ack)
+            start_wrk(target.port, data, script, seconds, threads=1, acks=str(ack))
             for target, data, ack in zip(servers, inputs, acks, strict=True)
         ]
         runs = [finish_wrk(t.name, w) for t, w in zip(servers, running, strict=True)]
         time.sleep(SETTLE_SECONDS)
-        spent = [(cpu_seconds(t.pid) or 0.0) - b for t, b in zip(servers, before, strict=True)]
         stored = {k: v for k, v in stored_ids(url).items() if k not in earlier}
     heard = [read_acks(path) for path in acks]
     acknowledged = set(heard[0]) | set(heard[1])
     print(
-        f"\nTwo recon web processes on one PostgreSQL database, a wrk -t1 -c{args.connections} "
-        f"-d{args.duration:g}s each, 1 in {SHARED_EVERY} deliveries sent to both\n"
+        f"\nTwo recon web processes on one PostgreSQL database, a wrk -t1 -c{CONNECTIONS} "
+        f"-d{seconds:g}s each, 1 in {SHARED_EVERY} deliveries sent to both\n\n{HEADER}"
     )
-    print(f"{HEADER}{'accepted':>10}{'cpu s/1k':>10}")
-    for run, cpu, outcomes in zip(runs, spent, heard, strict=True):
-        accepted = sum("a" in each for each in outcomes.values())
-        print(f"{run.row()}{accepted:>10}{1000 * cpu / max(accepted, 1):>10.3f}")
-        if run.errors != "none":
-            print(f"  socket errors: {run.errors}")
+    for run in runs:
+        print(run.row() + (f"\n  socket errors: {run.errors}" if run.errors != "none" else ""))
     print(
         f"together {sum(r.rate for r in runs):.0f} req/s; {len(acknowledged)} distinct "
         f"deliveries acknowledged ({len(set(heard[0]) & set(heard[1]))} by both processes), "

@@ -21,7 +21,6 @@ import argparse
 import gzip
 import json
 import os
-import tempfile
 import time
 import uuid
 from collections import Counter
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import httpx
-from harness import postgres_database, private_redis, process_figures, quiet_logs
+from harness import process_figures, quiet_logs, services
 from sqlalchemy import Engine, select, text
 
 from recon.demo.processes import ProcessGroup
@@ -61,8 +60,7 @@ SOAK_TIMINGS: Final = {
     "RECON_LOG_LEVEL": "info",
 }
 #: Every retention age the soak shortens, reconciled facts included.
-AGES: Final = "DELIVERIES OUTBOUND_REQUESTS SNAPSHOTS TRANSFER_HISTORY RESOLVED_ALERTS POSTINGS"
-AGES_TOO: Final = "TRANSFERS NOTIFICATIONS MATCHES"
+AGES: Final = "DELIVERIES OUTBOUND_REQUESTS SNAPSHOTS TRANSFER_HISTORY RESOLVED_ALERTS POSTINGS TRANSFERS NOTIFICATIONS MATCHES"  # fmt: skip
 #: How long the end waits for recon to have stored and matched everything driven.
 SETTLE_SECONDS: Final = 180.0
 #: The issue's goals: table bytes at the end within this share of the bytes after the first
@@ -91,7 +89,7 @@ def retention_env(retain_minutes: float, archive: Path) -> dict[str, str]:
     minutes that archives what it removes."""
     days = f"{retain_minutes / 1440:.6f}"
     return {
-        **{f"RECON_RETAIN_{kind}_DAYS": days for kind in f"{AGES} {AGES_TOO}".split()},
+        **{f"RECON_RETAIN_{kind}_DAYS": days for kind in AGES.split()},
         # Every age is at least the window: half the age keeps the window out of the way, and
         # a minute or an hour bounds it either side (as long as a webhook may lag its posting).
         "RECON_MATCH_WINDOW_SECONDS": str(int(max(60, min(3600, retain_minutes * 30)))),
@@ -228,28 +226,25 @@ def report_goals(samples: Samples, times: list[float], first_cycle: float) -> No
     verdict = {True: "met", False: "NOT met"}
     flat = total_ratio <= 1 + TABLE_GROWTH_GOAL
     print(f"\ngoal: table bytes flat within {TABLE_GROWTH_GOAL:.0%}: {verdict[flat]}")
-    warm = f"after {RSS_WARMUP_SECONDS / 60:g} min"
-    if sum(1 for t, _ in samples["worker.rss_mb"] if t >= RSS_WARMUP_SECONDS) < 2:
-        print(f"goal: worker RSS: fewer than two samples {warm}")
+    rss = samples["worker.rss_mb"]
+    if sum(1 for t, _ in rss if t >= RSS_WARMUP_SECONDS) < 2:
+        print(f"goal: worker RSS: fewer than two samples after {RSS_WARMUP_SECONDS / 60:g} min")
     else:
-        rss = per_hour(samples["worker.rss_mb"], since=RSS_WARMUP_SECONDS)
-        ok = verdict[rss < RSS_GOAL_MB_PER_HOUR]
-        print(
-            f"goal: worker RSS < {RSS_GOAL_MB_PER_HOUR:g} MB/h {warm}: {rss:+.2f} MB/h, "
-            f"ratio to goal {rss / RSS_GOAL_MB_PER_HOUR:.2f} (under 1.00 meets it), {ok}"
-        )
-        # The curve's shape: a worker still filling its caches grows early and then levels
-        # off, a leak keeps its slope; one slope over the whole run cannot tell them apart.
+        # Past a warm-up (two hours' soak: about 40 minutes) only a leak still grows over the
+        # run's second half; the windows show the curve's shape: a worker still filling its
+        # caches grows early and then levels off, a leak keeps its slope.
+        half = rss[-1][0] / 2
+        for since, when in (
+            (RSS_WARMUP_SECONDS, f"after {RSS_WARMUP_SECONDS / 60:g} min"),
+            (half, f"over the second half (from {half / 60:.0f} min)"),
+        ):
+            slope = per_hour(rss, since=since)
+            print(
+                f"goal: worker RSS < {RSS_GOAL_MB_PER_HOUR:g} MB/h {when}: {slope:+.2f} MB/h, "
+                f"ratio to goal {slope / RSS_GOAL_MB_PER_HOUR:.2f} (under 1.00 meets it), "
+                f"{verdict[slope < RSS_GOAL_MB_PER_HOUR]}"
+            )
         print(f"worker RSS by {RSS_WINDOW_SECONDS / 60:g}-minute window: {rss_windows(samples)}")
-        # The same goal over the run's second half: past a warm-up (two hours' soak: about 40
-        # minutes) only a leak still grows there.
-        half = samples["worker.rss_mb"][-1][0] / 2
-        late = per_hour(samples["worker.rss_mb"], since=half)
-        print(
-            f"goal: worker RSS < {RSS_GOAL_MB_PER_HOUR:g} MB/h over the second half "
-            f"(from {half / 60:.0f} min): {late:+.2f} MB/h, ratio to goal "
-            f"{late / RSS_GOAL_MB_PER_HOUR:.2f}, {verdict[late < RSS_GOAL_MB_PER_HOUR]}"
-        )
     for process in RECON_PROCESSES:
         if f"log.{process}_mb" in samples:
             rate = per_hour(samples[f"log.{process}_mb"])
@@ -300,12 +295,7 @@ def main() -> None:
     args = parser.parse_args()
     # The driver's own client logs would bury the figures; recon's processes log to their files.
     quiet_logs()
-    with (
-        tempfile.TemporaryDirectory(prefix="recon-soak-") as tmp,
-        postgres_database("soak") as db_url,
-        private_redis(Path(tmp)) as redis_url,
-    ):
-        workdir = Path(tmp)
+    with services("soak") as (workdir, db_url, redis_url):
         soak_env = SOAK_TIMINGS | retention_env(args.retain_minutes, workdir / "archive")
         if args.malloc_arena_max > 0:
             soak_env["MALLOC_ARENA_MAX"] = str(args.malloc_arena_max)

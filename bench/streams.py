@@ -10,6 +10,8 @@ so the account-number rule matches it) to make `size` postings; a balance snapsh
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -171,6 +173,17 @@ def store_tables(streams: Streams) -> list[tuple[str, Iterable[Row]]]:
 def new_records(streams: Streams) -> list[tuple[str, Iterable[Row]]]:
     """The three streams' tables alone: records arriving in a store already filled."""
     return [(t, getattr(streams, t)()) for t in ("transfers", "postings", "notifications")]
+
+
+def recon_delivery(event_id: str, kind: str, at: datetime, data: Row, **columns: Any) -> Row:
+    """A delivery row whose body is event `event_id` in the `recon` payload shape, created at
+    `at` with `data`; `columns` are the row's others (state, times, headers)."""
+    stamp = at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
+    whole = {"id": event_id, "event": kind, "createdAt": stamp, "data": data}
+    body = json.dumps(whole, separators=(",", ":")).encode()
+    digest = hashlib.sha256(body).hexdigest()
+    return {"delivery_id": event_id, "body_sha256": digest, "body": body, "scheme": "standard",
+            "event_type": kind, "original": True, **columns}  # fmt: skip
 
 
 def write(url: str, tables: Iterable[tuple[str, Iterable[Row]]], *, numbered: bool = True) -> None:
