@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from harness import database, in_child, quiet_logs, spread
 from sqlalchemy import Engine, text
-from streams import generate, new_records, store_tables, write
+from streams import HOLDINGS, generate, new_records, store_tables, write
 
 from reconciliation.store.db import make_engine
 
@@ -93,7 +93,8 @@ def reset_store(engine: Engine) -> None:
 def child_pass(url: str, now_text: str, *warm: str) -> None:
     """In a fresh interpreter: one pass, its figures printed as JSON.
 
-    With `warm` (the timed pass's time, the stream size and the new records' first number):
+    With `warm` (the timed pass's time, the stream size, the new records' first number and the
+    number of holdings):
     first an untimed pass with nothing new, as a running worker has always just done one (its
     statements compiled, its connections open), then the new records, then the timed pass."""
     from reconciliation import ReconcilePolicy, run_pass
@@ -105,8 +106,9 @@ def child_pass(url: str, now_text: str, *warm: str) -> None:
     now = datetime.fromisoformat(now_text)
     if warm:
         run_pass(factory, ReconcilePolicy(), now=now, publish=False)
-        later, size, first = datetime.fromisoformat(warm[0]), int(warm[1]), int(warm[2])
-        write(url, new_records(generate(size, first, INCREMENTAL_TRANSFERS)), numbered=False)
+        later, size, first, holdings = datetime.fromisoformat(warm[0]), *map(int, warm[1:])
+        extra = generate(size, first, INCREMENTAL_TRANSFERS, holdings=holdings)
+        write(url, new_records(extra), numbered=False)
         now = later
     started = time.perf_counter()
     result = run_pass(factory, ReconcilePolicy(), now=now, publish=False)
@@ -116,12 +118,12 @@ def child_pass(url: str, now_text: str, *warm: str) -> None:
     print(json.dumps({"seconds": seconds, "peak_mb": peak_mb, "phases": phases}))
 
 
-def bench(kind: str, size: int, rounds: int) -> dict[str, Any]:
+def bench(kind: str, size: int, rounds: int, holdings: int, waiting: bool) -> dict[str, Any]:
     done = []
     with database(kind, "reconcile") as url:
         started = time.perf_counter()
-        full = generate(size)
-        write(url, store_tables(full))
+        full = generate(size, holdings=holdings)
+        write(url, store_tables(full, waiting=waiting))
         load_seconds = time.perf_counter() - started
         now = full.last + timedelta(days=1)
         engine = make_engine(url)
@@ -131,13 +133,13 @@ def bench(kind: str, size: int, rounds: int) -> dict[str, Any]:
             join, written = bare_floors(engine)
             first = in_child(__file__, "_pass", url, now.isoformat())
             offset = size + 2 * n * INCREMENTAL_TRANSFERS
-            extra = generate(size, offset, INCREMENTAL_TRANSFERS)
+            extra = generate(size, offset, INCREMENTAL_TRANSFERS, holdings=holdings)
             write(url, new_records(extra), numbered=False)
             later = (now + timedelta(seconds=30)).isoformat()
             second = in_child(__file__, "_pass", url, later)
             then = [(now + timedelta(seconds=s)).isoformat() for s in (60, 90)]
             offset += INCREMENTAL_TRANSFERS
-            warm = in_child(__file__, "_pass", url, *then, str(size), str(offset))
+            warm = in_child(__file__, "_pass", url, *then, str(size), str(offset), str(holdings))
             done.append({"join": join, "write": written, "first": first, "second": second})
             done[-1]["warm"] = warm
         engine.dispose()
@@ -185,9 +187,14 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1_000_000, help="records per stream")
     parser.add_argument("--only", choices=["postgres", "sqlite"])
     parser.add_argument("--rounds", type=int, default=1, help="join + pass rounds per database")
+    parser.add_argument("--holdings", type=int, default=HOLDINGS, help="holdings the streams use")
+    parser.add_argument(
+        "--waiting", action="store_true", help="every snapshot waits for its poller (a fleet's)"
+    )
     args = parser.parse_args()
     for kind in [args.only] if args.only else ["postgres", "sqlite"]:
-        print(json.dumps(bench(kind, args.size, max(1, args.rounds)), indent=2))
+        found = bench(kind, args.size, max(1, args.rounds), args.holdings, args.waiting)
+        print(json.dumps(found | {"holdings": args.holdings, "waiting": args.waiting}, indent=2))
 
 
 if __name__ == "__main__":

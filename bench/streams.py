@@ -58,11 +58,15 @@ class Streams:
 
 
 def generate(
-    size: int, offset: int = 0, settled_only: int | None = None, base: datetime = BASE
+    size: int,
+    offset: int = 0,
+    settled_only: int | None = None,
+    base: datetime = BASE,
+    holdings: int = HOLDINGS,
 ) -> Streams:
     """`size` records per stream; or, with `settled_only`, that many settled transfers from
     `offset` on (a transfer, two legs, one notification each: what arrives after a pass)."""
-    balances = [0] * HOLDINGS
+    balances = [0] * holdings
     settled_all = size * 2 // 5
     failed_end = 2 * settled_all
     credits = size - 2 * settled_all
@@ -76,10 +80,10 @@ def generate(
         return 1_000 + (k * 7_919) % 10_000_000
 
     def source(k: int) -> int:
-        return 2 * (k % (HOLDINGS // 2)) + 1
+        return 2 * (k % (holdings // 2)) + 1
 
     def dest(k: int) -> int:
-        return 2 * ((k * 7) % (HOLDINGS // 2))
+        return 2 * ((k * 7) % (holdings // 2))
 
     def transfer(k: int, status: str) -> Row:
         at, stage = when(k), {"completed": "Settled", "failed": "Failed"}.get(status)
@@ -145,29 +149,36 @@ def generate(
     return Streams(transfers, postings, notifications, balances, base, when(settled.stop))
 
 
-def store_tables(streams: Streams) -> list[tuple[str, Iterable[Row]]]:
+def store_tables(streams: Streams, *, waiting: bool = False) -> list[tuple[str, Iterable[Row]]]:
     """A whole store's tables in foreign-key order: holdings and their locators (the even ones
     have a bank account), the three streams, then each holding's snapshot (at the balance the
-    postings, once written, sum to)."""
-    at, base = streams.last + timedelta(hours=1), streams.base
+    postings, once written, sum to). With `waiting`, each holding also has an activity cursor
+    last read before its snapshot, as in a running fleet, where a snapshot follows each read:
+    every snapshot waits for its poller to read past it."""
+    at, base, n = streams.last + timedelta(hours=1), streams.base, len(streams.balances)
     holdings = (
         {"id": h + 1, **owner(h), "unit_kind": "fiat", "currency": "NGN", "watched": True,
          "discovered_at": base, "updated_at": base}
-        for h in range(HOLDINGS)
+        for h in range(n)
     )  # fmt: skip
     locators = (
         {"id": h // 2 + 1, "holding_id": h + 1, "locator_ref": ref("locator", h),
          "form": "nigerian_bank_account", "display": f"000:{account_number(h)}:Bench",
          "bank_code": "000", "account_number": account_number(h), "account_name": "Bench"}
-        for h in range(0, HOLDINGS, 2)
+        for h in range(0, n, 2)
     )  # fmt: skip
     snapshots = (
         {"holding_id": h + 1, "settled_minor": amount, "available_minor": amount,
          "reserved_minor": 0, "projection_state": "Projected", "observed_at": at}
         for h, amount in enumerate(streams.balances)
     )  # fmt: skip
+    cursors = (
+        {"holding_id": h + 1, "last_polled_at": streams.last, "consecutive_errors": 0,
+         "postings_read": 0, "reads_completed": 1}
+        for h in range(n if waiting else 0)
+    )  # fmt: skip
     tables = [("holdings", holdings), ("locators", locators), *new_records(streams)]
-    return [*tables, ("balance_snapshots", snapshots)]
+    return [*tables, ("balance_snapshots", snapshots), ("activity_cursors", cursors)]
 
 
 def new_records(streams: Streams) -> list[tuple[str, Iterable[Row]]]:

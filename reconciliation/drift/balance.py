@@ -16,10 +16,10 @@ now say. A holding whose poller has not read past any of its snapshots yet is le
 The highest posting id the read saw is kept too (`POSTINGS_READ`): a rebuild copies the
 postings up to it, so its sums are made of the postings this pass summed.
 
-Only holdings something touched since the last pass are looked at, and of those only the ones
-whose verdict can have moved are summed again (drift.balance_changes says which and why); a
-drift found earlier stands as its latest check, as stored, and raises the same finding the sum
-would, pass after pass.
+Only holdings something touched since the last pass are looked at (new postings or snapshots, a
+cursor changed, a drift standing), and of those only the ones whose verdict can have moved are
+summed again (drift.balance_changes says which and why); a drift found earlier stands as its
+latest check, as stored, and raises the same finding the sum would, pass after pass.
 """
 
 from __future__ import annotations
@@ -33,11 +33,12 @@ from sqlalchemy.orm import Session
 from foundation import format_money
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
-from reconciliation.drift.balance_changes import Comparison, find_changes, keep_unsettled
+from reconciliation.drift.balance_changes import Comparison, Floors, find_changes, keep_unsettled
 from reconciliation.drift.balance_sums import Basis, consistent_read, grace_postings, read_bases
 from reconciliation.drift.base import DriftContext
 from reconciliation.postings.holding_identity import HoldingIdentity, holding_identities
 from reconciliation.store import watermarks
+from reconciliation.store.database_clock import DatabaseMillis
 from reconciliation.store.tables import balance_checks as checks
 from reconciliation.store.tables import balance_snapshots as snapshots
 
@@ -51,6 +52,10 @@ POSTINGS_READ_BEFORE: Final = "balance.postings_read_before"
 #: (new snapshots are looked for above it, as postings are). None yet: every holding is judged.
 SNAPSHOTS_READ: Final = "balance.snapshots_read"
 SNAPSHOTS_READ_BEFORE: Final = "balance.snapshots_read_before"
+#: Watermarks: the database's clock (epoch ms) when the last pass's read began, and the same one
+#: pass earlier: cursors changed after it (a read released past a snapshot) are looked at.
+CURSORS_READ: Final = "balance.cursors_read"
+CURSORS_READ_BEFORE: Final = "balance.cursors_read_before"
 #: Watermark: the projection grace the standing checks were judged under; another grace (a
 #: changed RECON_* setting) judges every holding again.
 GRACE_JUDGED: Final = "balance.grace_seconds"
@@ -99,13 +104,17 @@ class BalanceMismatch:
     def assess(self, ctx: DriftContext) -> Assessment:
         grace = ctx.policy.projection_grace_seconds
         with consistent_read(ctx.factory) as read:
-            floor = watermarks.read(read, POSTINGS_READ_BEFORE)
-            snapshots_floor = watermarks.read(read, SNAPSHOTS_READ_BEFORE)
+            cursors_through = read.scalar(select(DatabaseMillis()))
+            floors = Floors(
+                postings=watermarks.read(read, POSTINGS_READ_BEFORE),
+                snapshots=watermarks.read(read, SNAPSHOTS_READ_BEFORE),
+                cursors=watermarks.read(read, CURSORS_READ_BEFORE),
+            )
             judge_all = (
                 watermarks.read(read, GRACE_JUDGED, -1) != grace
                 or watermarks.read(read, SNAPSHOTS_READ, -1) < 0
             )
-            changes = find_changes(read, floor, snapshots_floor, judge_all=judge_all)
+            changes = find_changes(read, floors, judge_all=judge_all)
             bases, through = read_bases(read, changes.to_judge)
             snapshots_through = read.scalar(select(func.coalesce(func.max(snapshots.c.id), 0)))
             # Only a holding whose sum differs needs its last postings, to see if lag explains it.
@@ -115,7 +124,6 @@ class BalanceMismatch:
         checked: list[tuple[Basis, int, bool]] = []
         drifting = [s.comparison for s in changes.standing if not s.consistent]
         unsettled = {s.holding_id for s in changes.standing if not s.consistent}
-        unsettled.update(b.holding_id for b in bases if not b.settled_now)
         for basis in bases:
             if not basis.caught_up:
                 continue
@@ -144,6 +152,9 @@ class BalanceMismatch:
         previous_snapshots = watermarks.read(ctx.session, SNAPSHOTS_READ)
         watermarks.write(ctx.session, SNAPSHOTS_READ_BEFORE, previous_snapshots, ctx.now)
         watermarks.write(ctx.session, SNAPSHOTS_READ, int(snapshots_through or 0), ctx.now)
+        previous_cursors = watermarks.read(ctx.session, CURSORS_READ)
+        watermarks.write(ctx.session, CURSORS_READ_BEFORE, previous_cursors, ctx.now)
+        watermarks.write(ctx.session, CURSORS_READ, int(cursors_through or 0), ctx.now)
         keep_unsettled(ctx.session, unsettled, ctx.now)
         watermarks.write(ctx.session, GRACE_JUDGED, grace, ctx.now)
         return Assessment(kinds=self.kinds, findings=found, undecided=undecided)

@@ -12,15 +12,19 @@ snapshot's time. It can move only when:
 
 A posting after the check's time moves nothing until a snapshot after it arrives, and then the
 first case re-judges the holding. So a pass looks only at the holdings something touched: those
-with postings or snapshots stored since the last read, and those the last pass left unsettled
-(`UNSETTLED`: a drift, which stands and is reported again, or a snapshot not yet judgeable).
-Every other holding's latest check is consistent and judged its newest snapshot, so nothing is
-read for it: the pass's cost follows what changed, not the number of holdings. Of the holdings
-looked at, only those whose verdict can have moved are summed again; the others' verdict is
-their latest check, as stored (`Standing`). The scans for new rows start one read earlier than
-the last (`floor`): a page committed just after a pass's read began, numbered below rows that
-read saw, is still looked at by the next pass (and summed when its number is above what its
-holding's check summed, as drift.balance_sums sums late postings).
+with postings or snapshots stored since the last read, those whose activity cursor changed
+since then (`changed_ms`, the database's clock: a read released past a waiting snapshot is what
+makes it judgeable), and those the last pass left in drift (`UNSETTLED`: a drift stands and is
+reported again every pass). A holding waiting for its poller is not kept in view: its cursor
+changing brings it back, so the holdings read since the last pass are looked at, not every
+holding whose snapshot came after its last read (with a snapshot after every read, nearly all of
+them). Every other holding's latest check is consistent and judged its newest snapshot, so
+nothing is read for it: the pass's cost follows what changed, not the number of holdings. Of the
+holdings looked at, only those whose verdict can have moved are summed again; the others'
+verdict is their latest check, as stored (`Standing`). The scans for new rows start one read
+earlier than the last (`Floors`): a page committed just after a pass's read began, numbered (or
+stamped) below rows that read saw, is still looked at by the next pass (and summed when its
+number is above what its holding's check summed, as drift.balance_sums sums late postings).
 """
 
 from __future__ import annotations
@@ -35,15 +39,26 @@ from sqlalchemy.orm import Session
 
 from reconciliation.drift.balance_sums import latest_per_holding
 from reconciliation.store.models import Watermark
+from reconciliation.store.tables import activity_cursors as cursors
 from reconciliation.store.tables import balance_checks as checks
 from reconciliation.store.tables import balance_snapshots as snapshots
 from reconciliation.store.tables import holdings, postings
 from reconciliation.store.types import to_amount
 
-#: Watermark per holding (this prefix + the holding's id) the last pass left unsettled: its
-#: verdict is a drift (reported again every pass), or its newest snapshot was not judged yet
-#: (its poller had not read past it). The next pass looks at it even when nothing new touched it.
+#: Watermark per holding (this prefix + the holding's id) the last pass left in drift: the drift
+#: stands and is reported again every pass, so the next pass looks at it even when nothing new
+#: touched it. (A few rows: a holding waiting for its poller is brought back by its cursor.)
 UNSETTLED: Final = "balance.unsettled."
+
+
+@dataclass(frozen=True, slots=True)
+class Floors:
+    """Where the scans for what is new since the last read start: a posting id, a snapshot id
+    and a cursor's `changed_ms`, each as the read before the last saw it (one read back)."""
+
+    postings: int
+    snapshots: int
+    cursors: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,21 +92,22 @@ class Changes:
     standing: list[Standing]
 
 
-def _touched(floor: int, snapshots_floor: int) -> CompoundSelect[Any]:
+def _touched(floors: Floors) -> CompoundSelect[Any]:
     """Ids of the holdings a pass looks at: postings or snapshots stored above the floors (two
-    primary-key ranges), and those the last pass left unsettled."""
+    primary-key ranges), cursors changed since (an index range), and those left in drift."""
     unsettled = cast(func.substr(Watermark.name, len(UNSETTLED) + 1), BigInteger)
     return union(
-        select(postings.c.holding_id).where(postings.c.id > floor),
-        select(snapshots.c.holding_id).where(snapshots.c.id > snapshots_floor),
+        select(postings.c.holding_id).where(postings.c.id > floors.postings),
+        select(snapshots.c.holding_id).where(snapshots.c.id > floors.snapshots),
+        select(cursors.c.holding_id).where(cursors.c.changed_ms > floors.cursors),
         select(unsettled).where(Watermark.name.startswith(UNSETTLED)),
     )
 
 
-def find_changes(session: Session, floor: int, snapshots_floor: int, *, judge_all: bool) -> Changes:
+def find_changes(session: Session, floors: Floors, *, judge_all: bool) -> Changes:
     """Split the holdings touched since the last read (see `_touched`) into those to judge again
     and those whose check stands, reading per holding its newest snapshot's id and check (two
-    index probes) and the postings stored above `floor` (an id)."""
+    index probes) and the postings stored above the floor (an id)."""
     if judge_all:
         return Changes(to_judge=None, standing=[])
     c, s = checks, snapshots
@@ -100,7 +116,7 @@ def find_changes(session: Session, floor: int, snapshots_floor: int, *, judge_al
     # the probe once per place it is named instead of once per holding.
     per_holding = (
         select(holdings.c.id, holdings.c.holding_ref, holdings.c.currency, newest)
-        .where(holdings.c.id.in_(_touched(floor, snapshots_floor)))
+        .where(holdings.c.id.in_(_touched(floors)))
         .offset(0)
         .subquery()
     )
@@ -142,7 +158,7 @@ def find_changes(session: Session, floor: int, snapshots_floor: int, *, judge_al
         # postings after every check (the usual case), and those every check has summed (all of
         # them, the first pass after a full one).
         behind = max(check.comparison.observed_at for check, _ in standing.values())
-        above = max(floor, min(through for _, through in standing.values()))
+        above = max(floors.postings, min(through for _, through in standing.values()))
         late = session.execute(
             select(postings.c.holding_id, postings.c.id, postings.c.posted_at).where(
                 postings.c.id > above, postings.c.posted_at <= behind
@@ -157,8 +173,7 @@ def find_changes(session: Session, floor: int, snapshots_floor: int, *, judge_al
 
 
 def keep_unsettled(session: Session, holding_ids: Collection[int], now: datetime) -> None:
-    """Replace the unsettled marks with `holding_ids` (a few rows: the holdings in drift or
-    waiting for their poller)."""
+    """Replace the unsettled marks with `holding_ids` (a few rows: the holdings in drift)."""
     session.execute(delete(Watermark).where(Watermark.name.startswith(UNSETTLED)))
     if holding_ids:
         rows = [

@@ -82,14 +82,7 @@ class Basis:
     prev_observed_at: datetime | None
     prev_posted: int
     caught_up: bool
-    #: The holding's newest snapshot: the one judged, unless its poller is still behind it.
-    newest_snapshot_id: int
     posted: int = 0
-
-    @property
-    def settled_now(self) -> bool:
-        """Judged on its newest snapshot: only a new posting or snapshot can move it now."""
-        return self.caught_up and self.snapshot_id == self.newest_snapshot_id
 
 
 def latest_per_holding(table: Table, column: Any, *where: Any) -> Any:
@@ -140,7 +133,6 @@ def _basis_select(only: list[int] | None) -> Any:
     judged = select(
         h.c.id.label("holding_id"),
         _judged_snapshot().label("snapshot_id"),
-        latest_per_holding(s, s.c.id).label("newest_snapshot_id"),
         latest_check.label("check_id"),
     ).select_from(h.outerjoin(cursors, cursors.c.holding_id == h.c.id))
     if only is not None:
@@ -165,7 +157,6 @@ def _basis_select(only: list[int] | None) -> Any:
         case((usable, prev.c.posted_minor), else_=None).label("prev_posted"),
         case((usable, prev.c.postings_through_id), else_=0).label("prev_through"),
         case((caught_up, 1), else_=0).label("caught_up"),
-        latest.c.newest_snapshot_id,
     ).select_from(
         latest.join(s, s.c.id == latest.c.snapshot_id)
         .join(h, h.c.id == latest.c.holding_id)
@@ -202,7 +193,6 @@ def read_bases(session: Session, only: frozenset[int] | None = None) -> tuple[li
                 prev_observed_at=r.prev_observed_at,
                 prev_posted=_amount_or_zero(r.prev_posted),
                 caught_up=bool(r.caught_up),
-                newest_snapshot_id=r.newest_snapshot_id,
                 posted=_amount_or_zero(r.prev_posted),
             )
             for r in session.execute(select(basis))

@@ -50,6 +50,7 @@ RELEASED: Final[dict[str, str]] = {
     "0009_postings_lighter_writes.py": "0032810eede01cdf2a8227df8fa5aa0e6a36396976f3184bc93e44f07c56ba7b",
     "0010_transfer_fee_receipts.py": "72c95048720d0433a3c2666314b212f930a7762fb286a5e4be9da42ddb51a2b8",
     "0011_reads_follow_the_money.py": "d1a61e4d411541de9769896994ba8ac5ed19105e67b33a677991c5f9940f7ed8",
+    "0012_cursor_changes.py": "c9bc039ec23d6e16785afb85cfe1af9178141a92ccddc69244c26924ba18d3ef",
 }
 
 
@@ -71,6 +72,7 @@ MIGRATED_SCHEMA: Final[dict[str, dict[str, str]]] = {
         "0009": "6701c5d276c43311b7b3be268b364718ce9f18715533a47001041ffe6672f0f5",
         "0010": "8b7cdddd11b9e25d8941c6022ab28543ab1ebf2b6418d66b2350cf9567176de3",
         "0011": "137155ab166e0683d3d6ff1f21c32f25f401ba6515d28c3d32a01ab37f77d753",
+        "0012": "6dddff61479890fbb1bd4b1becaab744da23d986a3f38b36dc7fe0956e9d2f6f",
     },
     "postgresql": {
         "0001": "66e60b6cc3a27d926b66d900eff43918eeadd1140040b8e549929cf2234d9a0d",
@@ -84,6 +86,7 @@ MIGRATED_SCHEMA: Final[dict[str, dict[str, str]]] = {
         "0009": "7de056bb2487af988b4411f3d18d7b44aae3cfa6b5333e7b4c86b2492159e93e",
         "0010": "fc1f4d158a48c66ecee36145240f1db4c5b28b62890c0e0e0623474ca03a8396",
         "0011": "eeb6a512408b9cc8a5adfda665f89eef6877264766e65d85b9a8d2f368ca4167",
+        "0012": "1e31e4bedb87d198f5120e9adc1d509111ee7a0b8e22782615e4c73dc1e45aa8",
     },
 }
 

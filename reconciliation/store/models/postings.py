@@ -21,6 +21,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
+from reconciliation.store.database_clock import DatabaseMillis
 from reconciliation.store.models.base import EXCEPTION, UNMATCHED, Base
 from reconciliation.store.types import UNIT_CODE_LENGTH, Amount, BigId, utcnow
 
@@ -81,6 +82,7 @@ class ActivityCursor(Base):
     __table_args__ = (
         Index("ix_activity_cursors_due", "due_priority", "next_poll_at"),
         Index("ix_activity_cursors_balance_due", "balance_due_at"),
+        Index("ix_activity_cursors_changed", "changed_ms"),
         {"postgresql_with": {"fillfactor": 50}},
     )
 
@@ -122,6 +124,13 @@ class ActivityCursor(Base):
     # When the holding's balance snapshot is due: soon after a read that stored postings, at
     # the staleness ceiling otherwise (None: due, as for a holding never snapshotted).
     balance_due_at: Mapped[datetime | None]
+    # When the row last changed, by the database's clock (epoch ms), whatever wrote it: a read
+    # released past a balance snapshot makes that snapshot judgeable, so the balance rule looks
+    # at the holdings whose cursor changed since its previous read (from this column's index)
+    # instead of keeping every holding with a snapshot not yet read past in view, pass after pass.
+    changed_ms: Mapped[int | None] = mapped_column(
+        BigInteger, default=DatabaseMillis(), onupdate=DatabaseMillis()
+    )
 
 
 class Posting(Base):

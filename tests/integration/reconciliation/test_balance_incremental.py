@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from reconciliation import run_pass
 from reconciliation.alerts.lifecycle import OPEN, RESOLVED, fingerprint
+from reconciliation.postings import acquire_lease, release_lease
 from reconciliation.store.db import make_engine, make_session_factory, transaction
 from reconciliation.store.models import ActivityCursor, Alert, Holding
 from tests.conftest import postgres_only
@@ -199,5 +200,47 @@ def test_a_pass_reads_the_balance_rows_of_the_holding_that_changed_not_of_every_
         alert = _alert(factory, changed)
         assert alert is not None and alert.evidence["driftMinor"] == "2000"  # it was judged
         assert _alert(factory, holdings[0]) is None
+    finally:
+        engine.dispose()
+
+
+@postgres_only
+def test_holdings_waiting_for_their_poller_are_not_read_again_until_a_read_passes_them(
+    db_url: str,
+) -> None:
+    """With a snapshot after every read, nearly every holding waits for its poller to read past
+    its newest snapshot: a pass must not look at them all again, pass after pass, but at the
+    one whose read has just been released past its snapshot, and judge it."""
+    engine = make_engine(db_url)
+    try:
+        factory = make_session_factory(engine)
+        store = Store(factory)
+        holdings = [store.holding(locator=False) for _ in range(MANY)]
+        read_past = holdings[MANY // 2]
+        for h in holdings:
+            store.cursor(h, polled=SNAPSHOT_AT - timedelta(minutes=1))
+            store.posting(h, 10_000)
+            store.snapshot(h, 12_000 if h is read_past else 10_000, observed=SNAPSHOT_AT)
+        _pass(factory, 11)  # every holding looked at: its snapshot is new, and waits
+        _pass(factory, 12)  # the rows that pass saw looked at once more (one read back)
+        assert _alert(factory, read_past) is None  # undecided: its poller is behind it
+        lease = acquire_lease(factory, read_past.id, "reader", SNAPSHOT_AT + timedelta(minutes=1))
+        assert lease is not None
+        release_lease(
+            factory, lease, None, caught_up_at=SNAPSHOT_AT + timedelta(seconds=30), completed=True
+        )
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("ANALYZE"))  # as a running store's statistics would be
+        plans = explain_everything(engine, analyze=True)
+        _pass(factory, 14)
+        read: Counter[str] = Counter()
+        for explained in plans.explained:
+            if "balance_" in explained.statement:
+                read.update(explained.rows_read)
+        balance_rows = read["holdings"] + read["balance_snapshots"] + read["balance_checks"]
+        assert balance_rows <= ONE_HOLDINGS_ROWS, read
+        alert = _alert(factory, read_past)
+        assert alert is not None and alert.evidence["driftMinor"] == "2000"  # judged, at last
+        assert _alert(factory, holdings[0]) is None  # still waiting: undecided
     finally:
         engine.dispose()
