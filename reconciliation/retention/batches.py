@@ -120,7 +120,6 @@ def commit_batch(ctx: PruneContext, kind: str, work: Work) -> bool:
     with whether more may follow (returned here).
     """
     mark = ctx.archive.mark() if ctx.archive is not None else {}
-    written: dict[str, int] = {}
     try:
         with ctx.factory() as session, session.begin():
             removed, more = work(session)
@@ -128,10 +127,10 @@ def commit_batch(ctx: PruneContext, kind: str, work: Work) -> bool:
                 session.rollback()
             elif ctx.archive is not None:
                 for table, rows in removed.items():
-                    written[table] = ctx.archive.write(table, rows)
+                    ctx.archive.write(table, rows)
     except BaseException:
-        if ctx.archive is not None and written:
-            ctx.archive.undo(mark, written)
+        if ctx.archive is not None:
+            ctx.archive.undo(mark)
         raise
     total = 0
     for table, rows in removed.items():
