@@ -110,26 +110,15 @@ class Facet:
 Within: TypeAlias = Callable[[dict[str, Table], Horizon | None], Any]
 
 
-def _plain(table: str, columns: tuple[str, ...], *where: Within) -> Callable[..., Rows]:
+def _plain(name: str, table: str, columns: tuple[str, ...], where: Within | None = None) -> Facet:
+    """A facet of one table's columns as they are, of the rows `where` says (all without)."""
+
     def build(t: dict[str, Table], dialect: Dialect, horizon: Horizon | None) -> Rows:
-        source = t[table]
-        query = select(*(render(source.c[c], dialect).label(c) for c in columns))
-        conditions = [w(t, horizon) for w in where]
-        return query.where(*(c for c in conditions if c is not None))
+        query = select(*(render(t[table].c[c], dialect).label(c) for c in columns))
+        condition = where(t, horizon) if where is not None else None
+        return query if condition is None else query.where(condition)
 
-    return build
-
-
-def _judged_deliveries(t: dict[str, Table], horizon: Horizon | None) -> Any:
-    return None if horizon is None else t["deliveries"].c.id <= horizon.deliveries
-
-
-def _judged_notifications(t: dict[str, Table], horizon: Horizon | None) -> Any:
-    return None if horizon is None else judged_notification(t, horizon)
-
-
-def _open(t: dict[str, Table], _horizon: Horizon | None) -> Any:
-    return t["alerts"].c.state.in_(ACTIVE_ALERT_STATES)
+    return Facet(name, columns, build)
 
 
 _NOTIFICATION_COLUMNS: Final = (
@@ -155,13 +144,8 @@ _NOTIFICATION_COLUMNS: Final = (
 def _matches(t: dict[str, Table], dialect: Dialect, _horizon: Horizon | None) -> Rows:
     m = t["matches"]
     active = case((m.c.unmatched_at.is_(None), "1"), else_="0")
-    return select(
-        render(m.c.rule, dialect).label("rule"),
-        render(m.c.posting_id, dialect).label("posting_id"),
-        render(m.c.transfer_id, dialect).label("transfer_id"),
-        render(m.c.notification_id, dialect).label("notification_id"),
-        active.label("active"),
-    )
+    columns = ("rule", "posting_id", "transfer_id", "notification_id")
+    return select(*(render(m.c[c], dialect).label(c) for c in columns), active.label("active"))
 
 
 def _exceptions(t: dict[str, Table], dialect: Dialect, _horizon: Horizon | None) -> Rows:
@@ -202,23 +186,26 @@ def _balance_checks(t: dict[str, Table], dialect: Dialect, _horizon: Horizon | N
 
 #: Every derived table, in the order reports print them.
 FACETS: Final[tuple[Facet, ...]] = (
-    Facet(
+    _plain(
+        "notifications",
         "notifications",
         _NOTIFICATION_COLUMNS,
-        _plain("notifications", _NOTIFICATION_COLUMNS, _judged_notifications),
+        lambda t, horizon: None if horizon is None else judged_notification(t, horizon),
     ),
-    Facet(
+    _plain(
+        "deliveries",
         "deliveries",
         ("id", "state", "event_type", "shape_problem"),
-        _plain("deliveries", ("id", "state", "event_type", "shape_problem"), _judged_deliveries),
+        lambda t, horizon: None if horizon is None else t["deliveries"].c.id <= horizon.deliveries,
     ),
     Facet("matches", ("rule", "posting_id", "transfer_id", "notification_id", "active"), _matches),
     Facet("exceptions", ("kind", "item_id"), _exceptions),
-    Facet("backlog", ("kind", "item_id"), _plain("match_backlog", ("kind", "item_id"))),
-    Facet(
+    _plain("backlog", "match_backlog", ("kind", "item_id")),
+    _plain(
         "open_alerts",
+        "alerts",
         ("kind", "severity", "fingerprint"),
-        _plain("alerts", ("kind", "severity", "fingerprint"), _open),
+        lambda t, _horizon: t["alerts"].c.state.in_(ACTIVE_ALERT_STATES),
     ),
     Facet(
         "balance_checks",

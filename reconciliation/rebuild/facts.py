@@ -84,10 +84,9 @@ NUMBERED: Final = ("notifications", "matches", "alerts", "balance_checks")
 
 @dataclass(slots=True)
 class CopiedFacts:
-    """How many rows of each table were copied, and the highest ids (the rebuild's horizon)."""
+    """How many rows of each table were copied."""
 
     rows: dict[str, int] = field(default_factory=dict)
-    tops: dict[str, int] = field(default_factory=dict)
 
 
 #: Columns copied empty: a delivery's bytes (most of the inbox's size) are read again from the
@@ -174,9 +173,6 @@ def copy_facts(connection: Connection, schema: str, horizon: Horizon) -> CopiedF
             and_(alerts.c.resolved_by.is_not(None), alerts.c.resolved_by != AUTO_RESOLVER),
         ),
     )
-    for name in ("postings", "transfers", "deliveries", "notifications"):
-        top = connection.execute(select(live[name].c.id).order_by(live[name].c.id.desc())).first()
-        copied.tops[name] = int(top[0]) if top else 0
     if connection.dialect.name == "postgresql":
         for name in NUMBERED:
             connection.exec_driver_sql(

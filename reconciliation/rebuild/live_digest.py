@@ -21,10 +21,9 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Sequence
-from types import TracebackType
 from typing import Final
 
-from sqlalchemy import Connection, Engine, Table
+from sqlalchemy import Engine, Table
 from sqlalchemy.schema import CreateTableAs
 
 from reconciliation.rebuild.digest import StateDigest, state_digest
@@ -59,7 +58,7 @@ class SnapshotDigest:
         self._imported, self._go = threading.Event(), threading.Event()
         self._digested, self._asked = threading.Event(), threading.Event()
         self._abandoned = False
-        self._wanted: list[CreateTableAs] | None = None
+        self._wanted: list[CreateTableAs] = []
         self._digest: StateDigest | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="rebuild-live-digest", daemon=True)
@@ -77,17 +76,13 @@ class SnapshotDigest:
                 self._digest = state_digest(connection, None, self._horizon)
                 self._digested.set()
                 self._asked.wait()
-                if self._wanted is not None and not self._abandoned:
-                    self._copy(connection, self._wanted)
+                for build in self._wanted if not self._abandoned else []:
+                    connection.execute(build)
         except Exception as exc:  # noqa: BLE001 - not lost: `result` raises it in the rebuild's thread
             self._error = exc
         finally:
             self._imported.set()
             self._digested.set()
-
-    def _copy(self, connection: Connection, builds: Sequence[CreateTableAs]) -> None:
-        for build in builds:
-            connection.execute(build)
 
     def __enter__(self) -> SnapshotDigest:
         self._thread.start()
@@ -98,12 +93,7 @@ class SnapshotDigest:
             raise LiveDigestError(f"the live digest could not start: {self._error}")
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_exc: object) -> None:
         if self._thread.is_alive():
             self._abandon()
 

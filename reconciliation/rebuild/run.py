@@ -26,7 +26,8 @@ prints the rebuild's result and nothing of its scratch pass.
 from __future__ import annotations
 
 import time
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
@@ -114,6 +115,13 @@ class RebuildResult:
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
         }
 
+    @contextmanager
+    def timed(self, step: str) -> Iterator[None]:
+        """Record how long the block took under `step` (when it finishes)."""
+        clock = time.perf_counter()
+        yield
+        self.seconds[step] = time.perf_counter() - clock
+
 
 def last_pass_time(live: Engine) -> datetime | None:
     """When the live store's last committed pass ran (None: never)."""
@@ -184,17 +192,16 @@ def _fill(
                 SnapshotDigest(scratch.live, str(snapshot), horizon)
             )
         mark = facts_mark(connection)
-        clock = time.perf_counter()
-        result.copied = copy_facts(connection, scratch.schema, horizon)
-        result.seconds["copy facts"] = time.perf_counter() - clock
-        clock = time.perf_counter()
-        processes = workers_for(result.copied.rows["deliveries"], connection.dialect.name, workers)
-        result.inbox = rebuild_notifications(
-            connection, scratch.schema, reader, processes, up_to=horizon.deliveries
-        )
-        drop_unjudged_notifications(connection, tables_in(scratch.schema), horizon)
-        restore_unmatched_exceptions(connection, scratch.schema)
-        result.seconds["notifications"] = time.perf_counter() - clock
+        with result.timed("copy facts"):
+            result.copied = copy_facts(connection, scratch.schema, horizon)
+        with result.timed("notifications"):
+            rows = result.copied.rows["deliveries"]
+            processes = workers_for(rows, connection.dialect.name, workers)
+            result.inbox = rebuild_notifications(
+                connection, scratch.schema, reader, processes, up_to=horizon.deliveries
+            )
+            drop_unjudged_notifications(connection, tables_in(scratch.schema), horizon)
+            restore_unmatched_exceptions(connection, scratch.schema)
     return mark, live_digest
 
 
@@ -219,9 +226,8 @@ def rebuild(
     lease = BetweenPasses(live)
     with structlog.contextvars.bound_contextvars(rebuild_scratch=scratch.describe()):
         try:
-            clock = time.perf_counter()
-            scratch_store.create(scratch)
-            result.seconds["create scratch"] = time.perf_counter() - clock
+            with result.timed("create scratch"):
+                scratch_store.create(scratch)
             with ExitStack() as digests:
                 with scratch_store.workbench(scratch) as connection:
                     mark, live_digest = _fill(
@@ -231,8 +237,7 @@ def rebuild(
                     live_digest.go()
                 assert result.as_of is not None  # set from the marks, or given
                 _derive(scratch, policy, reader, result.as_of, result)
-                clock = time.perf_counter()
-                with scratch_store.workbench(scratch) as connection:
+                with result.timed("compare"), scratch_store.workbench(scratch) as connection:
                     result.comparison = compare(
                         connection,
                         scratch.schema,
@@ -244,7 +249,6 @@ def rebuild(
                             else None
                         ),
                     )
-                result.seconds["compare"] = time.perf_counter() - clock
             lease.give_back()
             if mode is Mode.SWAP:
                 _swap(live, scratch, mark, result)
@@ -266,25 +270,21 @@ def _derive(
     result: RebuildResult,
 ) -> None:
     """Indexes and statistics on the filled scratch, the shape alerts, then the pass."""
-    clock = time.perf_counter()
-    scratch_store.build_indexes(scratch)
-    result.seconds["indexes"] = time.perf_counter() - clock
-    clock = time.perf_counter()
-    scratch_store.analyze(scratch)
-    result.seconds["analyze"] = time.perf_counter() - clock
-    clock = time.perf_counter()
-    scratch_sessions = make_session_factory(scratch.engine)
-    with scratch_sessions.begin() as session:
-        raise_shape_alerts(session, result.inbox.problems, reader.shapes, as_of)
-    ceiling = result.horizon.seen if result.horizon is not None else None
-    run_pass(scratch_sessions, policy, now=as_of, publish=False, ceiling=ceiling)
-    result.seconds["pass"] = time.perf_counter() - clock
+    with result.timed("indexes"):
+        scratch_store.build_indexes(scratch)
+    with result.timed("analyze"):
+        scratch_store.analyze(scratch)
+    with result.timed("pass"):
+        scratch_sessions = make_session_factory(scratch.engine)
+        with scratch_sessions.begin() as session:
+            raise_shape_alerts(session, result.inbox.problems, reader.shapes, as_of)
+        ceiling = result.horizon.seen if result.horizon is not None else None
+        run_pass(scratch_sessions, policy, now=as_of, publish=False, ceiling=ceiling)
 
 
 def _swap(
     live: Engine, scratch: scratch_store.Scratch, mark: FactsMark, result: RebuildResult
 ) -> None:
-    clock = time.perf_counter()
     sessions = make_session_factory(live)
     owner = pass_lease.lease_owner()
     now = utcnow()
@@ -293,10 +293,9 @@ def _swap(
             "a reconciliation pass is running on the live store; swap when it has finished"
         )
     try:
-        with scratch_store.workbench(scratch) as connection:
+        with result.timed("swap"), scratch_store.workbench(scratch) as connection:
             with connection.begin():
                 result.swapped = swap(connection, scratch.schema, mark, now, result.horizon)
             result.after_swap = state_digest(connection, None, result.horizon)
     finally:
         pass_lease.release(sessions, owner)
-    result.seconds["swap"] = time.perf_counter() - clock

@@ -89,17 +89,16 @@ def _same(live: Table, scratch: Table, columns: list[str]) -> Any:
     return and_(*(scratch.c[c].is_not_distinct_from(live.c[c]) for c in columns))
 
 
-def _inserted(connection: Connection, statement: Any) -> int:
-    """Rows an INSERT .. SELECT wrote (counted from RETURNING: psycopg may report -1)."""
-    return sum(1 for _ in connection.execute(statement.returning(literal_column("1"))))
-
-
-def _copy_rows(connection: Connection, source: Table, target: Table, *where: Any) -> int:
-    names = [c.name for c in source.columns if c.name != "id"]
+def _copy_rows(
+    connection: Connection, source: Table, target: Table, *where: Any, ids: bool = False
+) -> int:
+    """Insert `source`'s rows (those `where` says) into `target`, with their ids or under new
+    ones; how many (counted from RETURNING: psycopg may report -1 for an INSERT .. SELECT)."""
+    names = [c.name for c in source.columns if ids or c.name != "id"]
     statement = target.insert().from_select(
         names, select(*(source.c[n] for n in names)).where(*where)
     )
-    return _inserted(connection, statement)
+    return sum(1 for _ in connection.execute(statement.returning(literal_column("1"))))
 
 
 def swap(
@@ -132,12 +131,12 @@ def swap(
     )
     written["matches"] = _swap_matches(connection, live["matches"], scratch["matches"])
     connection.execute(delete(live["match_backlog"]))
-    written["match_backlog"] = _copy_all(
-        connection, scratch["match_backlog"], live["match_backlog"]
+    written["match_backlog"] = _copy_rows(
+        connection, scratch["match_backlog"], live["match_backlog"], ids=True
     )
     w_live, w_scratch = live["watermarks"], scratch["watermarks"]
     connection.execute(delete(w_live).where(w_live.c.name.in_(select(w_scratch.c.name))))
-    written["watermarks"] = _copy_all(connection, w_scratch, w_live)
+    written["watermarks"] = _copy_rows(connection, w_scratch, w_live, ids=True)
     c_live, c_scratch = live["balance_checks"], scratch["balance_checks"]
     connection.execute(
         delete(c_live).where(c_live.c.snapshot_id.in_(select(c_scratch.c.snapshot_id)))
@@ -145,12 +144,6 @@ def swap(
     written["balance_checks"] = _copy_rows(connection, c_scratch, c_live)
     written["alerts"] = _swap_alerts(connection, live["alerts"], scratch["alerts"], now)
     return written
-
-
-def _copy_all(connection: Connection, source: Table, target: Table) -> int:
-    names = [c.name for c in source.columns]
-    statement = target.insert().from_select(names, select(*(source.c[n] for n in names)))
-    return _inserted(connection, statement)
 
 
 def _swap_notifications(
@@ -166,13 +159,8 @@ def _swap_notifications(
     gone = connection.execute(
         delete(n_live).where(n_live.c.delivery_pk.is_not(None), not_(kept), *judged)
     ).rowcount
-    names = [c.name for c in n_scratch.columns]
     missing = not_(exists().where(n_live.c.id == n_scratch.c.id))
-    added = _inserted(
-        connection,
-        n_live.insert().from_select(names, select(*(n_scratch.c[c] for c in names)).where(missing)),
-    )
-    return int(gone or 0) + added
+    return int(gone or 0) + _copy_rows(connection, n_scratch, n_live, missing, ids=True)
 
 
 def _restate(connection: Connection, live: Table, scratch: Table, columns: list[str]) -> int:

@@ -89,7 +89,6 @@ class Archive:
     folder: Path
     run: str
     files: dict[str, Path] = field(default_factory=dict)
-    rows: dict[str, int] = field(default_factory=dict)
 
     def path(self, table: str) -> Path:
         return self.folder / f"{table}-{self.run}{SUFFIX}"
@@ -98,11 +97,11 @@ class Archive:
         """The size of every file now, to cut back to if the batch does not commit."""
         return {t: p.stat().st_size for t, p in self.files.items()}
 
-    def write(self, table: str, rows: Iterable[Mapping[str, Any]]) -> int:
-        """Append rows as one gzip member and sync it; returns how many were written."""
+    def write(self, table: str, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Append rows as one gzip member and sync it."""
         lines = [encode_row(r) for r in rows]
         if not lines:
-            return 0
+            return
         target = self.path(table)
         try:
             _private_folders(self.folder)
@@ -115,20 +114,16 @@ class Archive:
         except OSError as exc:
             raise ArchiveError(f"cannot write prune archive {target}: {exc}") from exc
         self.files[table] = target
-        self.rows[table] = self.rows.get(table, 0) + len(lines)
-        return len(lines)
 
-    def undo(self, mark: dict[str, int], written: Mapping[str, int]) -> None:
+    def undo(self, mark: dict[str, int]) -> None:
         """Cut every file back to `mark` (a batch whose transaction did not commit)."""
         for table, target in list(self.files.items()):
             size = mark.get(table, 0)
             with target.open("r+b") as stream:
                 stream.truncate(size)
-            self.rows[table] = self.rows.get(table, 0) - written.get(table, 0)
             if size == 0:
                 target.unlink()
                 del self.files[table]
-                self.rows.pop(table, None)
 
 
 def _private_folders(folder: Path) -> None:

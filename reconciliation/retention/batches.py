@@ -14,17 +14,19 @@ the rows of `SHARED_TABLES` once each, by id.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import takewhile
 from typing import Any, Final
 
-from sqlalchemy import Column, ColumnElement, Table, delete, select
+from sqlalchemy import Column, ColumnElement, Select, Table, delete, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from reconciliation.retention.archive import Archive
 from reconciliation.retention.protection import OpenAlertRefs
+from reconciliation.store import watermarks
 from reconciliation.store.in_lists import chunks
 
 #: Most rows one batch removes from its main table. Small enough that a batch's transaction
@@ -105,30 +107,110 @@ def take_in(
     return taken
 
 
-def commit_batch(
-    ctx: PruneContext, kind: str, work: Callable[[Session], Mapping[str, list[dict[str, Any]]]]
-) -> Mapping[str, list[dict[str, Any]]]:
+#: What a batch removed (or, dry run, would remove), by table name, main table first.
+Removed = dict[str, list[dict[str, Any]]]
+#: One batch: what it removed, and whether another batch may find more.
+Work = Callable[[Session], tuple[Removed, bool]]
+
+
+def commit_batch(ctx: PruneContext, kind: str, work: Work) -> bool:
     """Run one batch in its own transaction; archive what it removed before the commit.
 
-    `work` removes rows (through `take_rows`) and returns them by table name, main table first.
+    `work` removes rows (through `take_rows`) and returns them by table name, main table first,
+    with whether more may follow (returned here).
     """
     mark = ctx.archive.mark() if ctx.archive is not None else {}
-    written: dict[str, int] = {}
     try:
         with ctx.factory() as session, session.begin():
-            removed = work(session)
+            removed, more = work(session)
             if ctx.dry_run:
                 session.rollback()
             elif ctx.archive is not None:
                 for table, rows in removed.items():
-                    written[table] = ctx.archive.write(table, rows)
+                    ctx.archive.write(table, rows)
     except BaseException:
-        if ctx.archive is not None and written:
-            ctx.archive.undo(mark, written)
+        if ctx.archive is not None:
+            ctx.archive.undo(mark)
         raise
     total = 0
     for table, rows in removed.items():
         total += ctx.count(table, rows)
     if total:
         ctx.on_batch(kind, total)
-    return removed
+    return more
+
+
+def run_batches(ctx: PruneContext, kind: str, work: Work, *, leased: bool = False) -> bool:
+    """Commit batches of `work` until it finds no more; with `leased`, each holds the pass lease
+    (`PruneContext.hold_pass`), and False means a pass kept it too long (the rest waits)."""
+    more = True
+    while more:
+        with ctx.hold_pass() if leased else no_pass_hold() as held:
+            if not held:
+                return False
+            more = commit_batch(ctx, kind, work)
+    return True
+
+
+def by_keyset(
+    ctx: PruneContext,
+    kind: str,
+    pick: Callable[[Session], Select[Any]],
+    at: Column[Any],
+    judge: Callable[[Session, list[Any]], Removed],
+    *,
+    leased: bool = False,
+) -> bool:
+    """Batches over the rows `pick` selects (their id and `at` among them), oldest `at` first, a
+    keyset page of the (`at`, id) index each: `judge` removes what of a page may go."""
+    row_id = at.table.c.id
+    after: tuple[Any, int] | None = None
+
+    def work(session: Session) -> tuple[Removed, bool]:
+        nonlocal after
+        query = pick(session).order_by(at, row_id).limit(ctx.batch_rows)
+        if after is not None:
+            query = query.where(at >= after[0], or_(at > after[0], row_id > after[1]))
+        picked = list(session.execute(query))
+        if not picked:
+            return {}, False
+        after = (picked[-1]._mapping[at], picked[-1].id)
+        return judge(session, picked), len(picked) == ctx.batch_rows
+
+    return run_batches(ctx, kind, work, leased=leased)
+
+
+def by_id(
+    ctx: PruneContext,
+    kind: str,
+    rows: Select[Any],
+    row_id: Column[Any],
+    beyond: Callable[[Session], Callable[[Any], bool]],
+    judge: Callable[[Session, list[Any], int], Removed],
+    *,
+    through: str | None = None,
+    leased: bool = False,
+) -> bool:
+    """Batches over `rows` in `row_id` order, each up to the first row `beyond(session)` says is
+    out of reach (none after it is read this run): `judge` gets the rows before it and the last
+    id judged. With `through`, the scan starts where that watermark says the last run stopped,
+    and moves it on."""
+    after = 0
+    if through is not None:
+        with ctx.factory() as session:
+            after = watermarks.read(session, through, 0)
+
+    def work(session: Session) -> tuple[Removed, bool]:
+        nonlocal after
+        out_of_reach = beyond(session)
+        query = rows.where(row_id > after).order_by(row_id).limit(ctx.batch_rows)
+        page = session.execute(query).all()
+        judged = list(takewhile(lambda row: not out_of_reach(row), page))
+        last = judged[-1].id if judged else after
+        removed = judge(session, judged, last)
+        if through is not None and last > after and not ctx.dry_run:
+            watermarks.write(session, through, last, ctx.now)
+        after = last
+        return removed, len(judged) == ctx.batch_rows
+
+    return run_batches(ctx, kind, work, leased=leased)

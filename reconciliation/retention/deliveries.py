@@ -19,11 +19,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import ColumnElement, and_, or_, select, update
+from sqlalchemy import ColumnElement, and_, select, update
 from sqlalchemy.orm import Session
 
 from reconciliation.notifications.inbox import PROCESSED
-from reconciliation.retention.batches import PruneContext, commit_batch, take_rows
+from reconciliation.retention.batches import PruneContext, Removed, by_keyset, take_rows
 from reconciliation.retention.protection import still_waiting
 from reconciliation.store.tables import deliveries, notifications
 
@@ -33,15 +33,9 @@ KIND: Final = "deliveries"
 
 def prune_deliveries(ctx: PruneContext, cutoff: datetime) -> None:
     """Remove processed deliveries received and processed before `cutoff`, batch by batch."""
-    after: tuple[datetime, int] | None = None
-    picked: list[Any] = []
+    d = deliveries
 
-    def work(session: Session) -> dict[str, list[dict[str, Any]]]:
-        nonlocal after
-        picked[:] = _candidates(cutoff, after, ctx.batch_rows, session)
-        if not picked:
-            return {}
-        after = (picked[-1].received_at, picked[-1].id)
+    def judge(session: Session, picked: list[Any]) -> Removed:
         kept = _kept_for_notification(session, ctx, [r.id for r in picked])
         doomed = [
             r.id
@@ -58,12 +52,10 @@ def prune_deliveries(ctx: PruneContext, cutoff: datetime) -> None:
                 .where(notifications.c.delivery_pk.in_(doomed))
                 .values(delivery_pk=None)
             )
-        return {KIND: take_rows(session, deliveries, deliveries.c.id.in_(doomed), ctx.dry_run)}
+        return {KIND: take_rows(session, d, d.c.id.in_(doomed), ctx.dry_run)}
 
-    while True:
-        commit_batch(ctx, KIND, work)
-        if len(picked) < ctx.batch_rows:
-            return
+    pick = select(d.c.id, d.c.received_at, d.c.delivery_id).where(processed_before(cutoff))
+    by_keyset(ctx, KIND, lambda _session: pick, d.c.received_at, judge)
 
 
 def processed_before(cutoff: datetime) -> ColumnElement[bool]:
@@ -75,23 +67,6 @@ def processed_before(cutoff: datetime) -> ColumnElement[bool]:
         d.c.processed_at < cutoff,
         d.c.shape_problem.is_(None),
     )
-
-
-def _candidates(
-    cutoff: datetime, after: tuple[datetime, int] | None, limit: int, session: Session
-) -> list[Any]:
-    """The next processed deliveries old enough, by the (state, received_at) index."""
-    d = deliveries
-    query = (
-        select(d.c.id, d.c.received_at, d.c.delivery_id)
-        .where(processed_before(cutoff))
-        .order_by(d.c.received_at, d.c.id)
-        .limit(limit)
-    )
-    if after is not None:
-        at, row_id = after
-        query = query.where(d.c.received_at >= at, or_(d.c.received_at > at, and_(d.c.id > row_id)))
-    return list(session.execute(query))
 
 
 def _kept_for_notification(session: Session, ctx: PruneContext, ids: list[int]) -> set[int]:

@@ -14,14 +14,14 @@ row after all) is passed over for good: kept whole, the safe side.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import or_, select, true
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from reconciliation.matching.vocabulary import MONEY_EVENTS, STATUS_DENIED
-from reconciliation.retention.batches import PruneContext, commit_batch
+from reconciliation.retention.batches import PruneContext, Removed, by_id
 from reconciliation.retention.members import (
     FactCutoffs,
     notifications_that_may_go,
@@ -29,7 +29,7 @@ from reconciliation.retention.members import (
 )
 from reconciliation.retention.protection import open_alert_refs
 from reconciliation.retention.reconciled import remove_items
-from reconciliation.store import watermarks
+from reconciliation.retention.transfer_history import by_terminal_at
 from reconciliation.store.tables import matches, notifications, transfers
 
 #: Record kinds, as reported by the batches.
@@ -40,60 +40,27 @@ MONEYLESS_KIND: Final = "moneyless_notifications"
 DENIED_THROUGH: Final = "retention.denied_transfers.through_us"
 MONEYLESS_THROUGH: Final = "retention.moneyless_notifications.through_id"
 
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def _micros(moment: datetime) -> int:
-    return (moment - _EPOCH) // timedelta(microseconds=1)
-
 
 def prune_denied_transfers(ctx: PruneContext, cutoffs: FactCutoffs) -> bool:
     """Remove denied transfers settled before their cutoff; False when a pass kept the lease."""
     if cutoffs.transfer is None:
         return True
-    cutoff: datetime = cutoffs.transfer
-    after: tuple[datetime, int] | None = None
-    picked: list[Any] = []
+    t = transfers
 
-    def work(session: Session) -> dict[str, list[dict[str, Any]]]:
-        nonlocal after
-        t = transfers
-        through = _EPOCH + timedelta(microseconds=watermarks.read(session, DENIED_THROUGH, 0))
-        query = (
-            select(t.c.id, t.c.terminal_at, t.c.status)
-            .where(t.c.is_terminal == true(), t.c.terminal_at >= through, t.c.terminal_at < cutoff)
-            .order_by(t.c.terminal_at, t.c.id)
-            .limit(ctx.batch_rows)
+    def judge(session: Session, picked: list[Any]) -> Removed:
+        denied = _unnamed(
+            session, "transfer_id", [p.id for p in picked if p.status == STATUS_DENIED]
         )
-        if after is not None:
-            at, row_id = after
-            query = query.where(t.c.terminal_at >= at, or_(t.c.terminal_at > at, t.c.id > row_id))
-        picked[:] = session.execute(query).all()
-        if not picked:
-            return {}
-        after = (picked[-1].terminal_at, picked[-1].id)
-        denied = [p.id for p in picked if p.status == STATUS_DENIED]
-        named = _named_by_rows(session, "transfer_id", denied)
         verdicts = transfers_that_may_go(
-            session,
-            [i for i in denied if i not in named],
-            cutoffs,
-            open_alert_refs(session),
-            ctx.dry_run,
+            session, denied, cutoffs, open_alert_refs(session), ctx.dry_run
         )
         going = {i: ref for i, ref in verdicts.items() if ref is not None}
-        if not ctx.dry_run:
-            # Inclusive next time: a transfer sharing this instant is looked at again.
-            watermarks.write(session, DENIED_THROUGH, _micros(after[0]), ctx.now)
         return remove_items(session, ctx, set(), {}, going, set())
 
-    while True:
-        with ctx.hold_pass() as held:
-            if not held:
-                return False
-            commit_batch(ctx, DENIED_KIND, work)
-        if len(picked) < ctx.batch_rows:
-            return True
+    columns = [t.c.id, t.c.terminal_at, t.c.status]
+    return by_terminal_at(
+        ctx, DENIED_KIND, DENIED_THROUGH, cutoffs.transfer, columns, judge, leased=True
+    )
 
 
 def prune_moneyless_notifications(ctx: PruneContext, cutoffs: FactCutoffs) -> bool:
@@ -101,53 +68,36 @@ def prune_moneyless_notifications(ctx: PruneContext, cutoffs: FactCutoffs) -> bo
     if cutoffs.notification is None:
         return True
     cutoff: datetime = cutoffs.notification
-    with ctx.factory() as session:
-        after = watermarks.read(session, MONEYLESS_THROUGH, 0)
-    done = False
+    n = notifications
 
-    def work(session: Session) -> dict[str, list[dict[str, Any]]]:
-        nonlocal after, done
-        n = notifications
-        rows = session.execute(
-            select(n.c.id, n.c.created_at, n.c.event_type)
-            .where(n.c.id > after)
-            .order_by(n.c.id)
-            .limit(ctx.batch_rows)
-        ).all()
-        done = len(rows) < ctx.batch_rows
-        judged, moneyless = after, []
-        for row in rows:
-            if row.created_at >= cutoff:
-                done = True
-                break
-            judged = row.id
-            if row.event_type not in MONEY_EVENTS:
-                moneyless.append(row.id)
-        named = _named_by_rows(session, "notification_id", moneyless)
+    def judge(session: Session, rows: list[Any], _through: int) -> Removed:
+        moneyless = [r.id for r in rows if r.event_type not in MONEY_EVENTS]
         verdicts = notifications_that_may_go(
             session,
-            [i for i in moneyless if i not in named],
+            _unnamed(session, "notification_id", moneyless),
             cutoffs,
             open_alert_refs(session),
             ctx.dry_run,
         )
-        if judged > after and not ctx.dry_run:
-            watermarks.write(session, MONEYLESS_THROUGH, judged, ctx.now)
-        after = judged
         going = {i for i, may_go in verdicts.items() if may_go}
         return remove_items(session, ctx, set(), {}, {}, going)
 
-    while not done:
-        with ctx.hold_pass() as held:
-            if not held:
-                return False
-            commit_batch(ctx, MONEYLESS_KIND, work)
-    return True
+    return by_id(
+        ctx,
+        MONEYLESS_KIND,
+        select(n.c.id, n.c.created_at, n.c.event_type),
+        n.c.id,
+        lambda _session: lambda row: row.created_at >= cutoff,
+        judge,
+        through=MONEYLESS_THROUGH,
+        leased=True,
+    )
 
 
-def _named_by_rows(session: Session, column: str, ids: list[int]) -> set[int]:
-    """Of these items, those a match row names (a group's business, not this scan's)."""
+def _unnamed(session: Session, column: str, ids: list[int]) -> list[int]:
+    """Of these items, those no match row names (a named one is a group's business)."""
     if not ids:
-        return set()
+        return []
     column_of = matches.c[column]
-    return {int(i) for i in session.scalars(select(column_of).where(column_of.in_(ids)))}
+    named = {int(i) for i in session.scalars(select(column_of).where(column_of.in_(ids)))}
+    return [i for i in ids if i not in named]

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from sqlalchemy import Table, false, select
+from sqlalchemy import Select, false, select
 from sqlalchemy.orm import Session
 
 from reconciliation.retention.deliveries import processed_before
@@ -77,11 +77,13 @@ class PostingFacts:
     signed_minor: int
 
 
-def _in(session: Session, table: Table, ids: Iterable[int], *columns: Any) -> list[Any]:
-    found: list[Any] = []
-    for batch in chunks(sorted(set(ids))):
-        found += session.execute(select(*columns).where(table.c.id.in_(batch))).all()
-    return found
+def _in(session: Session, query: Select[Any], column: Any, ids: Iterable[int]) -> list[Any]:
+    """`query`'s rows whose `column` is one of `ids`, a bounded list at a time."""
+    return [
+        r
+        for batch in chunks(sorted(set(ids)))
+        for r in session.execute(query.where(column.in_(batch)))
+    ]
 
 
 #: Per holding: its latest balance check's snapshot time and postings_through_id; None for a
@@ -121,22 +123,17 @@ def postings_that_may_go(
     cutoff = cutoffs.posting or datetime.min.replace(tzinfo=cutoffs.delivery.tzinfo)
     p, h = postings, holdings
     waiting = still_waiting(session, "posting", p.c.id, p.c.match_status)
-    rows: list[Any] = []
-    for batch in chunks(sorted(set(ids))):
-        rows += session.execute(
-            select(
-                p.c.id,
-                p.c.holding_id,
-                h.c.holding_ref,
-                p.c.posted_at,
-                p.c.ingested_at,
-                p.c.effect,
-                p.c.amount_minor,
-                waiting.label("waiting"),
-            )
-            .join(h, h.c.id == p.c.holding_id)
-            .where(p.c.id.in_(batch))
-        ).all()
+    query = select(
+        p.c.id,
+        p.c.holding_id,
+        h.c.holding_ref,
+        p.c.posted_at,
+        p.c.ingested_at,
+        p.c.effect,
+        p.c.amount_minor,
+        waiting.label("waiting"),
+    ).join(h, h.c.id == p.c.holding_id)
+    rows = _in(session, query, p.c.id, ids)
     basis = latest_checks(session, (r.holding_id for r in rows), known)
     grace = timedelta(seconds=grace_seconds)
     found: dict[int, PostingFacts | None] = {}
@@ -167,10 +164,7 @@ def transfers_that_may_go(
     """Every existing transfer of `ids`: its transfer_ref when it may go, None when it stays."""
     t = transfers
     waiting = still_waiting(session, "transfer", t.c.id, t.c.match_status)
-    rows = _in(
-        session,
-        t,
-        ids,
+    query = select(
         t.c.id,
         t.c.transfer_ref,
         t.c.is_terminal,
@@ -178,6 +172,7 @@ def transfers_that_may_go(
         t.c.created_at,
         waiting.label("waiting"),
     )
+    rows = _in(session, query, t.c.id, ids)
     held = _refs_with_live_keys(session, [r.transfer_ref for r in rows], cutoffs, dry_run)
     cutoff = cutoffs.transfer or datetime.min.replace(tzinfo=cutoffs.key.tzinfo)
     return {
@@ -230,21 +225,16 @@ def notifications_that_may_go(
     n, d = notifications, deliveries
     waiting = still_waiting(session, "notification", n.c.id, n.c.match_status)
     delivery_goes = processed_before(cutoffs.delivery) if dry_run else false()
-    rows: list[Any] = []
-    for batch in chunks(sorted(set(ids))):
-        rows += session.execute(
-            select(
-                n.c.id,
-                n.c.event_id,
-                n.c.delivery_pk,
-                n.c.created_at,
-                waiting.label("waiting"),
-                d.c.delivery_id,
-                delivery_goes.label("delivery_goes"),
-            )
-            .select_from(n.outerjoin(d, d.c.id == n.c.delivery_pk))
-            .where(n.c.id.in_(batch))
-        ).all()
+    query = select(
+        n.c.id,
+        n.c.event_id,
+        n.c.delivery_pk,
+        n.c.created_at,
+        waiting.label("waiting"),
+        d.c.delivery_id,
+        delivery_goes.label("delivery_goes"),
+    ).select_from(n.outerjoin(d, d.c.id == n.c.delivery_pk))
+    rows = _in(session, query, n.c.id, ids)
     cutoff = cutoffs.notification or datetime.min.replace(tzinfo=cutoffs.delivery.tzinfo)
     return {
         int(r.id): (

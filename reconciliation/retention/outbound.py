@@ -14,10 +14,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import ColumnElement, and_, or_, select
+from sqlalchemy import ColumnElement, and_, select
 from sqlalchemy.orm import Session
 
-from reconciliation.retention.batches import PruneContext, commit_batch, take_rows
+from reconciliation.retention.batches import PruneContext, Removed, by_keyset, take_rows
 from reconciliation.store.tables import outbound_requests as requests
 
 #: Record kind, as reported and archived.
@@ -34,31 +34,10 @@ def closed_before(cutoff: datetime) -> ColumnElement[bool]:
 
 def prune_outbound_requests(ctx: PruneContext, cutoff: datetime) -> None:
     """Remove closed key records completed before `cutoff`, batch by batch."""
-    after: tuple[datetime, int] | None = None
-    picked: list[Any] = []
+    r = requests
 
-    def work(session: Session) -> dict[str, list[dict[str, Any]]]:
-        nonlocal after
-        r = requests
-        query = (
-            select(r.c.id, r.c.completed_at)
-            .where(closed_before(cutoff))
-            .order_by(r.c.completed_at, r.c.id)
-            .limit(ctx.batch_rows)
-        )
-        if after is not None:
-            at, row_id = after
-            query = query.where(
-                r.c.completed_at >= at, or_(r.c.completed_at > at, and_(r.c.id > row_id))
-            )
-        picked[:] = session.execute(query).all()
-        if not picked:
-            return {}
-        after = (picked[-1].completed_at, picked[-1].id)
-        doomed = r.c.id.in_([p.id for p in picked])
-        return {KIND: take_rows(session, r, doomed, ctx.dry_run)}
+    def judge(session: Session, picked: list[Any]) -> Removed:
+        return {KIND: take_rows(session, r, r.c.id.in_([p.id for p in picked]), ctx.dry_run)}
 
-    while True:
-        commit_batch(ctx, KIND, work)
-        if len(picked) < ctx.batch_rows:
-            return
+    pick = select(r.c.id, r.c.completed_at).where(closed_before(cutoff))
+    by_keyset(ctx, KIND, lambda _session: pick, r.c.completed_at, judge)

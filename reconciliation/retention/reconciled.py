@@ -29,6 +29,8 @@ batch is removing.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
@@ -37,8 +39,8 @@ from sqlalchemy.orm import Session
 
 from reconciliation.drift.balance_sums import PRUNED_NET
 from reconciliation.ledger_audit.ledger import pruned_through_name, to_micros
-from reconciliation.retention.batches import PruneContext, commit_batch, take_in
-from reconciliation.retention.groups import ROW_COLUMNS, MatchGroup, close_groups
+from reconciliation.retention.batches import PruneContext, Removed, by_id, take_in
+from reconciliation.retention.groups import ITEM_COLUMNS, ROW_COLUMNS, MatchGroup, close_groups
 from reconciliation.retention.members import (
     REFS_AT_ONCE,
     FactCutoffs,
@@ -63,18 +65,14 @@ KIND: Final = "matches"
 _ABSENT: Final = object()
 
 
+@dataclass(frozen=True, slots=True)
 class Verdicts:
-    """The batch's items that may go, by kind, and what removing a group takes with it."""
+    """The batch's items by kind: a posting's facts, a transfer's ref, or True for a
+    notification when it may go; None (False) when it must stay."""
 
-    def __init__(
-        self,
-        postings: dict[int, PostingFacts | None],
-        transfers: dict[int, Any],
-        notifications: dict[int, bool],
-    ) -> None:
-        self.postings = postings
-        self.transfers = transfers
-        self.notifications = notifications
+    postings: dict[int, PostingFacts | None]
+    transfers: dict[int, Any]
+    notifications: dict[int, bool]
 
     def group_may_go(self, group: MatchGroup) -> bool:
         return (
@@ -89,28 +87,17 @@ def prune_match_groups(ctx: PruneContext, cutoffs: FactCutoffs, grace_seconds: i
     if cutoffs.match is None:
         return True
     match_cutoff: datetime = cutoffs.match
-    after = 0
-    ahead: set[int] = set()  # rows judged this run above `after`: a group reaches forward
-    done = False
+    ahead: set[int] = set()  # rows judged this run above the last batch's: a group reaches forward
+    checked = 0
 
-    def work(session: Session) -> dict[str, list[dict[str, Any]]]:
-        nonlocal after, ahead, done
+    def beyond(session: Session) -> Callable[[Any], bool]:
+        nonlocal checked
         checked = watermarks.read(session, watermarks.MATCHES_CHECKED, 0)
-        anchors = session.execute(
-            select(*ROW_COLUMNS)
-            .where(matches.c.id > after)
-            .order_by(matches.c.id)
-            .limit(ctx.batch_rows)
-        ).all()
-        done = len(anchors) < ctx.batch_rows
-        start = []
-        for row in anchors:
-            if row.matched_at >= match_cutoff or row.id > checked:
-                done = True
-                break
-            after = row.id
-            if row.id not in ahead:
-                start.append(row)
+        return lambda row: row.matched_at >= match_cutoff or row.id > checked
+
+    def judge(session: Session, rows: list[Any], after: int) -> Removed:
+        nonlocal ahead
+        start = [row for row in rows if row.id not in ahead]
         ahead = {i for i in ahead if i > after}
         if not start:
             return {}
@@ -118,15 +105,11 @@ def prune_match_groups(ctx: PruneContext, cutoffs: FactCutoffs, grace_seconds: i
         for group in groups:
             ahead |= {i for i in group.rows if i > after}
         ready = [g for g in groups if g.last_change < match_cutoff and max(g.rows) <= checked]
-        going = _groups_that_may_go(session, ctx, ready, cutoffs, grace_seconds)
-        return remove_facts(session, ctx, going)
+        return remove_facts(
+            session, ctx, *_groups_that_may_go(session, ctx, ready, cutoffs, grace_seconds)
+        )
 
-    while not done:
-        with ctx.hold_pass() as held:
-            if not held:
-                return False
-            commit_batch(ctx, KIND, work)
-    return True
+    return by_id(ctx, KIND, select(*ROW_COLUMNS), matches.c.id, beyond, judge, leased=True)
 
 
 def _groups_that_may_go(
@@ -135,19 +118,15 @@ def _groups_that_may_go(
     groups: list[MatchGroup],
     cutoffs: FactCutoffs,
     grace_seconds: int,
-) -> list[tuple[MatchGroup, Verdicts]]:
+) -> tuple[list[MatchGroup], Verdicts]:
     """The groups whose every item may go: with no limit for a kind, no group holding it."""
     guard = open_alert_refs(session)  # read again under the lease: what a pass just raised
+    unlimited = [kind for kind in ITEM_COLUMNS if getattr(cutoffs, kind) is None]
+    groups = [g for g in groups if not any(g.items[kind] for kind in unlimited)]
 
     def holding(kind: str) -> set[int]:
         return {i for g in groups for i in g.items[kind]}
 
-    if cutoffs.posting is None:
-        groups = [g for g in groups if not g.items["posting"]]
-    if cutoffs.transfer is None:
-        groups = [g for g in groups if not g.items["transfer"]]
-    if cutoffs.notification is None:
-        groups = [g for g in groups if not g.items["notification"]]
     verdicts = Verdicts(
         postings_that_may_go(
             session, holding("posting"), cutoffs, grace_seconds, guard, ctx.balance_basis
@@ -155,30 +134,28 @@ def _groups_that_may_go(
         transfers_that_may_go(session, holding("transfer"), cutoffs, guard, ctx.dry_run),
         notifications_that_may_go(session, holding("notification"), cutoffs, guard, ctx.dry_run),
     )
-    return [(g, verdicts) for g in groups if verdicts.group_may_go(g)]
+    return [g for g in groups if verdicts.group_may_go(g)], verdicts
 
 
 def remove_facts(
-    session: Session, ctx: PruneContext, going: list[tuple[MatchGroup, Verdicts]]
-) -> dict[str, list[dict[str, Any]]]:
+    session: Session, ctx: PruneContext, going: list[MatchGroup], verdicts: Verdicts
+) -> Removed:
     """Remove these groups whole (rows first, each transfer with its history and intents)."""
     if not going:
         return {}
-    rows: set[int] = set()
-    posting_facts: dict[int, PostingFacts] = {}
-    transfer_refs: dict[int, Any] = {}
-    note_ids: set[int] = set()
-    for group, verdicts in going:
-        rows |= set(group.rows)
-        for i in group.items["posting"]:
-            facts = verdicts.postings.get(i)
-            if facts is not None:
-                posting_facts[i] = facts
-        for i in group.items["transfer"]:
-            if verdicts.transfers.get(i) is not None:
-                transfer_refs[i] = verdicts.transfers[i]
-        note_ids |= {i for i in group.items["notification"] if i in verdicts.notifications}
-    return remove_items(session, ctx, rows, posting_facts, transfer_refs, note_ids)
+
+    def items(kind: str) -> set[int]:
+        return {i for group in going for i in group.items[kind]}
+
+    postings_gone = {
+        i: facts for i in items("posting") if (facts := verdicts.postings.get(i)) is not None
+    }
+    transfer_refs = {
+        i: ref for i in items("transfer") if (ref := verdicts.transfers.get(i)) is not None
+    }
+    note_ids = {i for i in items("notification") if i in verdicts.notifications}
+    rows = {i for group in going for i in group.rows}
+    return remove_items(session, ctx, rows, postings_gone, transfer_refs, note_ids)
 
 
 def remove_items(
@@ -188,10 +165,10 @@ def remove_items(
     posting_facts: dict[int, PostingFacts],
     transfer_refs: dict[int, Any],
     note_ids: set[int],
-) -> dict[str, list[dict[str, Any]]]:
+) -> Removed:
     """Remove match rows and items (archived by table), and move the pruned horizons."""
     dry = ctx.dry_run
-    removed: dict[str, list[dict[str, Any]]] = {}
+    removed: Removed = {}
     if rows:
         removed["matches"] = take_in(session, matches, matches.c.id, rows, dry)
     if transfer_refs:

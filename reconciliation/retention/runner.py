@@ -222,11 +222,11 @@ def run_retention(
 def _prune_reconciled(ctx: PruneContext, found: dict[str, datetime], grace_seconds: int) -> bool:
     """Groups first, then what no match row names; False when a pass kept the lease too long."""
     limits = fact_cutoffs(found)
-    if not reconciled.prune_match_groups(ctx, limits, grace_seconds):
-        return False
-    if not matchless.prune_denied_transfers(ctx, limits):
-        return False
-    return matchless.prune_moneyless_notifications(ctx, limits)
+    return (
+        reconciled.prune_match_groups(ctx, limits, grace_seconds)
+        and matchless.prune_denied_transfers(ctx, limits)
+        and matchless.prune_moneyless_notifications(ctx, limits)
+    )
 
 
 def _touched(removed: dict[str, int]) -> list[str]:

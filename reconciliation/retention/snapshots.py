@@ -35,8 +35,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from reconciliation.drift.balance_sums import latest_per_holding
-from reconciliation.retention.batches import PruneContext, commit_batch, take_rows
-from reconciliation.store import watermarks
+from reconciliation.retention.batches import PruneContext, Removed, by_id, take_rows
 from reconciliation.store.tables import balance_checks as checks
 from reconciliation.store.tables import balance_snapshots as snapshots
 from reconciliation.store.tables import holdings
@@ -66,69 +65,51 @@ def _balance(row: Any) -> tuple[Any, ...]:
 def thin_snapshots(ctx: PruneContext, cutoff: datetime, *, keep_changes: bool = True) -> None:
     """Remove repeated snapshots observed before `cutoff`, batch by batch; with
     `keep_changes` False, every snapshot but the first of its holding's day."""
-    through = THROUGH if keep_changes else CHANGES_THROUGH
     with ctx.factory() as session:
         protected = _latest_per_holding(session) | ctx.guard.rows.get("snapshot", frozenset())
-        after = watermarks.read(session, through, 0)
     previous: dict[int, Seen] = {}
-    done = False
-    while not done:
 
-        def work(session: Session) -> dict[str, list[dict[str, Any]]]:
-            nonlocal done, after
-            rows = session.execute(
-                select(snapshots, checks.c.drift_minor, checks.c.explained_by_lag)
-                .outerjoin(checks, checks.c.snapshot_id == snapshots.c.id)
-                .where(snapshots.c.id > after)
-                .order_by(snapshots.c.id)
-                .limit(ctx.batch_rows)
-            ).all()
-            done = len(rows) < ctx.batch_rows
-            doomed: list[int] = []
-            judged = after
-            for row in rows:
-                if row.observed_at >= cutoff:
-                    done = True
-                    break
-                judged = row.id
-                seen = Seen(_balance(row), row.observed_at.date())
-                before = previous.get(row.holding_id) or _predecessor(session, row)
-                previous[row.holding_id] = seen
-                if keep_changes:
-                    goes = before == seen and not row.drift_minor
-                else:
-                    mismatch = bool(row.drift_minor) and not row.explained_by_lag
-                    goes = before is not None and before.day == seen.day and not mismatch
-                if goes and row.id not in protected:
-                    doomed.append(row.id)
-            removed: dict[str, list[dict[str, Any]]] = {}
-            if doomed:
-                removed[KIND] = []  # listed first: archived before its checks
-                removed[CHECKS] = take_rows(
-                    session, checks, checks.c.snapshot_id.in_(doomed), ctx.dry_run
-                )
-                removed[KIND] = take_rows(
-                    session, snapshots, snapshots.c.id.in_(doomed), ctx.dry_run
-                )
-            if judged > after and not ctx.dry_run:
-                watermarks.write(session, through, judged, ctx.now)
-            after = judged
-            return removed
+    def judge(session: Session, rows: list[Any], _through: int) -> Removed:
+        doomed: list[int] = []
+        for row in rows:
+            seen = Seen(_balance(row), row.observed_at.date())
+            before = previous.get(row.holding_id) or _predecessor(session, row)
+            previous[row.holding_id] = seen
+            if keep_changes:
+                goes = before == seen and not row.drift_minor
+            else:
+                mismatch = bool(row.drift_minor) and not row.explained_by_lag
+                goes = before is not None and before.day == seen.day and not mismatch
+            if goes and row.id not in protected:
+                doomed.append(row.id)
+        if not doomed:
+            return {}
+        checks_gone = take_rows(session, checks, checks.c.snapshot_id.in_(doomed), ctx.dry_run)
+        # The snapshots listed first: archived before their checks.
+        return {
+            KIND: take_rows(session, snapshots, snapshots.c.id.in_(doomed), ctx.dry_run),
+            CHECKS: checks_gone,
+        }
 
-        commit_batch(ctx, KIND, work)
+    rows = select(snapshots, checks.c.drift_minor, checks.c.explained_by_lag).outerjoin(
+        checks, checks.c.snapshot_id == snapshots.c.id
+    )
+    by_id(
+        ctx,
+        KIND,
+        rows,
+        snapshots.c.id,
+        lambda _session: lambda row: row.observed_at >= cutoff,
+        judge,
+        through=THROUGH if keep_changes else CHANGES_THROUGH,
+    )
 
 
 def _predecessor(session: Session, row: Any) -> Seen | None:
     """The snapshot of the same holding just before `row`, by one index probe."""
     s = snapshots
     found = session.execute(
-        select(
-            s.c.settled_minor,
-            s.c.available_minor,
-            s.c.reserved_minor,
-            s.c.projection_state,
-            s.c.observed_at,
-        )
+        select(s)
         .where(
             s.c.holding_id == row.holding_id,
             s.c.observed_at <= row.observed_at,

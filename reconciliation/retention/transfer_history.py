@@ -16,13 +16,15 @@ the history already compacted is never read again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from sqlalchemy import and_, func, or_, select, true
+from sqlalchemy import Select, and_, func, select, true
 from sqlalchemy.orm import Session
 
-from reconciliation.retention.batches import PruneContext, commit_batch, take_rows
+from reconciliation.ledger_audit.ledger import to_micros
+from reconciliation.retention.batches import PruneContext, Removed, by_keyset, take_rows
 from reconciliation.retention.protection import still_waiting
 from reconciliation.store import watermarks
 from reconciliation.store.tables import transfer_changes as changes
@@ -37,55 +39,52 @@ THROUGH: Final = "retention.transfer_history.through_us"
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def _micros(moment: datetime) -> int:
-    return (moment - _EPOCH) // timedelta(microseconds=1)
-
-
 def compact_transfer_history(ctx: PruneContext, cutoff: datetime) -> None:
     """Compact the history of transfers that turned terminal before `cutoff`, batch by batch."""
-    after: tuple[datetime, int] | None = None
-    picked: list[Any] = []
-
-    def work(session: Session) -> dict[str, list[dict[str, Any]]]:
-        nonlocal after
-        picked[:] = _terminal(session, cutoff, after, ctx.batch_rows)
-        if not picked:
-            return {}
-        after = (picked[-1].terminal_at, picked[-1].id)
-        ids = [p.id for p in picked if not ctx.guard.names("transfer", p.id)]
-        removed = _compact(session, ids, ctx.dry_run) if ids else []
-        if not ctx.dry_run:
-            # Inclusive next time: a transfer sharing this instant is looked at again
-            # (compacting it twice removes nothing), never skipped.
-            watermarks.write(session, THROUGH, _micros(picked[-1].terminal_at), ctx.now)
-        return {KIND: removed}
-
-    while True:
-        commit_batch(ctx, KIND, work)
-        if len(picked) < ctx.batch_rows:
-            return
-
-
-def _terminal(
-    session: Session, cutoff: datetime, after: tuple[datetime, int] | None, limit: int
-) -> list[Any]:
     t = transfers
-    through = _EPOCH + timedelta(microseconds=watermarks.read(session, THROUGH, 0))
-    query = (
-        select(t.c.id, t.c.terminal_at)
-        .where(
+
+    def judge(session: Session, picked: list[Any]) -> Removed:
+        ids = [p.id for p in picked if not ctx.guard.names("transfer", p.id)]
+        return {KIND: _compact(session, ids, ctx.dry_run) if ids else []}
+
+    def waiting(session: Session) -> list[Any]:
+        return [~still_waiting(session, "transfer", t.c.id, t.c.match_status)]
+
+    by_terminal_at(ctx, KIND, THROUGH, cutoff, [t.c.id, t.c.terminal_at], judge, waiting)
+
+
+def by_terminal_at(
+    ctx: PruneContext,
+    kind: str,
+    through: str,
+    cutoff: datetime,
+    columns: list[Any],
+    judge: Callable[[Session, list[Any]], Removed],
+    where: Callable[[Session], list[Any]] = lambda _session: [],
+    *,
+    leased: bool = False,
+) -> bool:
+    """`batches.by_keyset` over the transfers that turned terminal before `cutoff`, by the
+    terminal_at index from the `through` watermark (microseconds since the epoch), which each
+    batch moves on: inclusive next time, so a transfer sharing that instant is looked at again
+    (judging it twice removes nothing), never skipped."""
+    t = transfers
+
+    def pick(session: Session) -> Select[Any]:
+        since = _EPOCH + timedelta(microseconds=watermarks.read(session, through, 0))
+        return select(*columns).where(
             t.c.is_terminal == true(),
-            t.c.terminal_at >= through,
+            t.c.terminal_at >= since,
             t.c.terminal_at < cutoff,
-            ~still_waiting(session, "transfer", t.c.id, t.c.match_status),
+            *where(session),
         )
-        .order_by(t.c.terminal_at, t.c.id)
-        .limit(limit)
-    )
-    if after is not None:
-        at, row_id = after
-        query = query.where(t.c.terminal_at >= at, or_(t.c.terminal_at > at, and_(t.c.id > row_id)))
-    return list(session.execute(query))
+
+    def judged(session: Session, picked: list[Any]) -> Removed:
+        if not ctx.dry_run:
+            watermarks.write(session, through, to_micros(picked[-1].terminal_at), ctx.now)
+        return judge(session, picked)
+
+    return by_keyset(ctx, kind, pick, t.c.terminal_at, judged, leased=leased)
 
 
 def _compact(session: Session, transfer_ids: list[int], dry_run: bool) -> list[dict[str, Any]]:

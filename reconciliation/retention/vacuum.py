@@ -48,10 +48,9 @@ REWRITTEN: Final = (
 
 @dataclass(slots=True)
 class VacuumReport:
-    """Which tables were vacuumed, how long it took, and which could not be."""
+    """Which tables were vacuumed, and how long it took (those that could not be are logged)."""
 
     tables: list[str] = field(default_factory=list)
-    failed: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
 
 
@@ -79,7 +78,6 @@ def vacuum_tables(factory: sessionmaker[Session], tables: Iterable[str]) -> Vacu
                 autocommit.exec_driver_sql(f"VACUUM (ANALYZE) {quote(table)}")
                 report.tables.append(table)
             except SQLAlchemyError as exc:
-                report.failed[table] = type(exc).__name__
                 log.warning("retention.vacuum_failed", table=table, error=type(exc).__name__)
     report.seconds = time.perf_counter() - started
     return report
