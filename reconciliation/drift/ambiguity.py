@@ -13,7 +13,7 @@ from typing import Any, Final
 from sqlalchemy import select
 
 from reconciliation.alerts.changes import Assessment
-from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, Finding, fingerprint
+from reconciliation.alerts.lifecycle import ACTIVE_STATES, Finding, fingerprint
 from reconciliation.drift.base import DriftContext
 from reconciliation.drift.evidence import describe, natural_key
 from reconciliation.matching.status import ITEM_TABLES
@@ -56,26 +56,13 @@ class AmbiguousMatch:
             )
             found[finding.fingerprint] = finding
         for alert in self._still_exceptions(ctx):
-            found.setdefault(
-                alert.fingerprint,
-                Finding(
-                    kind=KIND,
-                    severity=alert.severity,
-                    subject=alert.subject,
-                    fingerprint=alert.fingerprint,
-                    evidence=alert.evidence,
-                ),
-            )
+            found.setdefault(alert.fingerprint, Finding.of(alert))
         return Assessment(kinds=self.kinds, findings=list(found.values()))
 
     def _still_exceptions(self, ctx: DriftContext) -> list[Alert]:
-        active = list(
-            ctx.session.scalars(
-                select(Alert).where(Alert.kind == KIND, Alert.state.in_((OPEN, ACKNOWLEDGED)))
-            )
-        )
+        active = select(Alert).where(Alert.kind == KIND, Alert.state.in_(ACTIVE_STATES))
         by_kind: dict[str, dict[int, Alert]] = {}
-        for alert in active:
+        for alert in ctx.session.scalars(active):
             ev: dict[str, Any] = alert.evidence or {}
             if ev.get("anchorKind") in ITEM_TABLES and isinstance(ev.get("anchorId"), int):
                 by_kind.setdefault(ev["anchorKind"], {})[ev["anchorId"]] = alert

@@ -11,11 +11,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from reconciliation.alerts.changes import Assessment
+from reconciliation.alerts.lifecycle import ACTIVE_STATES
 from reconciliation.matching.outcome import Ambiguity, MatchTally
 from reconciliation.policy import ReconcilePolicy
+from reconciliation.store.models import Alert
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,3 +63,16 @@ class DriftRule(Protocol):
         """The alert kinds this rule owns."""
 
     def assess(self, ctx: DriftContext) -> Assessment: ...
+
+
+def named_by_active_alerts(session: Session, kinds: tuple[str, ...], *items: str) -> list[set[int]]:
+    """For each item kind ('notification', 'transfer'), the row ids that the active alerts of
+    these kinds name in their evidence: a rule reads them again to see whether they cleared."""
+    named: list[set[int]] = [set() for _ in items]
+    query = select(Alert.evidence).where(Alert.kind.in_(kinds), Alert.state.in_(ACTIVE_STATES))
+    for evidence in session.scalars(query):
+        for ids, item in zip(named, items, strict=True):
+            item_id = ((evidence or {}).get(item) or {}).get(f"{item}Id")
+            if isinstance(item_id, int):
+                ids.add(item_id)
+    return named

@@ -91,8 +91,6 @@ class DeliveryBodyConflict:
             known = s.scalars(select(Alert).where(Alert.fingerprint == finding.fingerprint)).first()
             if known is not None:
                 # Raised by the inbox with its own evidence: refresh it, do not rewrite it.
-                finding = Finding(
-                    KIND, known.severity, known.subject, known.fingerprint, known.evidence
-                )
+                finding = Finding.of(known)
             found.append(finding)
         return Assessment(kinds=self.kinds, findings=found, clears=False)

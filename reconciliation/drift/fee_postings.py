@@ -30,7 +30,7 @@ from foundation import format_money
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.base import DriftContext
-from reconciliation.drift.evidence import describe, describe_postings
+from reconciliation.drift.evidence import describe_items
 from reconciliation.matching.backlog import in_backlog
 from reconciliation.matching.sql import shift_seconds
 from reconciliation.store.models import EXCEPTION
@@ -104,15 +104,15 @@ class FeeUnexplained:
 
 
 def _findings(ctx: DriftContext, ids: list[int], beside: dict[int, set[int]]) -> list[Finding]:
-    described = describe_postings(ctx.session, ids)
-    wanted = {("transfer", t) for pid in ids for t in sorted(beside[pid])[:MOST_CANDIDATES]}
-    evidence = describe(ctx.session, wanted)
+    shown = {pid: sorted(beside[pid])[:MOST_CANDIDATES] for pid in ids}
+    described = describe_items(ctx.session, "posting", ids)
+    transfers_beside = describe_items(
+        ctx.session, "transfer", (t for ts in shown.values() for t in ts)
+    )
     found = []
     for pid in ids:
         ev = described[pid]
-        candidates: list[Any] = [
-            evidence[("transfer", t)] for t in sorted(beside[pid])[:MOST_CANDIDATES]
-        ]
+        candidates: list[Any] = [transfers_beside[t] for t in shown[pid]]
         could = (
             f"; it could be the fee of {len(candidates)} transfer"
             f"{'' if len(candidates) == 1 else 's'} beside it, none of which it fits"

@@ -22,7 +22,7 @@ from foundation import format_money
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.base import DriftContext
-from reconciliation.drift.evidence import TRANSFER_FIELDS, as_evidence
+from reconciliation.drift.evidence import TRANSFER_FIELDS, split
 from reconciliation.store.tables import transfers
 
 KIND: Final = "fee_mismatch"
@@ -50,11 +50,9 @@ class FeeMismatch:
             t.c.is_terminal == true(),
             t.c.is_successful == true(),
         )
-        width = len(TRANSFER_FIELDS)
         found = []
         for row in ctx.session.execute(query):
-            quoted, charged, bearer, raw = row[width:]
-            transfer = as_evidence(TRANSFER_FIELDS, row[:width])
+            transfer, (quoted, charged, bearer, raw) = split(TRANSFER_FIELDS, row)
             unit = transfer["currency"]
             found.append(
                 Finding(

@@ -14,7 +14,7 @@ from foundation import moment, words
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.base import DriftContext
-from reconciliation.drift.evidence import TRANSFER_FIELDS, as_evidence
+from reconciliation.drift.evidence import TRANSFER_FIELDS, split
 from reconciliation.store.tables import transfers
 from reconciliation.transfers.lateness import finality_deadline, late
 
@@ -31,12 +31,10 @@ class FinalityOverdue:
         query = select(
             *TRANSFER_FIELDS.values(), t.c.requested_at, t.c.created_at, t.c.finality_deadline_at
         ).where(late(ctx.now, allowed))
-        width = len(TRANSFER_FIELDS)
         found = []
         for row in ctx.session.execute(query):
-            requested_at, created_at, deadline_at = row[width:]
+            evidence, (requested_at, created_at, deadline_at) = split(TRANSFER_FIELDS, row)
             deadline = finality_deadline(deadline_at, requested_at, created_at, allowed)
-            evidence = as_evidence(TRANSFER_FIELDS, row[:width])
             evidence["deadline"] = deadline.isoformat()
             found.append(
                 Finding(

@@ -30,12 +30,12 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Final
 
-from sqlalchemy import bindparam, or_, select, update
+from sqlalchemy import and_, bindparam, or_, select, update
 
 from foundation import format_money
 from reconciliation.alerts.changes import Assessment
-from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, Finding, fingerprint
-from reconciliation.drift.base import DriftContext
+from reconciliation.alerts.lifecycle import Finding, fingerprint
+from reconciliation.drift.base import DriftContext, named_by_active_alerts
 from reconciliation.drift.evidence import describe
 from reconciliation.drift.transfer_groups import (
     GroupLeg,
@@ -47,7 +47,6 @@ from reconciliation.drift.transfer_groups import (
 from reconciliation.matching.fee_legs import fee_rule_rivals
 from reconciliation.matching.vocabulary import TRANSACTION_COMPLETED
 from reconciliation.store.in_lists import chunks
-from reconciliation.store.models import Alert
 from reconciliation.store.tables import holdings, matches, notifications, postings, transfers
 
 AMOUNT: Final = "amount_mismatch"
@@ -159,45 +158,19 @@ class MatchedMoneyMismatch:
                 ),
             )
         )
-        rows = [
-            dict(r._mapping)
-            for r in ctx.session.execute(
-                base.where(m.c.id > ctx.matches_checked, m.c.id <= ctx.matches_top)
-            )
-        ]
-        for batch in chunks(sorted(ctx.matched.money_suspects)):
-            rows += [
-                dict(r._mapping) for r in ctx.session.execute(base.where(m.c.posting_id.in_(batch)))
-            ]
-        note_ids, transfer_ids = self._named_by_open_alerts(ctx)
-        note_ids |= ctx.matched.attached_notifications
-        for batch in chunks(sorted(note_ids)):
-            rows += [
-                dict(r._mapping)
-                for r in ctx.session.execute(base.where(m.c.notification_id.in_(batch)))
-            ]
-        for batch in chunks(sorted(transfer_ids)):
-            rows += [
-                dict(r._mapping)
-                for r in ctx.session.execute(base.where(m.c.transfer_id.in_(batch)))
-            ]
-        return rows
-
-    def _named_by_open_alerts(self, ctx: DriftContext) -> tuple[set[int], set[int]]:
-        note_ids: set[int] = set()
-        transfer_ids: set[int] = set()
-        query = select(Alert.evidence).where(
-            Alert.kind.in_(self.kinds), Alert.state.in_((OPEN, ACKNOWLEDGED))
+        note_ids, transfer_ids = named_by_active_alerts(
+            ctx.session, self.kinds, "notification", "transfer"
         )
-        for evidence in ctx.session.scalars(query):
-            ev = evidence or {}
-            note_id = (ev.get("notification") or {}).get("notificationId")
-            transfer_id = (ev.get("transfer") or {}).get("transferId")
-            if isinstance(note_id, int):
-                note_ids.add(note_id)
-            if isinstance(transfer_id, int):
-                transfer_ids.add(transfer_id)
-        return note_ids, transfer_ids
+        scopes = [and_(m.c.id > ctx.matches_checked, m.c.id <= ctx.matches_top)]
+        for column, ids in (
+            (m.c.posting_id, ctx.matched.money_suspects),
+            (m.c.notification_id, note_ids | ctx.matched.attached_notifications),
+            (m.c.transfer_id, transfer_ids),
+        ):
+            scopes += [column.in_(batch) for batch in chunks(sorted(ids))]
+        return [
+            dict(r._mapping) for scope in scopes for r in ctx.session.execute(base.where(scope))
+        ]
 
 
 def _fee_changed(ctx: DriftContext) -> list[int]:

@@ -20,7 +20,7 @@ from foundation import format_money
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.base import DriftContext
-from reconciliation.drift.evidence import describe_notifications
+from reconciliation.drift.evidence import describe_items
 from reconciliation.matching.backlog import in_backlog
 from reconciliation.matching.transfer_states import settled
 from reconciliation.matching.vocabulary import POSTED_EVENTS
@@ -59,18 +59,16 @@ def _amount(ev: dict[str, Any]) -> str:
 
 
 def findings(session: Session, ids: list[int]) -> list[Finding]:
-    found = []
-    for ev in describe_notifications(session, ids).values():
-        found.append(
-            Finding(
-                kind=KIND,
-                severity=SEVERITY,
-                subject=(
-                    f"{ev['eventType']} {ev['eventId']} claims {_amount(ev)} moved, "
-                    "but no posting matches it"
-                ),
-                fingerprint=fingerprint(KIND, ev["eventId"]),
-                evidence={"notification": ev},
-            )
+    return [
+        Finding(
+            kind=KIND,
+            severity=SEVERITY,
+            subject=(
+                f"{ev['eventType']} {ev['eventId']} claims {_amount(ev)} moved, "
+                "but no posting matches it"
+            ),
+            fingerprint=fingerprint(KIND, ev["eventId"]),
+            evidence={"notification": ev},
         )
-    return found
+        for ev in describe_items(session, "notification", ids).values()
+    ]

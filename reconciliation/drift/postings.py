@@ -19,7 +19,7 @@ from foundation import format_money
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.base import DriftContext
-from reconciliation.drift.evidence import describe_postings
+from reconciliation.drift.evidence import describe_items
 from reconciliation.matching.backlog import in_backlog
 from reconciliation.postings.holding_identity import holding_identities
 from reconciliation.store.tables import locators, postings
@@ -49,21 +49,18 @@ class PostingWithoutNotification:
 
 
 def findings(session: Session, ids: list[int]) -> list[Finding]:
-    described = describe_postings(session, ids).values()
+    described = describe_items(session, "posting", ids).values()
     names = holding_identities(session, [ev["holdingRef"] for ev in described])
-    found = []
-    for ev in described:
-        holding = names[ev["holdingRef"]]
-        found.append(
-            Finding(
-                kind=KIND,
-                severity=SEVERITY,
-                subject=(
-                    f"{ev['side']} of {format_money(int(ev['amountMinor']), ev['currency'])} on "
-                    f"{holding.phrase} (receipt {ev['receiptRef']}) was never notified"
-                ),
-                fingerprint=fingerprint(KIND, ev["journalRef"], ev["lineRef"]),
-                evidence={"posting": ev, "holding": holding.as_evidence()},
-            )
+    return [
+        Finding(
+            kind=KIND,
+            severity=SEVERITY,
+            subject=(
+                f"{ev['side']} of {format_money(int(ev['amountMinor']), ev['currency'])} on "
+                f"{names[ev['holdingRef']].phrase} (receipt {ev['receiptRef']}) was never notified"
+            ),
+            fingerprint=fingerprint(KIND, ev["journalRef"], ev["lineRef"]),
+            evidence={"posting": ev, "holding": names[ev["holdingRef"]].as_evidence()},
         )
-    return found
+        for ev in described
+    ]

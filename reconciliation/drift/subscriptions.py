@@ -16,7 +16,7 @@ from typing import Final
 from sqlalchemy import select
 
 from reconciliation.alerts.changes import Assessment
-from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, Finding
+from reconciliation.alerts.lifecycle import ACTIVE_STATES, Finding
 from reconciliation.drift.base import DriftContext
 from reconciliation.notifications.subscription_check import ACTIVE, KIND_INACTIVE, fingerprint
 from reconciliation.store.models import Alert, Subscription
@@ -31,29 +31,15 @@ class SubscriptionInactive:
 
     def assess(self, ctx: DriftContext) -> Assessment:
         s = ctx.session
-        active_alerts = {
-            a.fingerprint: a
-            for a in s.scalars(
-                select(Alert).where(
-                    Alert.kind == KIND_INACTIVE, Alert.state.in_((OPEN, ACKNOWLEDGED))
-                )
-            )
-        }
+        active = select(Alert).where(Alert.kind == KIND_INACTIVE, Alert.state.in_(ACTIVE_STATES))
+        active_alerts = {a.fingerprint: a for a in s.scalars(active)}
         found = []
         for sub in s.scalars(select(Subscription).where(Subscription.status != ACTIVE)):
             fp = fingerprint(KIND_INACTIVE, sub.webhook_id)
             alert = active_alerts.get(fp)
             if alert is not None:
                 # The check wrote richer evidence from the API; keep it rather than churn it.
-                found.append(
-                    Finding(
-                        kind=KIND_INACTIVE,
-                        severity=alert.severity,
-                        subject=alert.subject,
-                        fingerprint=fp,
-                        evidence=alert.evidence,
-                    )
-                )
+                found.append(Finding.of(alert))
                 continue
             found.append(
                 Finding(
