@@ -21,9 +21,8 @@ from typing import Any, Final
 
 from sqlalchemy import ColumnElement, Table, and_, false, or_, select
 
-from reconciliation.alerts.changes import Assessment
-from reconciliation.alerts.lifecycle import Finding, fingerprint
-from reconciliation.drift.base import DriftContext, named_by_active_alerts
+from reconciliation.alerts.lifecycle import Finding
+from reconciliation.drift.base import DriftContext, OneKindRule, named_by_active_alerts
 from reconciliation.drift.evidence import NOTIFICATION_FIELDS, TRANSFER_FIELDS, split
 from reconciliation.matching.backlog import in_backlog
 from reconciliation.matching.transfer_states import (
@@ -74,26 +73,17 @@ def disagreeing(n: Table, t: Table) -> ColumnElement[bool]:
     )
 
 
-class StatusContradiction:
-    kinds = (KIND,)
-
-    def assess(self, ctx: DriftContext) -> Assessment:
+class StatusContradiction(OneKindRule, kind=KIND, severity=SEVERITY):
+    def find(self, ctx: DriftContext) -> list[Finding]:
         cutoff = ctx.ago(ctx.policy.notification_grace_seconds)
         found = []
         for note, transfer, heard_at, state in self._pairs(ctx):
             why = contradiction(note["eventType"], state, heard_at, cutoff)
-            if why is None:
-                continue
-            found.append(
-                Finding(
-                    kind=KIND,
-                    severity=SEVERITY,
-                    subject=f"transfer {transfer['transferRef']}: {why}",
-                    fingerprint=fingerprint(KIND, note["eventId"]),
-                    evidence={"notification": note, "transfer": transfer, "why": why},
-                )
-            )
-        return Assessment(kinds=self.kinds, findings=found)
+            if why is not None:
+                subject = f"transfer {transfer['transferRef']}: {why}"
+                evidence = {"notification": note, "transfer": transfer, "why": why}
+                found.append(self.finding(subject, (note["eventId"],), evidence))
+        return found
 
     def _pairs(self, ctx: DriftContext) -> list[Pair]:
         """Disagreeing (notification, transfer) pairs among those that can have changed."""

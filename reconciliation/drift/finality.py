@@ -11,9 +11,8 @@ from typing import Final
 from sqlalchemy import select
 
 from foundation import moment, words
-from reconciliation.alerts.changes import Assessment
-from reconciliation.alerts.lifecycle import Finding, fingerprint
-from reconciliation.drift.base import DriftContext
+from reconciliation.alerts.lifecycle import Finding
+from reconciliation.drift.base import DriftContext, OneKindRule
 from reconciliation.drift.evidence import TRANSFER_FIELDS, split
 from reconciliation.store.tables import transfers
 from reconciliation.transfers.lateness import finality_deadline, late
@@ -22,10 +21,8 @@ KIND: Final = "finality_overdue"
 SEVERITY: Final = "medium"
 
 
-class FinalityOverdue:
-    kinds = (KIND,)
-
-    def assess(self, ctx: DriftContext) -> Assessment:
+class FinalityOverdue(OneKindRule, kind=KIND, severity=SEVERITY):
+    def find(self, ctx: DriftContext) -> list[Finding]:
         t = transfers
         allowed = ctx.policy.finality_deadline_seconds
         query = select(
@@ -36,17 +33,9 @@ class FinalityOverdue:
             evidence, (requested_at, created_at, deadline_at) = split(TRANSFER_FIELDS, row)
             deadline = finality_deadline(deadline_at, requested_at, created_at, allowed)
             evidence["deadline"] = deadline.isoformat()
-            found.append(
-                Finding(
-                    kind=KIND,
-                    severity=SEVERITY,
-                    subject=(
-                        f"transfer {evidence['transferRef']} is still "
-                        f"{words(evidence['status'])} past its finality deadline "
-                        f"({moment(deadline)})"
-                    ),
-                    fingerprint=fingerprint(KIND, evidence["transferRef"]),
-                    evidence={"transfer": evidence},
-                )
+            subject = (
+                f"transfer {evidence['transferRef']} is still {words(evidence['status'])} "
+                f"past its finality deadline ({moment(deadline)})"
             )
-        return Assessment(kinds=self.kinds, findings=found)
+            found.append(self.finding(subject, (evidence["transferRef"],), {"transfer": evidence}))
+        return found

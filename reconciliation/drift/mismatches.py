@@ -36,7 +36,7 @@ from foundation import format_money
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
 from reconciliation.drift.base import DriftContext, named_by_active_alerts
-from reconciliation.drift.evidence import describe
+from reconciliation.drift.evidence import describe, natural_key
 from reconciliation.drift.transfer_groups import (
     GroupLeg,
     TransferGroup,
@@ -54,8 +54,8 @@ UNIT: Final = "unit_mismatch"
 SEVERITY: Final = "high"
 
 
-#: Which side of a row is compared with the posting, and under which evidence key.
-COUNTERPARTS: Final = (("notification", notifications), ("transfer", transfers))
+#: The sides of a row compared with the posting, each its evidence key.
+COUNTERPARTS: Final = ("notification", "transfer")
 
 
 def _claimed(kind: str, item: dict[str, Any]) -> str:
@@ -63,6 +63,10 @@ def _claimed(kind: str, item: dict[str, Any]) -> str:
     if kind == UNIT:
         return str(item["currency"])
     return format_money(int(item["amountMinor"]), item["currency"])
+
+
+def _finding(kind: str, subject: str, key: tuple[str, Any], evidence: dict[str, Any]) -> Finding:
+    return Finding(kind, SEVERITY, subject, fingerprint(kind, *key), evidence)
 
 
 def group_of(row: dict[str, Any]) -> tuple[str, int] | None:
@@ -87,20 +91,13 @@ class MatchedMoneyMismatch:
             group = group_of(row)
             if group is not None:
                 groups.add(group)
-            for name, _ in COUNTERPARTS:
-                other_id = row[f"{name}_id"]
+            for name in COUNTERPARTS:
+                other_id, unit, amount = (row[f"{name}_{c}"] for c in ("id", "currency", "amount"))
                 if other_id is None:
                     continue
-                if (
-                    row[f"{name}_currency"] is not None
-                    and row[f"{name}_currency"] != row["currency"]
-                ):
+                if unit is not None and unit != row["currency"]:
                     wrong[(UNIT, name, other_id)].add(row["posting_id"])
-                elif (
-                    group is None
-                    and row[f"{name}_amount"] is not None
-                    and row[f"{name}_amount"] != row["amount"]
-                ):
+                elif group is None and amount is not None and amount != row["amount"]:
                     wrong[(AMOUNT, name, other_id)].add(row["posting_id"])
         items = {(name, other) for _, name, other in wrong}
         items |= {("posting", p) for ids in wrong.values() for p in ids}
@@ -109,20 +106,13 @@ class MatchedMoneyMismatch:
         for (kind, name, other_id), posting_ids in sorted(wrong.items()):
             other = evidence[(name, other_id)]
             legs = [evidence[("posting", p)] for p in sorted(posting_ids)]
-            key = other["eventId"] if name == "notification" else other["transferRef"]
+            key = natural_key(name, other)
             what = "amount" if kind == AMOUNT else "currency"
-            found.append(
-                Finding(
-                    kind=kind,
-                    severity=SEVERITY,
-                    subject=(
-                        f"{name} {key} says {what} {_claimed(kind, other)}, its posting says "
-                        f"{', '.join(_claimed(kind, leg) for leg in legs)}"
-                    ),
-                    fingerprint=fingerprint(kind, name, key),
-                    evidence={name: other, "postings": legs},
-                )
+            subject = (
+                f"{name} {key} says {what} {_claimed(kind, other)}, its posting says "
+                f"{', '.join(_claimed(kind, leg) for leg in legs)}"
             )
+            found.append(_finding(kind, subject, (name, key), {name: other, "postings": legs}))
         groups |= {("transfer", t) for t in _fee_changed(ctx)}
         found += group_findings(ctx, groups)
         return Assessment(kinds=self.kinds, findings=found)
@@ -321,14 +311,12 @@ def group_findings(ctx: DriftContext, keys: set[tuple[str, int]]) -> list[Findin
             if key[0] == "transfer"
             else f"the transfer notified by {item['eventId']}"
         )
-        natural = item["transferRef"] if key[0] == "transfer" else item["eventId"]
         found.append(
-            Finding(
-                kind=AMOUNT,
-                severity=SEVERITY,
-                subject=subject_of(label, group, verdict),
-                fingerprint=fingerprint(AMOUNT, key[0], natural),
-                evidence={
+            _finding(
+                AMOUNT,
+                subject_of(label, group, verdict),
+                (key[0], natural_key(key[0], item)),
+                {
                     key[0]: item,
                     "postings": [evidence[("posting", leg.posting_id)] for leg in group.legs],
                     "group": describe_verdict(group, verdict),
@@ -337,16 +325,10 @@ def group_findings(ctx: DriftContext, keys: set[tuple[str, int]]) -> list[Findin
         )
     for note_id, transfer_id in notes:
         note, moved = evidence[("notification", note_id)], evidence[("transfer", transfer_id)]
-        found.append(
-            Finding(
-                kind=AMOUNT,
-                severity=SEVERITY,
-                subject=(
-                    f"notification {note['eventId']} says amount {_claimed(AMOUNT, note)}, its "
-                    f"transfer says {_claimed(AMOUNT, moved)}"
-                ),
-                fingerprint=fingerprint(AMOUNT, "notification", note["eventId"]),
-                evidence={"notification": note, "transfer": moved},
-            )
+        subject = (
+            f"notification {note['eventId']} says amount {_claimed(AMOUNT, note)}, its "
+            f"transfer says {_claimed(AMOUNT, moved)}"
         )
+        key = ("notification", note["eventId"])
+        found.append(_finding(AMOUNT, subject, key, {"notification": note, "transfer": moved}))
     return found

@@ -16,9 +16,8 @@ from typing import Any, Final
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
-from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding, fingerprint
-from reconciliation.drift.base import DriftContext
+from reconciliation.drift.base import DriftContext, OneKindRule
 from reconciliation.drift.evidence import describe, natural_key
 from reconciliation.matching.backlog import active_row
 from reconciliation.matching.status import ITEM_TABLES
@@ -29,11 +28,9 @@ KIND: Final = "unmatched_by_hand"
 SEVERITY: Final = "medium"
 
 
-class UnmatchedByHand:
-    kinds = (KIND,)
-
-    def assess(self, ctx: DriftContext) -> Assessment:
-        return Assessment(kinds=self.kinds, findings=findings(ctx.session))
+class UnmatchedByHand(OneKindRule, kind=KIND, severity=SEVERITY):
+    def find(self, ctx: DriftContext) -> list[Finding]:
+        return findings(ctx.session)
 
 
 def findings(session: Session, only: Iterable[tuple[str, int]] | None = None) -> list[Finding]:

@@ -26,13 +26,7 @@ import structlog
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation.alerts.lifecycle import (
-    ACKNOWLEDGED,
-    AUTO_RESOLVER,
-    OPEN,
-    raise_alert,
-    resolve_alert,
-)
+from reconciliation.alerts.lifecycle import ACTIVE_STATES, AUTO_RESOLVER, raise_alert, resolve_alert
 from reconciliation.ledger_audit.compare import (
     KINDS,
     SEVERITY,
@@ -187,10 +181,8 @@ def paging_terms(session: Session, page_size: int) -> PagingTerms:
 
 def _holdings(session: Session, holding_ref: UUID | None) -> list[tuple[int, HoldingAddress]]:
     query = select(Holding.id, Holding.account_ref, Holding.endpoint_ref, Holding.holding_ref)
-    if holding_ref is not None:
-        query = query.where(Holding.holding_ref == holding_ref)
-    else:
-        query = query.where(Holding.watched.is_(True))
+    one = Holding.holding_ref == holding_ref if holding_ref is not None else None
+    query = query.where(Holding.watched.is_(True) if one is None else one)
     found = [
         (
             row.id,
@@ -327,7 +319,7 @@ def _resolve_cleared(
     resolved = 0
     with transaction(factory) as session:
         active = session.scalars(
-            select(Alert).where(Alert.kind.in_(KINDS), Alert.state.in_((OPEN, ACKNOWLEDGED)))
+            select(Alert).where(Alert.kind.in_(KINDS), Alert.state.in_(ACTIVE_STATES))
         ).all()
         for alert in active:
             if alert.fingerprint in seen:
