@@ -79,8 +79,8 @@ class AlertOutcome:
         return events
 
 
-def _urgency(finding: Finding) -> tuple[int, str, str]:
-    return (SEVERITIES.index(finding.severity), finding.kind, finding.fingerprint)
+def _urgency(item: Finding | AlertChange) -> tuple[int, str, str]:
+    return (SEVERITIES.index(item.severity), item.kind, item.fingerprint)
 
 
 def apply_assessments(
@@ -166,7 +166,7 @@ def _open(
     for batch in chunks(opened):
         for alert in session.scalars(select(Alert).where(Alert.fingerprint.in_(batch))):
             outcome.opened.append(AlertChange.of(alert))
-    outcome.opened.sort(key=lambda c: (SEVERITIES.index(c.severity), c.kind, c.fingerprint))
+    outcome.opened.sort(key=_urgency)
 
 
 def _storm_finding(held_back: list[Finding]) -> Finding | None:
@@ -191,18 +191,16 @@ def _storm_finding(held_back: list[Finding]) -> Finding | None:
 
 
 def _raise_storm(session: Session, storm: Finding, now: datetime) -> AlertChange:
-    found = session.scalars(select(Alert).where(Alert.fingerprint == storm.fingerprint)).first()
-    if found is None:
+    alert = session.scalars(select(Alert).where(Alert.fingerprint == storm.fingerprint)).first()
+    if alert is None:
         alert = Alert(**storm.opened(now))
         session.add(alert)
     else:
-        alert = found
         if alert.state == RESOLVED:
             reopen(alert, now)
             alert.occurrences += 1
         alert.last_seen_at = now
-        alert.evidence = storm.evidence
-        alert.subject = storm.subject
+        storm.refresh(alert)  # its severity is always the storm's own
     session.flush()
     return AlertChange.of(alert)
 

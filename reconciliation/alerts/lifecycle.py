@@ -11,7 +11,7 @@ alert_pass`). Every change is logged as one structlog line; the outbound webhook
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Final
 
@@ -90,11 +90,7 @@ class Finding:
     def opened(self, now: datetime) -> dict[str, Any]:
         """The columns of a new alert for this finding, first seen `now`."""
         return {
-            "kind": self.kind,
-            "severity": self.severity,
-            "subject": self.subject,
-            "fingerprint": self.fingerprint,
-            "evidence": self.evidence,
+            **{f.name: getattr(self, f.name) for f in fields(self)},
             "state": OPEN,
             "opened_at": now,
             "last_seen_at": now,
@@ -122,12 +118,7 @@ class AlertChange:
     @classmethod
     def of(cls, alert: Alert) -> AlertChange:
         return cls(
-            alert_id=alert.id,
-            kind=alert.kind,
-            severity=alert.severity,
-            subject=alert.subject,
-            fingerprint=alert.fingerprint,
-            state=alert.state,
+            alert.id, alert.kind, alert.severity, alert.subject, alert.fingerprint, alert.state
         )
 
 

@@ -34,16 +34,6 @@ KIND: Final = BODY_CONFLICT_ALERT
 SEVERITY: Final = "high"
 
 
-def conflict_finding(delivery_id: str, bodies: list[dict[str, Any]]) -> Finding:
-    return Finding(
-        kind=KIND,
-        severity=SEVERITY,
-        subject=body_conflict_subject(delivery_id),
-        fingerprint=body_conflict_fingerprint(delivery_id),
-        evidence={"deliveryId": delivery_id, "bodies": bodies},
-    )
-
-
 class DeliveryBodyConflict:
     kinds = (KIND,)
 
@@ -87,10 +77,18 @@ class DeliveryBodyConflict:
                 )
         found = []
         for delivery_id, seen in sorted(bodies.items()):
-            finding = conflict_finding(delivery_id, seen)
-            known = s.scalars(select(Alert).where(Alert.fingerprint == finding.fingerprint)).first()
-            if known is not None:
-                # Raised by the inbox with its own evidence: refresh it, do not rewrite it.
-                finding = Finding.of(known)
-            found.append(finding)
+            fp = body_conflict_fingerprint(delivery_id)
+            known = s.scalars(select(Alert).where(Alert.fingerprint == fp)).first()
+            # Raised by the inbox with its own evidence: refresh it, do not rewrite it.
+            found.append(
+                Finding.of(known)
+                if known is not None
+                else Finding(
+                    KIND,
+                    SEVERITY,
+                    body_conflict_subject(delivery_id),
+                    fp,
+                    {"deliveryId": delivery_id, "bodies": seen},
+                )
+            )
         return Assessment(kinds=self.kinds, findings=found, clears=False)

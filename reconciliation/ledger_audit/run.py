@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Final
 from uuid import UUID
@@ -150,8 +150,8 @@ class AuditResult:
             "alertsResolved": self.alerts_resolved,
             "holdingsDiffering": [
                 {
-                    **h.named.as_evidence(),
-                    "holding": h.named.label,
+                    **h.holding.as_evidence(),
+                    "holding": h.holding.label,
                     "gateway": h.gateway.as_dict(),
                     "store": h.store.as_dict(),
                     "beyondHorizon": h.beyond_horizon,
@@ -272,15 +272,10 @@ def _audit_one(
         stored = dict(stored_lines(session, holding_id, since))
         named = holding_identity(session, address.holding_ref)
     try:
-        audit, found = compare_holding(
-            address.holding_ref, stored, gateway_lines(fetch_for(address), terms, since), horizon
-        )
-        audit.holding = named
-        return audit, [replace(d, holding=named) for d in found]
+        lines = gateway_lines(fetch_for(address), terms, since)
+        return compare_holding(address.holding_ref, named, stored, lines, horizon)
     except ProviderError as exc:
-        audit = HoldingAudit(
-            address.holding_ref, error=f"{type(exc).__name__}: {exc}", holding=named
-        )
+        audit = HoldingAudit(address.holding_ref, named, error=f"{type(exc).__name__}: {exc}")
         log.warning(
             "audit.holding_unreadable", holding_ref=str(address.holding_ref), error=audit.error
         )
