@@ -16,7 +16,7 @@ from typing import Any, Final
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
-from reconciliation.alerts.lifecycle import Finding, fingerprint
+from reconciliation.alerts.lifecycle import Finding
 from reconciliation.drift.base import DriftContext, OneKindRule
 from reconciliation.drift.evidence import describe, natural_key
 from reconciliation.matching.backlog import active_row
@@ -55,33 +55,26 @@ def findings(session: Session, only: Iterable[tuple[str, int]] | None = None) ->
             query = query.where(table.c.id.in_(ids))
         for item_id, match_id, by, reason in session.execute(query):
             latest[(kind, int(item_id))] = (int(match_id), by, reason)  # the last one wins
-    evidence = describe(session, latest)
+    described = describe(session, latest)
     found = []
     for (kind, item_id), (match_id, by, reason) in sorted(latest.items()):
-        item = evidence.get((kind, item_id))
+        item = described.get((kind, item_id))
         if item is None:
             continue
-        key = natural_key(kind, item)
-        found.append(
-            Finding(
-                kind=KIND,
-                severity=SEVERITY,
-                # Named by the number the console and the CLI show (`recon match --posting
-                # 24`); the provider's refs are in the evidence, and the fingerprint keeps
-                # them so it survives a rebuild.
-                subject=(
-                    f"{kind} {item_id} has no counterpart since {by} took match {match_id} "
-                    f"apart ({reason}): match it again or accept it without a counterpart"
-                ),
-                fingerprint=fingerprint(KIND, kind, key),
-                evidence={
-                    "itemKind": kind,
-                    "itemId": item_id,
-                    kind: item,
-                    "match": match_id,
-                    "unmatchedBy": by,
-                    "reason": reason,
-                },
-            )
+        # Named by the number the console and the CLI show (`recon match --posting 24`); the
+        # provider's refs are in the evidence, and the fingerprint keeps them so it survives a
+        # rebuild.
+        subject = (
+            f"{kind} {item_id} has no counterpart since {by} took match {match_id} "
+            f"apart ({reason}): match it again or accept it without a counterpart"
         )
+        evidence = {
+            "itemKind": kind,
+            "itemId": item_id,
+            kind: item,
+            "match": match_id,
+            "unmatchedBy": by,
+            "reason": reason,
+        }
+        found.append(UnmatchedByHand().finding(subject, (kind, natural_key(kind, item)), evidence))
     return found

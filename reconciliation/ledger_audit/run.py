@@ -180,19 +180,13 @@ def paging_terms(session: Session, page_size: int) -> PagingTerms:
 
 
 def _holdings(session: Session, holding_ref: UUID | None) -> list[tuple[int, HoldingAddress]]:
-    query = select(Holding.id, Holding.account_ref, Holding.endpoint_ref, Holding.holding_ref)
-    one = Holding.holding_ref == holding_ref if holding_ref is not None else None
-    query = query.where(Holding.watched.is_(True) if one is None else one)
+    refs = select(Holding.account_ref, Holding.endpoint_ref, Holding.holding_ref, Holding.id)
+    scope = Holding.watched.is_(True) if holding_ref is None else Holding.holding_ref == holding_ref
     found = [
-        (
-            row.id,
-            HoldingAddress(
-                account_ref=row.account_ref,
-                endpoint_ref=row.endpoint_ref,
-                holding_ref=row.holding_ref,
-            ),
+        (holding_id, HoldingAddress(account_ref=account, endpoint_ref=endpoint, holding_ref=ref))
+        for account, endpoint, ref, holding_id in session.execute(
+            refs.where(scope).order_by(Holding.id)
         )
-        for row in session.execute(query.order_by(Holding.id))
     ]
     if holding_ref is not None and not found:
         raise AuditScopeError(
