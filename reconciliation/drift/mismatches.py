@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Final
 
-from sqlalchemy import and_, bindparam, or_, select, update
+from sqlalchemy import Select, and_, bindparam, or_, select, update
 
 from foundation import format_money
 from reconciliation.alerts.changes import Assessment
@@ -97,7 +97,7 @@ class MatchedMoneyMismatch:
                     continue
                 if unit is not None and unit != row["currency"]:
                     wrong[(UNIT, name, other_id)].add(row["posting_id"])
-                elif group is None and amount is not None and amount != row["amount"]:
+                elif group is None and amount is not None and amount != row["amount_minor"]:
                     wrong[(AMOUNT, name, other_id)].add(row["posting_id"])
         items = {(name, other) for _, name, other in wrong}
         items |= {("posting", p) for ids in wrong.values() for p in ids}
@@ -119,33 +119,13 @@ class MatchedMoneyMismatch:
 
     def _rows(self, ctx: DriftContext) -> list[dict[str, Any]]:
         m, p, n, t = matches, postings, notifications, transfers
-        base = (
-            select(
-                m.c.posting_id,
-                p.c.amount_minor.label("amount"),
-                p.c.currency.label("currency"),
-                m.c.notification_id,
-                n.c.event_type,
-                n.c.amount_minor.label("notification_amount"),
-                n.c.currency.label("notification_currency"),
-                m.c.transfer_id,
-                t.c.amount_minor.label("transfer_amount"),
-                t.c.currency.label("transfer_currency"),
-            )
-            .select_from(
-                m.join(p, p.c.id == m.c.posting_id)
-                .outerjoin(n, n.c.id == m.c.notification_id)
-                .outerjoin(t, t.c.id == m.c.transfer_id)
-            )
-            .where(
-                m.c.unmatched_at.is_(None),
-                or_(
-                    n.c.amount_minor != p.c.amount_minor,
-                    n.c.currency != p.c.currency,
-                    t.c.amount_minor != p.c.amount_minor,
-                    t.c.currency != p.c.currency,
-                    t.c.fee_charged_minor != 0,
-                ),
+        base = _matched(n.c.event_type).where(
+            or_(
+                n.c.amount_minor != p.c.amount_minor,
+                n.c.currency != p.c.currency,
+                t.c.amount_minor != p.c.amount_minor,
+                t.c.currency != p.c.currency,
+                t.c.fee_charged_minor != 0,
             )
         )
         note_ids, transfer_ids = named_by_active_alerts(
@@ -161,6 +141,32 @@ class MatchedMoneyMismatch:
         return [
             dict(r._mapping) for scope in scopes for r in ctx.session.execute(base.where(scope))
         ]
+
+
+def _matched(*more: Any) -> Select[Any]:
+    """Active matches with each side's money (the posting's, its notification's, its
+    transfer's), and `more` columns of them."""
+    m, p, n, t = matches, postings, notifications, transfers
+    return (
+        select(
+            m.c.posting_id,
+            m.c.notification_id,
+            m.c.transfer_id,
+            p.c.amount_minor,
+            p.c.currency,
+            n.c.amount_minor.label("notification_amount"),
+            n.c.currency.label("notification_currency"),
+            t.c.amount_minor.label("transfer_amount"),
+            t.c.currency.label("transfer_currency"),
+            *more,
+        )
+        .select_from(
+            m.join(p, p.c.id == m.c.posting_id)
+            .outerjoin(n, n.c.id == m.c.notification_id)
+            .outerjoin(t, t.c.id == m.c.transfer_id)
+        )
+        .where(m.c.unmatched_at.is_(None))
+    )
 
 
 def _fee_changed(ctx: DriftContext) -> list[int]:
@@ -190,34 +196,16 @@ def _load_groups(
 ) -> dict[tuple[str, int], tuple[TransferGroup, dict[str, Any]]]:
     """Each group with every leg matched to it, and the notification that names it (if any)."""
     m, p, n, t, h = matches, postings, notifications, transfers, holdings
-    query = (
-        select(
-            m.c.transfer_id,
-            m.c.notification_id,
-            p.c.id.label("posting_id"),
-            h.c.holding_ref,
-            p.c.side,
-            p.c.amount_minor,
-            p.c.currency,
-            t.c.amount_minor.label("transfer_amount"),
-            t.c.currency.label("transfer_currency"),
-            t.c.source_holding_ref,
-            t.c.dest_holding_ref,
-            t.c.fee_charged_minor,
-            t.c.fee_bearer,
-            t.c.fee_evidence,
-            n.c.amount_minor.label("notification_amount"),
-            n.c.currency.label("notification_currency"),
-            n.c.holding_ref.label("notification_holding_ref"),
-        )
-        .select_from(
-            m.join(p, p.c.id == m.c.posting_id)
-            .join(h, h.c.id == p.c.holding_id)
-            .outerjoin(t, t.c.id == m.c.transfer_id)
-            .outerjoin(n, n.c.id == m.c.notification_id)
-        )
-        .where(m.c.unmatched_at.is_(None))
-    )
+    query = _matched(
+        h.c.holding_ref,
+        p.c.side,
+        t.c.source_holding_ref,
+        t.c.dest_holding_ref,
+        t.c.fee_charged_minor,
+        t.c.fee_bearer,
+        t.c.fee_evidence,
+        n.c.holding_ref.label("notification_holding_ref"),
+    ).join(h, h.c.id == p.c.holding_id)
     found: dict[tuple[str, int], tuple[TransferGroup, dict[str, Any]]] = {}
     seen: set[tuple[tuple[str, int], int]] = set()
     for name, column in (("transfer", m.c.transfer_id), ("notification", m.c.notification_id)):
