@@ -19,7 +19,7 @@ from sqlalchemy import exists, select
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding
 from reconciliation.drift.base import DriftContext
-from reconciliation.drift.evidence import plain
+from reconciliation.drift.evidence import as_evidence
 from reconciliation.notifications.inbox import (
     BODY_CONFLICT_ALERT,
     REJECTED,
@@ -60,21 +60,16 @@ class DeliveryBodyConflict:
             )
         )
         bodies: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        fields = {
+            "deliveryPk": d.c.id,
+            "bodySha256": d.c.body_sha256,
+            "receivedAt": d.c.received_at,
+            "state": d.c.state,
+        }
         for batch in chunks(conflicted):
-            query = (
-                select(d.c.delivery_id, d.c.id, d.c.body_sha256, d.c.received_at, d.c.state)
-                .where(d.c.delivery_id.in_(batch))
-                .order_by(d.c.id)
-            )
-            for delivery_id, pk, digest, received_at, state in s.execute(query):
-                bodies[delivery_id].append(
-                    {
-                        "deliveryPk": pk,
-                        "bodySha256": digest,
-                        "receivedAt": plain(received_at),
-                        "state": state,
-                    }
-                )
+            query = select(d.c.delivery_id, *fields.values()).where(d.c.delivery_id.in_(batch))
+            for delivery_id, *body in s.execute(query.order_by(d.c.id)):
+                bodies[delivery_id].append(as_evidence(fields, body))
         found = []
         for delivery_id, seen in sorted(bodies.items()):
             fp = body_conflict_fingerprint(delivery_id)
