@@ -23,9 +23,8 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
 from reconciliation.alerts.lifecycle import (
-    ACKNOWLEDGED,
+    ACTIVE_STATES,
     AUTO_RESOLVER,
-    OPEN,
     RESOLVED,
     SEVERITIES,
     AlertChange,
@@ -80,8 +79,8 @@ class AlertOutcome:
         return events
 
 
-def _urgency(finding: Finding) -> tuple[int, str, str]:
-    return (SEVERITIES.index(finding.severity), finding.kind, finding.fingerprint)
+def _urgency(item: Finding | AlertChange) -> tuple[int, str, str]:
+    return (SEVERITIES.index(item.severity), item.kind, item.fingerprint)
 
 
 def apply_assessments(
@@ -116,9 +115,7 @@ def apply_assessments(
             continue
         seen_ids.append(alert.id)
         if alert.evidence != finding.evidence or alert.severity != finding.severity:
-            alert.evidence = finding.evidence
-            alert.severity = finding.severity
-            alert.subject = finding.subject
+            finding.refresh(alert)
     for ids in chunks(seen_ids):
         session.execute(update(Alert).where(Alert.id.in_(ids)).values(last_seen_at=now))
     outcome.refreshed = len(seen_ids)
@@ -158,24 +155,10 @@ def _open(
             reopen(alert, now)
             alert.last_seen_at = now
             alert.occurrences += 1
-            alert.evidence = finding.evidence
-            alert.severity = finding.severity
-            alert.subject = finding.subject
+            finding.refresh(alert)
             outcome.reopened.append(AlertChange.of(alert))
             continue
-        fresh.append(
-            {
-                "kind": finding.kind,
-                "severity": finding.severity,
-                "subject": finding.subject,
-                "fingerprint": finding.fingerprint,
-                "evidence": finding.evidence,
-                "state": OPEN,
-                "opened_at": now,
-                "last_seen_at": now,
-                "occurrences": 1,
-            }
-        )
+        fresh.append(finding.opened(now))
     if not fresh:
         return
     session.execute(insert(Alert), fresh)
@@ -183,7 +166,7 @@ def _open(
     for batch in chunks(opened):
         for alert in session.scalars(select(Alert).where(Alert.fingerprint.in_(batch))):
             outcome.opened.append(AlertChange.of(alert))
-    outcome.opened.sort(key=lambda c: (SEVERITIES.index(c.severity), c.kind, c.fingerprint))
+    outcome.opened.sort(key=_urgency)
 
 
 def _storm_finding(held_back: list[Finding]) -> Finding | None:
@@ -208,28 +191,16 @@ def _storm_finding(held_back: list[Finding]) -> Finding | None:
 
 
 def _raise_storm(session: Session, storm: Finding, now: datetime) -> AlertChange:
-    found = session.scalars(select(Alert).where(Alert.fingerprint == storm.fingerprint)).first()
-    if found is None:
-        alert = Alert(
-            kind=storm.kind,
-            severity=storm.severity,
-            subject=storm.subject,
-            fingerprint=storm.fingerprint,
-            evidence=storm.evidence,
-            state=OPEN,
-            opened_at=now,
-            last_seen_at=now,
-            occurrences=1,
-        )
+    alert = session.scalars(select(Alert).where(Alert.fingerprint == storm.fingerprint)).first()
+    if alert is None:
+        alert = Alert(**storm.opened(now))
         session.add(alert)
     else:
-        alert = found
         if alert.state == RESOLVED:
             reopen(alert, now)
             alert.occurrences += 1
         alert.last_seen_at = now
-        alert.evidence = storm.evidence
-        alert.subject = storm.subject
+        storm.refresh(alert)  # its severity is always the storm's own
     session.flush()
     return AlertChange.of(alert)
 
@@ -243,7 +214,7 @@ def _auto_resolve(
             alert
             for alert in session.scalars(
                 select(Alert).where(
-                    Alert.kind.in_(assessment.kinds), Alert.state.in_((OPEN, ACKNOWLEDGED))
+                    Alert.kind.in_(assessment.kinds), Alert.state.in_(ACTIVE_STATES)
                 )
             )
             if alert.fingerprint not in keep

@@ -11,7 +11,7 @@ alert_pass`). Every change is logged as one structlog line; the outbound webhook
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Final
 
@@ -31,6 +31,8 @@ OPEN: Final = "open"
 ACKNOWLEDGED: Final = "acknowledged"
 RESOLVED: Final = "resolved"
 STATES: Final = (OPEN, ACKNOWLEDGED, RESOLVED)
+#: The states of an alert that still asks for attention.
+ACTIVE_STATES: Final = (OPEN, ACKNOWLEDGED)
 
 #: Who resolved an alert whose condition cleared by itself (the pass, not a person).
 AUTO_RESOLVER: Final = "recon"
@@ -79,6 +81,28 @@ class Finding:
         if self.severity not in SEVERITIES:
             raise ValueError(f"severity {self.severity!r} is not one of {SEVERITIES}")
 
+    @classmethod
+    def of(cls, alert: Alert) -> Finding:
+        """The stored alert as seen again, unchanged: for a rule that keeps what another writer
+        raised (with richer evidence) rather than churn it."""
+        return cls(alert.kind, alert.severity, alert.subject, alert.fingerprint, alert.evidence)
+
+    def opened(self, now: datetime) -> dict[str, Any]:
+        """The columns of a new alert for this finding, first seen `now`."""
+        return {
+            **{f.name: getattr(self, f.name) for f in fields(self)},
+            "state": OPEN,
+            "opened_at": now,
+            "last_seen_at": now,
+            "occurrences": 1,
+        }
+
+    def refresh(self, alert: Alert) -> None:
+        """What the alert says now: this finding's evidence, severity and subject."""
+        alert.evidence = self.evidence
+        alert.severity = self.severity
+        alert.subject = self.subject
+
 
 @dataclass(frozen=True, slots=True)
 class AlertChange:
@@ -94,12 +118,7 @@ class AlertChange:
     @classmethod
     def of(cls, alert: Alert) -> AlertChange:
         return cls(
-            alert_id=alert.id,
-            kind=alert.kind,
-            severity=alert.severity,
-            subject=alert.subject,
-            fingerprint=alert.fingerprint,
-            state=alert.state,
+            alert.id, alert.kind, alert.severity, alert.subject, alert.fingerprint, alert.state
         )
 
 
@@ -138,22 +157,11 @@ def raise_alert(
     A resolved alert whose condition comes back is reopened rather than duplicated: its history
     (when it first happened, how often) is what the person on call needs.
     """
-    if severity not in SEVERITIES:
-        raise ValueError(f"severity {severity!r} is not one of {SEVERITIES}")
+    finding = Finding(kind, severity, subject, fingerprint, evidence)  # checks the severity
     now = now or utcnow()
     alert = session.scalars(select(Alert).where(Alert.fingerprint == fingerprint)).one_or_none()
     if alert is None:
-        fresh = Alert(
-            kind=kind,
-            severity=severity,
-            subject=subject,
-            fingerprint=fingerprint,
-            evidence=evidence,
-            state=OPEN,
-            opened_at=now,
-            last_seen_at=now,
-            occurrences=1,
-        )
+        fresh = Alert(**finding.opened(now))
         try:
             # A savepoint: two workers may open the same alert at once (two inbox batches with
             # the same unreadable shape); the loser refreshes the winner's row instead of
@@ -167,9 +175,7 @@ def raise_alert(
             return fresh
     alert.last_seen_at = now
     alert.occurrences += 1
-    alert.evidence = evidence
-    alert.severity = severity
-    alert.subject = subject
+    finding.refresh(alert)
     if alert.state == RESOLVED:
         reopen(alert, now)
         session.flush()
@@ -217,13 +223,7 @@ def acknowledge_alert(
             f"alert {alert_id} is already resolved (by {alert.resolved_by}); nothing to acknowledge"
         )
     if alert.state == OPEN:
-        alert.state = ACKNOWLEDGED
-        alert.acknowledged_at = utcnow()
-        alert.acknowledged_by = who
-        if note:
-            alert.note = note
-        session.flush()
-        log_change("alert.acknowledged", AlertChange.of(alert), by=who)
+        _record(session, alert, ACKNOWLEDGED, who, note)
     return alert
 
 
@@ -234,14 +234,19 @@ def resolve_alert(session: Session, alert_id: int, *, by: str, note: str | None 
     who = _checked_actor(by)
     alert = get_alert(session, alert_id)
     if alert.state != RESOLVED:
-        alert.state = RESOLVED
-        alert.resolved_at = utcnow()
-        alert.resolved_by = who
-        if note:
-            alert.note = note
-        session.flush()
-        log_change("alert.resolved", AlertChange.of(alert), by=who)
+        _record(session, alert, RESOLVED, who, note)
     return alert
+
+
+def _record(session: Session, alert: Alert, state: str, who: str, note: str | None) -> None:
+    """A person moved the alert to `state`: when, who (`<state>_at`, `<state>_by`), their note."""
+    alert.state = state
+    setattr(alert, f"{state}_at", utcnow())
+    setattr(alert, f"{state}_by", who)
+    if note:
+        alert.note = note
+    session.flush()
+    log_change(f"alert.{state}", AlertChange.of(alert), by=who)
 
 
 def list_alerts(
@@ -254,7 +259,7 @@ def list_alerts(
     """Alerts, most urgent and newest first; `state` 'active' means open or acknowledged."""
     query = select(Alert)
     if state == "active":
-        query = query.where(Alert.state.in_((OPEN, ACKNOWLEDGED)))
+        query = query.where(Alert.state.in_(ACTIVE_STATES))
     elif state is not None:
         if state not in STATES:
             raise AlertError(f"state {state!r} is not one of {(*STATES, 'active')}")

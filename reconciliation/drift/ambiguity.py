@@ -12,9 +12,8 @@ from typing import Any, Final
 
 from sqlalchemy import select
 
-from reconciliation.alerts.changes import Assessment
-from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, Finding, fingerprint
-from reconciliation.drift.base import DriftContext
+from reconciliation.alerts.lifecycle import ACTIVE_STATES, Finding
+from reconciliation.drift.base import DriftContext, OneKindRule
 from reconciliation.drift.evidence import describe, natural_key
 from reconciliation.matching.status import ITEM_TABLES
 from reconciliation.store.in_lists import chunks
@@ -24,10 +23,8 @@ KIND: Final = "ambiguous_match"
 SEVERITY: Final = "medium"
 
 
-class AmbiguousMatch:
-    kinds = (KIND,)
-
-    def assess(self, ctx: DriftContext) -> Assessment:
+class AmbiguousMatch(OneKindRule, kind=KIND, severity=SEVERITY):
+    def find(self, ctx: DriftContext) -> list[Finding]:
         found: dict[str, Finding] = {}
         items = {a.anchor for a in ctx.ambiguities}
         items |= {r for a in ctx.ambiguities for r in a.rivals}
@@ -37,15 +34,11 @@ class AmbiguousMatch:
             anchor = evidence[ambiguity.anchor]
             rivals = [evidence[r] for r in ambiguity.rivals]
             rival_kind = ambiguity.rivals[0][0] if ambiguity.rivals else "item"
-            finding = Finding(
-                kind=KIND,
-                severity=SEVERITY,
-                subject=(
-                    f"{kind} {natural_key(kind, anchor)} has {len(rivals)} candidate "
-                    f"{rival_kind}s by rule {ambiguity.rule}; a person must choose (recon match)"
-                ),
-                fingerprint=fingerprint(KIND, kind, natural_key(kind, anchor)),
-                evidence={
+            finding = self.finding(
+                f"{kind} {natural_key(kind, anchor)} has {len(rivals)} candidate "
+                f"{rival_kind}s by rule {ambiguity.rule}; a person must choose (recon match)",
+                (kind, natural_key(kind, anchor)),
+                {
                     "rule": ambiguity.rule,
                     "anchorKind": kind,
                     "anchorId": ambiguity.anchor[1],
@@ -56,26 +49,13 @@ class AmbiguousMatch:
             )
             found[finding.fingerprint] = finding
         for alert in self._still_exceptions(ctx):
-            found.setdefault(
-                alert.fingerprint,
-                Finding(
-                    kind=KIND,
-                    severity=alert.severity,
-                    subject=alert.subject,
-                    fingerprint=alert.fingerprint,
-                    evidence=alert.evidence,
-                ),
-            )
-        return Assessment(kinds=self.kinds, findings=list(found.values()))
+            found.setdefault(alert.fingerprint, Finding.of(alert))
+        return list(found.values())
 
     def _still_exceptions(self, ctx: DriftContext) -> list[Alert]:
-        active = list(
-            ctx.session.scalars(
-                select(Alert).where(Alert.kind == KIND, Alert.state.in_((OPEN, ACKNOWLEDGED)))
-            )
-        )
+        active = select(Alert).where(Alert.kind == KIND, Alert.state.in_(ACTIVE_STATES))
         by_kind: dict[str, dict[int, Alert]] = {}
-        for alert in active:
+        for alert in ctx.session.scalars(active):
             ev: dict[str, Any] = alert.evidence or {}
             if ev.get("anchorKind") in ITEM_TABLES and isinstance(ev.get("anchorId"), int):
                 by_kind.setdefault(ev["anchorKind"], {})[ev["anchorId"]] = alert

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Any, ClassVar, Protocol
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from reconciliation.alerts.changes import Assessment
+from reconciliation.alerts.lifecycle import ACTIVE_STATES, Finding, fingerprint
 from reconciliation.matching.outcome import Ambiguity, MatchTally
 from reconciliation.policy import ReconcilePolicy
+from reconciliation.store.models import Alert
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,3 +63,38 @@ class DriftRule(Protocol):
         """The alert kinds this rule owns."""
 
     def assess(self, ctx: DriftContext) -> Assessment: ...
+
+
+class OneKindRule:
+    """A rule that owns one alert kind at one severity and sees its whole condition each pass:
+    `find` lists what it sees now (`class R(OneKindRule, kind=..., severity=...)`)."""
+
+    kinds: ClassVar[tuple[str, ...]]
+    severity: ClassVar[str]
+
+    def __init_subclass__(cls, *, kind: str, severity: str) -> None:
+        cls.kinds, cls.severity = (kind,), severity
+
+    def assess(self, ctx: DriftContext) -> Assessment:
+        return Assessment(kinds=self.kinds, findings=self.find(ctx))
+
+    def find(self, ctx: DriftContext) -> list[Finding]:
+        raise NotImplementedError
+
+    def finding(self, subject: str, key: tuple[object, ...], evidence: dict[str, Any]) -> Finding:
+        """One condition, fingerprinted by the kind and the natural keys of what it is about."""
+        kind = self.kinds[0]
+        return Finding(kind, self.severity, subject, fingerprint(kind, *key), evidence)
+
+
+def named_by_active_alerts(session: Session, kinds: tuple[str, ...], *items: str) -> list[set[int]]:
+    """For each item kind ('notification', 'transfer'), the row ids that the active alerts of
+    these kinds name in their evidence: a rule reads them again to see whether they cleared."""
+    named: list[set[int]] = [set() for _ in items]
+    query = select(Alert.evidence).where(Alert.kind.in_(kinds), Alert.state.in_(ACTIVE_STATES))
+    for evidence in session.scalars(query):
+        for ids, item in zip(named, items, strict=True):
+            item_id = ((evidence or {}).get(item) or {}).get(f"{item}Id")
+            if isinstance(item_id, int):
+                ids.add(item_id)
+    return named

@@ -21,10 +21,9 @@ from typing import Any, Final
 
 from sqlalchemy import ColumnElement, Table, and_, false, or_, select
 
-from reconciliation.alerts.changes import Assessment
-from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, Finding, fingerprint
-from reconciliation.drift.base import DriftContext
-from reconciliation.drift.evidence import NOTIFICATION_FIELDS, TRANSFER_FIELDS, as_evidence
+from reconciliation.alerts.lifecycle import Finding
+from reconciliation.drift.base import DriftContext, OneKindRule, named_by_active_alerts
+from reconciliation.drift.evidence import NOTIFICATION_FIELDS, TRANSFER_FIELDS, split
 from reconciliation.matching.backlog import in_backlog
 from reconciliation.matching.transfer_states import (
     TransferState,
@@ -34,11 +33,12 @@ from reconciliation.matching.transfer_states import (
 )
 from reconciliation.matching.vocabulary import FAILED_EVENTS, MONEY_EVENTS, POSTED_EVENTS
 from reconciliation.store.in_lists import chunks
-from reconciliation.store.models import Alert
 from reconciliation.store.tables import matches, notifications, transfers
 
 KIND: Final = "status_contradiction"
 SEVERITY: Final = "critical"
+#: A notification and its transfer as evidence, when recon heard of it, the transfer's state.
+Pair = tuple[dict[str, Any], dict[str, Any], datetime, TransferState]
 
 
 def contradiction(
@@ -73,34 +73,19 @@ def disagreeing(n: Table, t: Table) -> ColumnElement[bool]:
     )
 
 
-class StatusContradiction:
-    kinds = (KIND,)
-
-    def assess(self, ctx: DriftContext) -> Assessment:
+class StatusContradiction(OneKindRule, kind=KIND, severity=SEVERITY):
+    def find(self, ctx: DriftContext) -> list[Finding]:
         cutoff = ctx.ago(ctx.policy.notification_grace_seconds)
         found = []
-        for note, transfer in self._pairs(ctx):
-            heard_at = max(note.pop("_occurred"), note.pop("_created"))
-            state = TransferState(
-                status=transfer["status"],
-                is_terminal=bool(transfer.pop("_terminal")),
-                is_successful=transfer.pop("_successful"),
-            )
+        for note, transfer, heard_at, state in self._pairs(ctx):
             why = contradiction(note["eventType"], state, heard_at, cutoff)
-            if why is None:
-                continue
-            found.append(
-                Finding(
-                    kind=KIND,
-                    severity=SEVERITY,
-                    subject=f"transfer {transfer['transferRef']}: {why}",
-                    fingerprint=fingerprint(KIND, note["eventId"]),
-                    evidence={"notification": note, "transfer": transfer, "why": why},
-                )
-            )
-        return Assessment(kinds=self.kinds, findings=found)
+            if why is not None:
+                subject = f"transfer {transfer['transferRef']}: {why}"
+                evidence = {"notification": note, "transfer": transfer, "why": why}
+                found.append(self.finding(subject, (note["eventId"],), evidence))
+        return found
 
-    def _pairs(self, ctx: DriftContext) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    def _pairs(self, ctx: DriftContext) -> list[Pair]:
         """Disagreeing (notification, transfer) pairs among those that can have changed."""
         n, t, m = notifications, transfers, matches
         moving = transfers.alias("moving")  # driven from the few transfers still in flight
@@ -119,33 +104,20 @@ class StatusContradiction:
         unchecked = select(m.c.notification_id).where(
             m.c.id > ctx.matches_checked, m.c.id <= ctx.matches_top
         )
-        named = sorted(ctx.matched.status_suspects | set(self._named_by_open_alerts(ctx)))
+        (named,) = named_by_active_alerts(ctx.session, self.kinds, "notification")
         scopes = [
             in_backlog("notification", n.c.id),
             n.c.transfer_ref.in_(
                 select(moving.c.transfer_ref).where(moving.c.is_terminal == false())
             ),
             n.c.id.in_(unchecked),
-            *(n.c.id.in_(batch) for batch in chunks(named)),
+            *(n.c.id.in_(batch) for batch in chunks(sorted(ctx.matched.status_suspects | named))),
         ]
-        width = len(NOTIFICATION_FIELDS)
-        pairs: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
+        pairs: dict[int, Pair] = {}
         for scope in scopes:
             for row in ctx.session.execute(base.where(scope)):
-                note = as_evidence(NOTIFICATION_FIELDS, row[:width])
-                note["_occurred"], note["_created"] = row[width], row[width + 1]
-                rest = row[width + 2 :]
-                transfer = as_evidence(TRANSFER_FIELDS, rest[: len(TRANSFER_FIELDS)])
-                transfer["_terminal"], transfer["_successful"] = rest[len(TRANSFER_FIELDS) :]
-                pairs[note["notificationId"]] = (note, transfer)
+                note, (occurred, created, *rest) = split(NOTIFICATION_FIELDS, row)
+                transfer, (terminal, successful) = split(TRANSFER_FIELDS, rest)
+                state = TransferState(transfer["status"], bool(terminal), successful)
+                pairs[note["notificationId"]] = (note, transfer, max(occurred, created), state)
         return list(pairs.values())
-
-    def _named_by_open_alerts(self, ctx: DriftContext) -> list[int]:
-        ids = []
-        for evidence in ctx.session.scalars(
-            select(Alert.evidence).where(Alert.kind == KIND, Alert.state.in_((OPEN, ACKNOWLEDGED)))
-        ):
-            note_id = (evidence or {}).get("notification", {}).get("notificationId")
-            if isinstance(note_id, int):
-                ids.append(note_id)
-        return ids

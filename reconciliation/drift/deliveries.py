@@ -19,7 +19,7 @@ from sqlalchemy import exists, select
 from reconciliation.alerts.changes import Assessment
 from reconciliation.alerts.lifecycle import Finding
 from reconciliation.drift.base import DriftContext
-from reconciliation.drift.evidence import plain
+from reconciliation.drift.evidence import as_evidence
 from reconciliation.notifications.inbox import (
     BODY_CONFLICT_ALERT,
     REJECTED,
@@ -32,16 +32,6 @@ from reconciliation.store.tables import deliveries
 
 KIND: Final = BODY_CONFLICT_ALERT
 SEVERITY: Final = "high"
-
-
-def conflict_finding(delivery_id: str, bodies: list[dict[str, Any]]) -> Finding:
-    return Finding(
-        kind=KIND,
-        severity=SEVERITY,
-        subject=body_conflict_subject(delivery_id),
-        fingerprint=body_conflict_fingerprint(delivery_id),
-        evidence={"deliveryId": delivery_id, "bodies": bodies},
-    )
 
 
 class DeliveryBodyConflict:
@@ -70,29 +60,30 @@ class DeliveryBodyConflict:
             )
         )
         bodies: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        fields = {
+            "deliveryPk": d.c.id,
+            "bodySha256": d.c.body_sha256,
+            "receivedAt": d.c.received_at,
+            "state": d.c.state,
+        }
         for batch in chunks(conflicted):
-            query = (
-                select(d.c.delivery_id, d.c.id, d.c.body_sha256, d.c.received_at, d.c.state)
-                .where(d.c.delivery_id.in_(batch))
-                .order_by(d.c.id)
-            )
-            for delivery_id, pk, digest, received_at, state in s.execute(query):
-                bodies[delivery_id].append(
-                    {
-                        "deliveryPk": pk,
-                        "bodySha256": digest,
-                        "receivedAt": plain(received_at),
-                        "state": state,
-                    }
-                )
+            query = select(d.c.delivery_id, *fields.values()).where(d.c.delivery_id.in_(batch))
+            for delivery_id, *body in s.execute(query.order_by(d.c.id)):
+                bodies[delivery_id].append(as_evidence(fields, body))
         found = []
         for delivery_id, seen in sorted(bodies.items()):
-            finding = conflict_finding(delivery_id, seen)
-            known = s.scalars(select(Alert).where(Alert.fingerprint == finding.fingerprint)).first()
-            if known is not None:
-                # Raised by the inbox with its own evidence: refresh it, do not rewrite it.
-                finding = Finding(
-                    KIND, known.severity, known.subject, known.fingerprint, known.evidence
+            fp = body_conflict_fingerprint(delivery_id)
+            known = s.scalars(select(Alert).where(Alert.fingerprint == fp)).first()
+            # Raised by the inbox with its own evidence: refresh it, do not rewrite it.
+            found.append(
+                Finding.of(known)
+                if known is not None
+                else Finding(
+                    KIND,
+                    SEVERITY,
+                    body_conflict_subject(delivery_id),
+                    fp,
+                    {"deliveryId": delivery_id, "bodies": seen},
                 )
-            found.append(finding)
+            )
         return Assessment(kinds=self.kinds, findings=found, clears=False)

@@ -78,55 +78,43 @@ def as_evidence(fields: dict[str, Any], row: Any) -> dict[str, Any]:
     }
 
 
-def describe_postings(session: Session, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+#: Item kind -> its evidence fields (the row id first) and the rows they are read from.
+ITEMS: Final = {
+    "posting": (POSTING_FIELDS, postings.join(holdings, holdings.c.id == postings.c.holding_id)),
+    "notification": (NOTIFICATION_FIELDS, notifications),
+    "transfer": (TRANSFER_FIELDS, transfers),
+}
+
+
+def split(fields: dict[str, Any], row: Any) -> tuple[dict[str, Any], Any]:
+    """A row that starts with these fields: them as evidence, and the columns after them."""
+    return as_evidence(fields, row[: len(fields)]), row[len(fields) :]
+
+
+def describe_items(session: Session, kind: str, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+    """Evidence of items of one kind ('posting', 'notification', 'transfer'), by row id."""
+    fields, rows = ITEMS[kind]
+    row_id = next(iter(fields.values()))
     found: dict[int, dict[str, Any]] = {}
     for batch in chunks(sorted(set(ids))):
-        query = (
-            select(*POSTING_FIELDS.values())
-            .join(holdings, holdings.c.id == postings.c.holding_id)
-            .where(postings.c.id.in_(batch))
-        )
+        query = select(*fields.values()).select_from(rows).where(row_id.in_(batch))
         for row in session.execute(query):
-            item = as_evidence(POSTING_FIELDS, row)
-            found[item["postingId"]] = item
-    return found
-
-
-def describe_notifications(session: Session, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
-    found: dict[int, dict[str, Any]] = {}
-    for batch in chunks(sorted(set(ids))):
-        query = select(*NOTIFICATION_FIELDS.values()).where(notifications.c.id.in_(batch))
-        for row in session.execute(query):
-            item = as_evidence(NOTIFICATION_FIELDS, row)
-            found[item["notificationId"]] = item
-    return found
-
-
-def describe_transfers(session: Session, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
-    found: dict[int, dict[str, Any]] = {}
-    for batch in chunks(sorted(set(ids))):
-        query = select(*TRANSFER_FIELDS.values()).where(transfers.c.id.in_(batch))
-        for row in session.execute(query):
-            item = as_evidence(TRANSFER_FIELDS, row)
-            found[item["transferId"]] = item
+            found[row[0]] = as_evidence(fields, row)
     return found
 
 
 def describe(
     session: Session, items: Iterable[tuple[str, int]]
 ) -> dict[tuple[str, int], dict[str, Any]]:
-    """Evidence of (kind, id) items of any kind, kind 'posting', 'notification' or 'transfer'."""
-    wanted: dict[str, set[int]] = {"posting": set(), "notification": set(), "transfer": set()}
-    for kind, item_id in items:
-        wanted[kind].add(item_id)
-    found: dict[tuple[str, int], dict[str, Any]] = {}
-    for item_id, ev in describe_postings(session, wanted["posting"]).items():
-        found[("posting", item_id)] = ev
-    for item_id, ev in describe_notifications(session, wanted["notification"]).items():
-        found[("notification", item_id)] = ev
-    for item_id, ev in describe_transfers(session, wanted["transfer"]).items():
-        found[("transfer", item_id)] = ev
-    return found
+    """Evidence of (kind, id) items of any kind."""
+    wanted = list(items)
+    return {
+        (kind, item_id): ev
+        for kind in ITEMS
+        for item_id, ev in describe_items(
+            session, kind, (i for k, i in wanted if k == kind)
+        ).items()
+    }
 
 
 def natural_key(kind: str, evidence: dict[str, Any]) -> str:

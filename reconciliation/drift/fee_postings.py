@@ -27,10 +27,9 @@ from typing import Any, Final
 from sqlalchemy import and_, exists, or_, select
 
 from foundation import format_money
-from reconciliation.alerts.changes import Assessment
-from reconciliation.alerts.lifecycle import Finding, fingerprint
-from reconciliation.drift.base import DriftContext
-from reconciliation.drift.evidence import describe, describe_postings
+from reconciliation.alerts.lifecycle import Finding
+from reconciliation.drift.base import DriftContext, OneKindRule
+from reconciliation.drift.evidence import describe_items
 from reconciliation.matching.backlog import in_backlog
 from reconciliation.matching.sql import shift_seconds
 from reconciliation.store.models import EXCEPTION
@@ -44,10 +43,8 @@ PRINCIPAL_KIND: Final = "transfer_settlement"
 MOST_CANDIDATES: Final = 10
 
 
-class FeeUnexplained:
-    kinds = (KIND,)
-
-    def assess(self, ctx: DriftContext) -> Assessment:
+class FeeUnexplained(OneKindRule, kind=KIND, severity=SEVERITY):
+    def find(self, ctx: DriftContext) -> list[Finding]:
         cutoff = ctx.ago(ctx.policy.notification_grace_seconds)
         p, n, m, t = postings, notifications, matches, transfers
         leg = postings.alias("transfer_leg")
@@ -100,39 +97,34 @@ class FeeUnexplained:
             if transfer_id is not None:
                 beside_ids[pid].add(int(transfer_id))
         ids = sorted(pid for pid, is_fee in fees.items() if is_fee)
-        return Assessment(kinds=self.kinds, findings=_findings(ctx, ids, beside_ids))
+        return self._findings(ctx, ids, beside_ids)
 
-
-def _findings(ctx: DriftContext, ids: list[int], beside: dict[int, set[int]]) -> list[Finding]:
-    described = describe_postings(ctx.session, ids)
-    wanted = {("transfer", t) for pid in ids for t in sorted(beside[pid])[:MOST_CANDIDATES]}
-    evidence = describe(ctx.session, wanted)
-    found = []
-    for pid in ids:
-        ev = described[pid]
-        candidates: list[Any] = [
-            evidence[("transfer", t)] for t in sorted(beside[pid])[:MOST_CANDIDATES]
-        ]
-        could = (
-            f"; it could be the fee of {len(candidates)} transfer"
-            f"{'' if len(candidates) == 1 else 's'} beside it, none of which it fits"
-            if candidates
-            else "; no transfer charging a fee has a leg beside it"
+    def _findings(
+        self, ctx: DriftContext, ids: list[int], beside: dict[int, set[int]]
+    ) -> list[Finding]:
+        shown = {pid: sorted(beside[pid])[:MOST_CANDIDATES] for pid in ids}
+        described = describe_items(ctx.session, "posting", ids)
+        transfers_beside = describe_items(
+            ctx.session, "transfer", (t for ts in shown.values() for t in ts)
         )
-        found.append(
-            Finding(
-                kind=KIND,
-                severity=SEVERITY,
-                subject=(
-                    f"fee posting of {format_money(int(ev['amountMinor']), ev['currency'])} "
-                    f"({ev['journalKind']}, receipt {ev['receiptRef']}) joins no transfer"
-                    f"{could}: match it (recon match) or accept it (recon accept)"
-                ),
-                fingerprint=fingerprint(KIND, ev["journalRef"], ev["lineRef"]),
-                evidence={"posting": ev, "candidateTransfers": candidates},
+        found = []
+        for pid in ids:
+            ev = described[pid]
+            candidates: list[Any] = [transfers_beside[t] for t in shown[pid]]
+            could = (
+                f"; it could be the fee of {len(candidates)} transfer"
+                f"{'' if len(candidates) == 1 else 's'} beside it, none of which it fits"
+                if candidates
+                else "; no transfer charging a fee has a leg beside it"
             )
-        )
-    return found
+            subject = (
+                f"fee posting of {format_money(int(ev['amountMinor']), ev['currency'])} "
+                f"({ev['journalKind']}, receipt {ev['receiptRef']}) joins no transfer"
+                f"{could}: match it (recon match) or accept it (recon accept)"
+            )
+            evidence = {"posting": ev, "candidateTransfers": candidates}
+            found.append(self.finding(subject, (ev["journalRef"], ev["lineRef"]), evidence))
+        return found
 
 
 __all__ = ["KIND", "FeeUnexplained"]

@@ -14,15 +14,14 @@ otherwise a person acknowledges or resolves it once the difference is explained.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from sqlalchemy import select, true
 
 from foundation import format_money
-from reconciliation.alerts.changes import Assessment
-from reconciliation.alerts.lifecycle import Finding, fingerprint
-from reconciliation.drift.base import DriftContext
-from reconciliation.drift.evidence import TRANSFER_FIELDS, as_evidence
+from reconciliation.alerts.lifecycle import Finding
+from reconciliation.drift.base import DriftContext, OneKindRule
+from reconciliation.drift.evidence import TRANSFER_FIELDS, split
 from reconciliation.store.tables import transfers
 
 KIND: Final = "fee_mismatch"
@@ -31,10 +30,8 @@ KIND: Final = "fee_mismatch"
 SEVERITY: Final = "medium"
 
 
-class FeeMismatch:
-    kinds = (KIND,)
-
-    def assess(self, ctx: DriftContext) -> Assessment:
+class FeeMismatch(OneKindRule, kind=KIND, severity=SEVERITY):
+    def find(self, ctx: DriftContext) -> list[Finding]:
         t = transfers
         query = select(
             *TRANSFER_FIELDS.values(),
@@ -50,33 +47,25 @@ class FeeMismatch:
             t.c.is_terminal == true(),
             t.c.is_successful == true(),
         )
-        width = len(TRANSFER_FIELDS)
-        found = []
-        for row in ctx.session.execute(query):
-            quoted, charged, bearer, raw = row[width:]
-            transfer = as_evidence(TRANSFER_FIELDS, row[:width])
-            unit = transfer["currency"]
-            found.append(
-                Finding(
-                    kind=KIND,
-                    severity=SEVERITY,
-                    subject=(
-                        f"transfer {transfer['transferRef']} was charged a fee of "
-                        f"{format_money(int(charged), unit)}, its accepted quote said "
-                        f"{format_money(int(quoted), unit)}"
-                    ),
-                    fingerprint=fingerprint(KIND, transfer["transferRef"]),
-                    evidence={
-                        "transfer": transfer,
-                        "fee": {
-                            "quotedMinor": str(quoted),
-                            "chargedMinor": str(charged),
-                            "differenceMinor": int(charged) - int(quoted),
-                            "currency": unit,
-                            "bearer": bearer,
-                            "asRead": raw,
-                        },
-                    },
-                )
-            )
-        return Assessment(kinds=self.kinds, findings=found)
+        return [self._finding(*split(TRANSFER_FIELDS, row)) for row in ctx.session.execute(query)]
+
+    def _finding(self, transfer: dict[str, Any], fee: Any) -> Finding:
+        quoted, charged, bearer, raw = fee
+        unit = transfer["currency"]
+        return self.finding(
+            f"transfer {transfer['transferRef']} was charged a fee of "
+            f"{format_money(int(charged), unit)}, its accepted quote said "
+            f"{format_money(int(quoted), unit)}",
+            (transfer["transferRef"],),
+            {
+                "transfer": transfer,
+                "fee": {
+                    "quotedMinor": str(quoted),
+                    "chargedMinor": str(charged),
+                    "differenceMinor": int(charged) - int(quoted),
+                    "currency": unit,
+                    "bearer": bearer,
+                    "asRead": raw,
+                },
+            },
+        )

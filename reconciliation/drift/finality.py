@@ -11,10 +11,9 @@ from typing import Final
 from sqlalchemy import select
 
 from foundation import moment, words
-from reconciliation.alerts.changes import Assessment
-from reconciliation.alerts.lifecycle import Finding, fingerprint
-from reconciliation.drift.base import DriftContext
-from reconciliation.drift.evidence import TRANSFER_FIELDS, as_evidence
+from reconciliation.alerts.lifecycle import Finding
+from reconciliation.drift.base import DriftContext, OneKindRule
+from reconciliation.drift.evidence import TRANSFER_FIELDS, split
 from reconciliation.store.tables import transfers
 from reconciliation.transfers.lateness import finality_deadline, late
 
@@ -22,33 +21,21 @@ KIND: Final = "finality_overdue"
 SEVERITY: Final = "medium"
 
 
-class FinalityOverdue:
-    kinds = (KIND,)
-
-    def assess(self, ctx: DriftContext) -> Assessment:
+class FinalityOverdue(OneKindRule, kind=KIND, severity=SEVERITY):
+    def find(self, ctx: DriftContext) -> list[Finding]:
         t = transfers
         allowed = ctx.policy.finality_deadline_seconds
         query = select(
             *TRANSFER_FIELDS.values(), t.c.requested_at, t.c.created_at, t.c.finality_deadline_at
         ).where(late(ctx.now, allowed))
-        width = len(TRANSFER_FIELDS)
         found = []
         for row in ctx.session.execute(query):
-            requested_at, created_at, deadline_at = row[width:]
+            evidence, (requested_at, created_at, deadline_at) = split(TRANSFER_FIELDS, row)
             deadline = finality_deadline(deadline_at, requested_at, created_at, allowed)
-            evidence = as_evidence(TRANSFER_FIELDS, row[:width])
             evidence["deadline"] = deadline.isoformat()
-            found.append(
-                Finding(
-                    kind=KIND,
-                    severity=SEVERITY,
-                    subject=(
-                        f"transfer {evidence['transferRef']} is still "
-                        f"{words(evidence['status'])} past its finality deadline "
-                        f"({moment(deadline)})"
-                    ),
-                    fingerprint=fingerprint(KIND, evidence["transferRef"]),
-                    evidence={"transfer": evidence},
-                )
+            subject = (
+                f"transfer {evidence['transferRef']} is still {words(evidence['status'])} "
+                f"past its finality deadline ({moment(deadline)})"
             )
-        return Assessment(kinds=self.kinds, findings=found)
+            found.append(self.finding(subject, (evidence["transferRef"],), {"transfer": evidence}))
+        return found

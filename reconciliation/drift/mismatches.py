@@ -30,13 +30,13 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Final
 
-from sqlalchemy import bindparam, or_, select, update
+from sqlalchemy import Select, and_, bindparam, or_, select, update
 
 from foundation import format_money
 from reconciliation.alerts.changes import Assessment
-from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, Finding, fingerprint
-from reconciliation.drift.base import DriftContext
-from reconciliation.drift.evidence import describe
+from reconciliation.alerts.lifecycle import Finding, fingerprint
+from reconciliation.drift.base import DriftContext, named_by_active_alerts
+from reconciliation.drift.evidence import describe, natural_key
 from reconciliation.drift.transfer_groups import (
     GroupLeg,
     TransferGroup,
@@ -47,7 +47,6 @@ from reconciliation.drift.transfer_groups import (
 from reconciliation.matching.fee_legs import fee_rule_rivals
 from reconciliation.matching.vocabulary import TRANSACTION_COMPLETED
 from reconciliation.store.in_lists import chunks
-from reconciliation.store.models import Alert
 from reconciliation.store.tables import holdings, matches, notifications, postings, transfers
 
 AMOUNT: Final = "amount_mismatch"
@@ -55,8 +54,8 @@ UNIT: Final = "unit_mismatch"
 SEVERITY: Final = "high"
 
 
-#: Which side of a row is compared with the posting, and under which evidence key.
-COUNTERPARTS: Final = (("notification", notifications), ("transfer", transfers))
+#: The sides of a row compared with the posting, each its evidence key.
+COUNTERPARTS: Final = ("notification", "transfer")
 
 
 def _claimed(kind: str, item: dict[str, Any]) -> str:
@@ -64,6 +63,10 @@ def _claimed(kind: str, item: dict[str, Any]) -> str:
     if kind == UNIT:
         return str(item["currency"])
     return format_money(int(item["amountMinor"]), item["currency"])
+
+
+def _finding(kind: str, subject: str, key: tuple[str, Any], evidence: dict[str, Any]) -> Finding:
+    return Finding(kind, SEVERITY, subject, fingerprint(kind, *key), evidence)
 
 
 def group_of(row: dict[str, Any]) -> tuple[str, int] | None:
@@ -88,20 +91,13 @@ class MatchedMoneyMismatch:
             group = group_of(row)
             if group is not None:
                 groups.add(group)
-            for name, _ in COUNTERPARTS:
-                other_id = row[f"{name}_id"]
+            for name in COUNTERPARTS:
+                other_id, unit, amount = (row[f"{name}_{c}"] for c in ("id", "currency", "amount"))
                 if other_id is None:
                     continue
-                if (
-                    row[f"{name}_currency"] is not None
-                    and row[f"{name}_currency"] != row["currency"]
-                ):
+                if unit is not None and unit != row["currency"]:
                     wrong[(UNIT, name, other_id)].add(row["posting_id"])
-                elif (
-                    group is None
-                    and row[f"{name}_amount"] is not None
-                    and row[f"{name}_amount"] != row["amount"]
-                ):
+                elif group is None and amount is not None and amount != row["amount_minor"]:
                     wrong[(AMOUNT, name, other_id)].add(row["posting_id"])
         items = {(name, other) for _, name, other in wrong}
         items |= {("posting", p) for ids in wrong.values() for p in ids}
@@ -110,94 +106,67 @@ class MatchedMoneyMismatch:
         for (kind, name, other_id), posting_ids in sorted(wrong.items()):
             other = evidence[(name, other_id)]
             legs = [evidence[("posting", p)] for p in sorted(posting_ids)]
-            key = other["eventId"] if name == "notification" else other["transferRef"]
+            key = natural_key(name, other)
             what = "amount" if kind == AMOUNT else "currency"
-            found.append(
-                Finding(
-                    kind=kind,
-                    severity=SEVERITY,
-                    subject=(
-                        f"{name} {key} says {what} {_claimed(kind, other)}, its posting says "
-                        f"{', '.join(_claimed(kind, leg) for leg in legs)}"
-                    ),
-                    fingerprint=fingerprint(kind, name, key),
-                    evidence={name: other, "postings": legs},
-                )
+            subject = (
+                f"{name} {key} says {what} {_claimed(kind, other)}, its posting says "
+                f"{', '.join(_claimed(kind, leg) for leg in legs)}"
             )
+            found.append(_finding(kind, subject, (name, key), {name: other, "postings": legs}))
         groups |= {("transfer", t) for t in _fee_changed(ctx)}
         found += group_findings(ctx, groups)
         return Assessment(kinds=self.kinds, findings=found)
 
     def _rows(self, ctx: DriftContext) -> list[dict[str, Any]]:
         m, p, n, t = matches, postings, notifications, transfers
-        base = (
-            select(
-                m.c.posting_id,
-                p.c.amount_minor.label("amount"),
-                p.c.currency.label("currency"),
-                m.c.notification_id,
-                n.c.event_type,
-                n.c.amount_minor.label("notification_amount"),
-                n.c.currency.label("notification_currency"),
-                m.c.transfer_id,
-                t.c.amount_minor.label("transfer_amount"),
-                t.c.currency.label("transfer_currency"),
-            )
-            .select_from(
-                m.join(p, p.c.id == m.c.posting_id)
-                .outerjoin(n, n.c.id == m.c.notification_id)
-                .outerjoin(t, t.c.id == m.c.transfer_id)
-            )
-            .where(
-                m.c.unmatched_at.is_(None),
-                or_(
-                    n.c.amount_minor != p.c.amount_minor,
-                    n.c.currency != p.c.currency,
-                    t.c.amount_minor != p.c.amount_minor,
-                    t.c.currency != p.c.currency,
-                    t.c.fee_charged_minor != 0,
-                ),
+        base = _matched(n.c.event_type).where(
+            or_(
+                n.c.amount_minor != p.c.amount_minor,
+                n.c.currency != p.c.currency,
+                t.c.amount_minor != p.c.amount_minor,
+                t.c.currency != p.c.currency,
+                t.c.fee_charged_minor != 0,
             )
         )
-        rows = [
-            dict(r._mapping)
-            for r in ctx.session.execute(
-                base.where(m.c.id > ctx.matches_checked, m.c.id <= ctx.matches_top)
-            )
+        note_ids, transfer_ids = named_by_active_alerts(
+            ctx.session, self.kinds, "notification", "transfer"
+        )
+        scopes = [and_(m.c.id > ctx.matches_checked, m.c.id <= ctx.matches_top)]
+        for column, ids in (
+            (m.c.posting_id, ctx.matched.money_suspects),
+            (m.c.notification_id, note_ids | ctx.matched.attached_notifications),
+            (m.c.transfer_id, transfer_ids),
+        ):
+            scopes += [column.in_(batch) for batch in chunks(sorted(ids))]
+        return [
+            dict(r._mapping) for scope in scopes for r in ctx.session.execute(base.where(scope))
         ]
-        for batch in chunks(sorted(ctx.matched.money_suspects)):
-            rows += [
-                dict(r._mapping) for r in ctx.session.execute(base.where(m.c.posting_id.in_(batch)))
-            ]
-        note_ids, transfer_ids = self._named_by_open_alerts(ctx)
-        note_ids |= ctx.matched.attached_notifications
-        for batch in chunks(sorted(note_ids)):
-            rows += [
-                dict(r._mapping)
-                for r in ctx.session.execute(base.where(m.c.notification_id.in_(batch)))
-            ]
-        for batch in chunks(sorted(transfer_ids)):
-            rows += [
-                dict(r._mapping)
-                for r in ctx.session.execute(base.where(m.c.transfer_id.in_(batch)))
-            ]
-        return rows
 
-    def _named_by_open_alerts(self, ctx: DriftContext) -> tuple[set[int], set[int]]:
-        note_ids: set[int] = set()
-        transfer_ids: set[int] = set()
-        query = select(Alert.evidence).where(
-            Alert.kind.in_(self.kinds), Alert.state.in_((OPEN, ACKNOWLEDGED))
+
+def _matched(*more: Any) -> Select[Any]:
+    """Active matches with each side's money (the posting's, its notification's, its
+    transfer's), and `more` columns of them."""
+    m, p, n, t = matches, postings, notifications, transfers
+    return (
+        select(
+            m.c.posting_id,
+            m.c.notification_id,
+            m.c.transfer_id,
+            p.c.amount_minor,
+            p.c.currency,
+            n.c.amount_minor.label("notification_amount"),
+            n.c.currency.label("notification_currency"),
+            t.c.amount_minor.label("transfer_amount"),
+            t.c.currency.label("transfer_currency"),
+            *more,
         )
-        for evidence in ctx.session.scalars(query):
-            ev = evidence or {}
-            note_id = (ev.get("notification") or {}).get("notificationId")
-            transfer_id = (ev.get("transfer") or {}).get("transferId")
-            if isinstance(note_id, int):
-                note_ids.add(note_id)
-            if isinstance(transfer_id, int):
-                transfer_ids.add(transfer_id)
-        return note_ids, transfer_ids
+        .select_from(
+            m.join(p, p.c.id == m.c.posting_id)
+            .outerjoin(n, n.c.id == m.c.notification_id)
+            .outerjoin(t, t.c.id == m.c.transfer_id)
+        )
+        .where(m.c.unmatched_at.is_(None))
+    )
 
 
 def _fee_changed(ctx: DriftContext) -> list[int]:
@@ -227,34 +196,16 @@ def _load_groups(
 ) -> dict[tuple[str, int], tuple[TransferGroup, dict[str, Any]]]:
     """Each group with every leg matched to it, and the notification that names it (if any)."""
     m, p, n, t, h = matches, postings, notifications, transfers, holdings
-    query = (
-        select(
-            m.c.transfer_id,
-            m.c.notification_id,
-            p.c.id.label("posting_id"),
-            h.c.holding_ref,
-            p.c.side,
-            p.c.amount_minor,
-            p.c.currency,
-            t.c.amount_minor.label("transfer_amount"),
-            t.c.currency.label("transfer_currency"),
-            t.c.source_holding_ref,
-            t.c.dest_holding_ref,
-            t.c.fee_charged_minor,
-            t.c.fee_bearer,
-            t.c.fee_evidence,
-            n.c.amount_minor.label("notification_amount"),
-            n.c.currency.label("notification_currency"),
-            n.c.holding_ref.label("notification_holding_ref"),
-        )
-        .select_from(
-            m.join(p, p.c.id == m.c.posting_id)
-            .join(h, h.c.id == p.c.holding_id)
-            .outerjoin(t, t.c.id == m.c.transfer_id)
-            .outerjoin(n, n.c.id == m.c.notification_id)
-        )
-        .where(m.c.unmatched_at.is_(None))
-    )
+    query = _matched(
+        h.c.holding_ref,
+        p.c.side,
+        t.c.source_holding_ref,
+        t.c.dest_holding_ref,
+        t.c.fee_charged_minor,
+        t.c.fee_bearer,
+        t.c.fee_evidence,
+        n.c.holding_ref.label("notification_holding_ref"),
+    ).join(h, h.c.id == p.c.holding_id)
     found: dict[tuple[str, int], tuple[TransferGroup, dict[str, Any]]] = {}
     seen: set[tuple[tuple[str, int], int]] = set()
     for name, column in (("transfer", m.c.transfer_id), ("notification", m.c.notification_id)):
@@ -348,14 +299,12 @@ def group_findings(ctx: DriftContext, keys: set[tuple[str, int]]) -> list[Findin
             if key[0] == "transfer"
             else f"the transfer notified by {item['eventId']}"
         )
-        natural = item["transferRef"] if key[0] == "transfer" else item["eventId"]
         found.append(
-            Finding(
-                kind=AMOUNT,
-                severity=SEVERITY,
-                subject=subject_of(label, group, verdict),
-                fingerprint=fingerprint(AMOUNT, key[0], natural),
-                evidence={
+            _finding(
+                AMOUNT,
+                subject_of(label, group, verdict),
+                (key[0], natural_key(key[0], item)),
+                {
                     key[0]: item,
                     "postings": [evidence[("posting", leg.posting_id)] for leg in group.legs],
                     "group": describe_verdict(group, verdict),
@@ -364,16 +313,10 @@ def group_findings(ctx: DriftContext, keys: set[tuple[str, int]]) -> list[Findin
         )
     for note_id, transfer_id in notes:
         note, moved = evidence[("notification", note_id)], evidence[("transfer", transfer_id)]
-        found.append(
-            Finding(
-                kind=AMOUNT,
-                severity=SEVERITY,
-                subject=(
-                    f"notification {note['eventId']} says amount {_claimed(AMOUNT, note)}, its "
-                    f"transfer says {_claimed(AMOUNT, moved)}"
-                ),
-                fingerprint=fingerprint(AMOUNT, "notification", note["eventId"]),
-                evidence={"notification": note, "transfer": moved},
-            )
+        subject = (
+            f"notification {note['eventId']} says amount {_claimed(AMOUNT, note)}, its "
+            f"transfer says {_claimed(AMOUNT, moved)}"
         )
+        key = ("notification", note["eventId"])
+        found.append(_finding(AMOUNT, subject, key, {"notification": note, "transfer": moved}))
     return found

@@ -14,13 +14,11 @@ from __future__ import annotations
 from typing import Any, Final
 
 from sqlalchemy import or_, select
-from sqlalchemy.orm import Session
 
 from foundation import format_money
-from reconciliation.alerts.changes import Assessment
-from reconciliation.alerts.lifecycle import Finding, fingerprint
-from reconciliation.drift.base import DriftContext
-from reconciliation.drift.evidence import describe_notifications
+from reconciliation.alerts.lifecycle import Finding
+from reconciliation.drift.base import DriftContext, OneKindRule
+from reconciliation.drift.evidence import describe_items
 from reconciliation.matching.backlog import in_backlog
 from reconciliation.matching.transfer_states import settled
 from reconciliation.matching.vocabulary import POSTED_EVENTS
@@ -30,10 +28,15 @@ KIND: Final = "notification_without_posting"
 SEVERITY: Final = "high"
 
 
-class NotificationWithoutPosting:
-    kinds = (KIND,)
+def _amount(ev: dict[str, Any]) -> str:
+    """The claimed amount as a person reads it; a notification may carry none."""
+    if ev["amountMinor"] is None:
+        return "an unstated amount"
+    return format_money(int(ev["amountMinor"]), ev["currency"])
 
-    def assess(self, ctx: DriftContext) -> Assessment:
+
+class NotificationWithoutPosting(OneKindRule, kind=KIND, severity=SEVERITY):
+    def find(self, ctx: DriftContext) -> list[Finding]:
         cutoff = ctx.ago(ctx.policy.notification_grace_seconds)
         n, t = notifications, transfers
         query = (
@@ -47,30 +50,14 @@ class NotificationWithoutPosting:
                 or_(t.c.id.is_(None), settled(t)),
             )
         )
-        ids = [int(i) for i in ctx.session.scalars(query)]
-        return Assessment(kinds=self.kinds, findings=findings(ctx.session, ids))
-
-
-def _amount(ev: dict[str, Any]) -> str:
-    """The claimed amount as a person reads it; a notification may carry none."""
-    if ev["amountMinor"] is None:
-        return "an unstated amount"
-    return format_money(int(ev["amountMinor"]), ev["currency"])
-
-
-def findings(session: Session, ids: list[int]) -> list[Finding]:
-    found = []
-    for ev in describe_notifications(session, ids).values():
-        found.append(
-            Finding(
-                kind=KIND,
-                severity=SEVERITY,
-                subject=(
-                    f"{ev['eventType']} {ev['eventId']} claims {_amount(ev)} moved, "
-                    "but no posting matches it"
-                ),
-                fingerprint=fingerprint(KIND, ev["eventId"]),
-                evidence={"notification": ev},
+        return [
+            self.finding(
+                f"{ev['eventType']} {ev['eventId']} claims {_amount(ev)} moved, "
+                "but no posting matches it",
+                (ev["eventId"],),
+                {"notification": ev},
             )
-        )
-    return found
+            for ev in describe_items(
+                ctx.session, "notification", ctx.session.scalars(query)
+            ).values()
+        ]

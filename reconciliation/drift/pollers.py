@@ -12,20 +12,17 @@ from typing import Final
 from sqlalchemy import select
 
 from foundation import moment, redact_text
-from reconciliation.alerts.changes import Assessment
-from reconciliation.alerts.lifecycle import Finding, fingerprint
-from reconciliation.drift.base import DriftContext
-from reconciliation.postings.holding_identity import holding_identities
+from reconciliation.alerts.lifecycle import Finding
+from reconciliation.drift.base import DriftContext, OneKindRule
+from reconciliation.postings.holding_identity import HoldingIdentity, holding_identities
 from reconciliation.store.models import ActivityCursor, Holding
 
 KIND: Final = "poller_stuck"
 SEVERITY: Final = "high"
 
 
-class PollerStuck:
-    kinds = (KIND,)
-
-    def assess(self, ctx: DriftContext) -> Assessment:
+class PollerStuck(OneKindRule, kind=KIND, severity=SEVERITY):
+    def find(self, ctx: DriftContext) -> list[Finding]:
         query = (
             select(ActivityCursor, Holding.holding_ref)
             .join(Holding, Holding.id == ActivityCursor.holding_id)
@@ -33,32 +30,24 @@ class PollerStuck:
         )
         stuck = list(ctx.session.execute(query))
         names = holding_identities(ctx.session, [ref for _, ref in stuck])
-        found = []
-        for cursor, holding_ref in stuck:
-            holding = names[str(holding_ref)]
-            since = cursor.last_advanced_at.isoformat() if cursor.last_advanced_at else None
-            found.append(
-                Finding(
-                    kind=KIND,
-                    severity=SEVERITY,
-                    subject=(
-                        f"activity poller of {holding.phrase} has failed "
-                        f"{cursor.consecutive_errors} times in a row; its cursor last moved "
-                        f"{moment(cursor.last_advanced_at)}"
-                    ),
-                    fingerprint=fingerprint(KIND, holding_ref),
-                    evidence={
-                        **holding.as_evidence(),
-                        "consecutiveErrors": cursor.consecutive_errors,
-                        "lastAdvancedAt": since,
-                        "lastError": redact_text(cursor.last_error or ""),
-                        "cursor": {
-                            "afterPostedAt": cursor.after_posted_at,
-                            "afterReceiptRef": cursor.after_receipt_ref,
-                            "afterLineRef": cursor.after_line_ref,
-                            "sortDirection": cursor.sort_direction,
-                        },
-                    },
-                )
-            )
-        return Assessment(kinds=self.kinds, findings=found)
+        return [self._finding(cursor, ref, names[str(ref)]) for cursor, ref in stuck]
+
+    def _finding(self, cursor: ActivityCursor, ref: object, holding: HoldingIdentity) -> Finding:
+        since = cursor.last_advanced_at.isoformat() if cursor.last_advanced_at else None
+        return self.finding(
+            f"activity poller of {holding.phrase} has failed {cursor.consecutive_errors} times "
+            f"in a row; its cursor last moved {moment(cursor.last_advanced_at)}",
+            (ref,),
+            {
+                **holding.as_evidence(),
+                "consecutiveErrors": cursor.consecutive_errors,
+                "lastAdvancedAt": since,
+                "lastError": redact_text(cursor.last_error or ""),
+                "cursor": {
+                    "afterPostedAt": cursor.after_posted_at,
+                    "afterReceiptRef": cursor.after_receipt_ref,
+                    "afterLineRef": cursor.after_line_ref,
+                    "sortDirection": cursor.sort_direction,
+                },
+            },
+        )

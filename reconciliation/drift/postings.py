@@ -13,13 +13,11 @@ from __future__ import annotations
 from typing import Final
 
 from sqlalchemy import exists, select
-from sqlalchemy.orm import Session
 
 from foundation import format_money
-from reconciliation.alerts.changes import Assessment
-from reconciliation.alerts.lifecycle import Finding, fingerprint
-from reconciliation.drift.base import DriftContext
-from reconciliation.drift.evidence import describe_postings
+from reconciliation.alerts.lifecycle import Finding
+from reconciliation.drift.base import DriftContext, OneKindRule
+from reconciliation.drift.evidence import describe_items
 from reconciliation.matching.backlog import in_backlog
 from reconciliation.postings.holding_identity import holding_identities
 from reconciliation.store.tables import locators, postings
@@ -31,10 +29,8 @@ SEVERITY: Final = "medium"
 NOTIFIED_SIDE: Final = "credit"
 
 
-class PostingWithoutNotification:
-    kinds = (KIND,)
-
-    def assess(self, ctx: DriftContext) -> Assessment:
+class PostingWithoutNotification(OneKindRule, kind=KIND, severity=SEVERITY):
+    def find(self, ctx: DriftContext) -> list[Finding]:
         cutoff = ctx.ago(ctx.policy.notification_grace_seconds)
         p = postings
         query = select(p.c.id).where(
@@ -44,26 +40,14 @@ class PostingWithoutNotification:
             p.c.posted_at <= cutoff,
             p.c.ingested_at <= cutoff,
         )
-        ids = [int(i) for i in ctx.session.scalars(query)]
-        return Assessment(kinds=self.kinds, findings=findings(ctx.session, ids))
-
-
-def findings(session: Session, ids: list[int]) -> list[Finding]:
-    described = describe_postings(session, ids).values()
-    names = holding_identities(session, [ev["holdingRef"] for ev in described])
-    found = []
-    for ev in described:
-        holding = names[ev["holdingRef"]]
-        found.append(
-            Finding(
-                kind=KIND,
-                severity=SEVERITY,
-                subject=(
-                    f"{ev['side']} of {format_money(int(ev['amountMinor']), ev['currency'])} on "
-                    f"{holding.phrase} (receipt {ev['receiptRef']}) was never notified"
-                ),
-                fingerprint=fingerprint(KIND, ev["journalRef"], ev["lineRef"]),
-                evidence={"posting": ev, "holding": holding.as_evidence()},
+        described = describe_items(ctx.session, "posting", ctx.session.scalars(query)).values()
+        names = holding_identities(ctx.session, [ev["holdingRef"] for ev in described])
+        return [
+            self.finding(
+                f"{ev['side']} of {format_money(int(ev['amountMinor']), ev['currency'])} on "
+                f"{names[ev['holdingRef']].phrase} (receipt {ev['receiptRef']}) was never notified",
+                (ev["journalRef"], ev["lineRef"]),
+                {"posting": ev, "holding": names[ev["holdingRef"]].as_evidence()},
             )
-        )
-    return found
+            for ev in described
+        ]

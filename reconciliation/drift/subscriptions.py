@@ -11,13 +11,13 @@ need the API's counters between checks, so the check alone owns them.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Final
 
 from sqlalchemy import select
 
-from reconciliation.alerts.changes import Assessment
-from reconciliation.alerts.lifecycle import ACKNOWLEDGED, OPEN, Finding
-from reconciliation.drift.base import DriftContext
+from reconciliation.alerts.lifecycle import ACTIVE_STATES, Finding
+from reconciliation.drift.base import DriftContext, OneKindRule
 from reconciliation.notifications.subscription_check import ACTIVE, KIND_INACTIVE, fingerprint
 from reconciliation.store.models import Alert, Subscription
 
@@ -26,51 +26,31 @@ SEVERITY_BY_STATUS: Final = {"SUSPENDED": "critical"}
 DEFAULT_SEVERITY: Final = "high"
 
 
-class SubscriptionInactive:
-    kinds = (KIND_INACTIVE,)
-
-    def assess(self, ctx: DriftContext) -> Assessment:
+class SubscriptionInactive(OneKindRule, kind=KIND_INACTIVE, severity=DEFAULT_SEVERITY):
+    def find(self, ctx: DriftContext) -> list[Finding]:
         s = ctx.session
-        active_alerts = {
-            a.fingerprint: a
-            for a in s.scalars(
-                select(Alert).where(
-                    Alert.kind == KIND_INACTIVE, Alert.state.in_((OPEN, ACKNOWLEDGED))
-                )
-            )
-        }
+        active = select(Alert).where(Alert.kind == KIND_INACTIVE, Alert.state.in_(ACTIVE_STATES))
+        active_alerts = {a.fingerprint: a for a in s.scalars(active)}
         found = []
         for sub in s.scalars(select(Subscription).where(Subscription.status != ACTIVE)):
-            fp = fingerprint(KIND_INACTIVE, sub.webhook_id)
-            alert = active_alerts.get(fp)
+            alert = active_alerts.get(fingerprint(KIND_INACTIVE, sub.webhook_id))
             if alert is not None:
                 # The check wrote richer evidence from the API; keep it rather than churn it.
-                found.append(
-                    Finding(
-                        kind=KIND_INACTIVE,
-                        severity=alert.severity,
-                        subject=alert.subject,
-                        fingerprint=fp,
-                        evidence=alert.evidence,
-                    )
-                )
+                found.append(Finding.of(alert))
                 continue
-            found.append(
-                Finding(
-                    kind=KIND_INACTIVE,
-                    severity=SEVERITY_BY_STATUS.get(sub.status, DEFAULT_SEVERITY),
-                    subject=(
-                        f"webhook {sub.webhook_id} is {sub.status}, not ACTIVE: the provider is "
-                        "not delivering to it"
-                    ),
-                    fingerprint=fp,
-                    evidence={
-                        "webhook_id": sub.webhook_id,
-                        "url": sub.url,
-                        "status": sub.status,
-                        "failed_deliveries": sub.failed_deliveries,
-                        "total_deliveries": sub.total_deliveries,
-                    },
-                )
+            finding = self.finding(
+                f"webhook {sub.webhook_id} is {sub.status}, not ACTIVE: the provider is "
+                "not delivering to it",
+                (sub.webhook_id,),
+                {
+                    "webhook_id": sub.webhook_id,
+                    "url": sub.url,
+                    "status": sub.status,
+                    "failed_deliveries": sub.failed_deliveries,
+                    "total_deliveries": sub.total_deliveries,
+                },
             )
-        return Assessment(kinds=self.kinds, findings=found)
+            found.append(
+                replace(finding, severity=SEVERITY_BY_STATUS.get(sub.status, self.severity))
+            )
+        return found

@@ -16,9 +16,8 @@ from typing import Any, Final
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
-from reconciliation.alerts.changes import Assessment
-from reconciliation.alerts.lifecycle import Finding, fingerprint
-from reconciliation.drift.base import DriftContext
+from reconciliation.alerts.lifecycle import Finding
+from reconciliation.drift.base import DriftContext, OneKindRule
 from reconciliation.drift.evidence import describe, natural_key
 from reconciliation.matching.backlog import active_row
 from reconciliation.matching.status import ITEM_TABLES
@@ -29,11 +28,9 @@ KIND: Final = "unmatched_by_hand"
 SEVERITY: Final = "medium"
 
 
-class UnmatchedByHand:
-    kinds = (KIND,)
-
-    def assess(self, ctx: DriftContext) -> Assessment:
-        return Assessment(kinds=self.kinds, findings=findings(ctx.session))
+class UnmatchedByHand(OneKindRule, kind=KIND, severity=SEVERITY):
+    def find(self, ctx: DriftContext) -> list[Finding]:
+        return findings(ctx.session)
 
 
 def findings(session: Session, only: Iterable[tuple[str, int]] | None = None) -> list[Finding]:
@@ -58,33 +55,26 @@ def findings(session: Session, only: Iterable[tuple[str, int]] | None = None) ->
             query = query.where(table.c.id.in_(ids))
         for item_id, match_id, by, reason in session.execute(query):
             latest[(kind, int(item_id))] = (int(match_id), by, reason)  # the last one wins
-    evidence = describe(session, latest)
+    described = describe(session, latest)
     found = []
     for (kind, item_id), (match_id, by, reason) in sorted(latest.items()):
-        item = evidence.get((kind, item_id))
+        item = described.get((kind, item_id))
         if item is None:
             continue
-        key = natural_key(kind, item)
-        found.append(
-            Finding(
-                kind=KIND,
-                severity=SEVERITY,
-                # Named by the number the console and the CLI show (`recon match --posting
-                # 24`); the provider's refs are in the evidence, and the fingerprint keeps
-                # them so it survives a rebuild.
-                subject=(
-                    f"{kind} {item_id} has no counterpart since {by} took match {match_id} "
-                    f"apart ({reason}): match it again or accept it without a counterpart"
-                ),
-                fingerprint=fingerprint(KIND, kind, key),
-                evidence={
-                    "itemKind": kind,
-                    "itemId": item_id,
-                    kind: item,
-                    "match": match_id,
-                    "unmatchedBy": by,
-                    "reason": reason,
-                },
-            )
+        # Named by the number the console and the CLI show (`recon match --posting 24`); the
+        # provider's refs are in the evidence, and the fingerprint keeps them so it survives a
+        # rebuild.
+        subject = (
+            f"{kind} {item_id} has no counterpart since {by} took match {match_id} "
+            f"apart ({reason}): match it again or accept it without a counterpart"
         )
+        evidence = {
+            "itemKind": kind,
+            "itemId": item_id,
+            kind: item,
+            "match": match_id,
+            "unmatchedBy": by,
+            "reason": reason,
+        }
+        found.append(UnmatchedByHand().finding(subject, (kind, natural_key(kind, item)), evidence))
     return found

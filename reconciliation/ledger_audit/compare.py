@@ -70,16 +70,12 @@ class Divergence:
 
     kind: str
     holding_ref: UUID
+    #: How people name the holding (the audit looks it up once per holding).
+    holding: HoldingIdentity
     journal_ref: UUID
     line_ref: UUID
     posted_at: datetime
     fields: dict[str, tuple[Any, Any]] = field(default_factory=dict)
-    #: How people name the holding (the audit looks it up once per holding); None: by its ref.
-    holding: HoldingIdentity | None = None
-
-    @property
-    def named(self) -> HoldingIdentity:
-        return self.holding or HoldingIdentity(ref=str(self.holding_ref))
 
     @property
     def fingerprint(self) -> str:
@@ -92,11 +88,11 @@ class Divergence:
             UNKNOWN: "the store holds a posting the gateway does not show",
             DIFFERS: f"stored posting differs from the gateway's in {', '.join(self.fields)}",
         }[self.kind]
-        return f"{self.named.phrase}: {what} (journal {self.journal_ref}, line {self.line_ref})"
+        return f"{self.holding.phrase}: {what} (journal {self.journal_ref}, line {self.line_ref})"
 
     def evidence(self) -> dict[str, Any]:
         found: dict[str, Any] = {
-            **self.named.as_evidence(),
+            **self.holding.as_evidence(),
             "journalRef": str(self.journal_ref),
             "lineRef": str(self.line_ref),
             "postedAt": self.posted_at.isoformat(),
@@ -114,6 +110,8 @@ class HoldingAudit:
     """What the audit of one holding found."""
 
     holding_ref: UUID
+    #: How people name the holding.
+    holding: HoldingIdentity
     gateway: Tally = field(default_factory=Tally)
     store: Tally = field(default_factory=Tally)
     days: dict[date, tuple[Tally, Tally]] = field(default_factory=dict)
@@ -124,12 +122,6 @@ class HoldingAudit:
     read: int = 0
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     error: str | None = None
-    #: How people name the holding (set by the audit run; None: by its ref).
-    holding: HoldingIdentity | None = None
-
-    @property
-    def named(self) -> HoldingIdentity:
-        return self.holding or HoldingIdentity(ref=str(self.holding_ref))
 
     def day(self, when: datetime) -> tuple[Tally, Tally]:
         return self.days.setdefault(when.date(), (Tally(), Tally()))
@@ -145,12 +137,13 @@ class HoldingAudit:
 
 def compare_holding(
     holding_ref: UUID,
+    holding: HoldingIdentity,
     stored: dict[Key, Line],
     gateway: Iterable[tuple[Key, Line]],
     horizon: Horizon,
 ) -> tuple[HoldingAudit, list[Divergence]]:
     """Compare the gateway's lines (streamed) with the stored ones (taken out of `stored`)."""
-    audit = HoldingAudit(holding_ref)
+    audit = HoldingAudit(holding_ref, holding)
     for (_journal, line_ref), line in stored.items():
         audit.store.add(line_ref, line)
         audit.day(line.posted_at)[1].add(line_ref, line)
@@ -173,7 +166,7 @@ def compare_holding(
             audit.beyond_horizon += 1
         if mine is None:
             if covered:
-                found.append(Divergence(MISSING, holding_ref, key[0], key[1], line.posted_at))
+                found.append(Divergence(MISSING, holding_ref, holding, *key, line.posted_at))
             continue
         fields = {
             name: (ours, theirs)
@@ -181,9 +174,9 @@ def compare_holding(
             if ours != theirs
         }
         if fields:
-            found.append(Divergence(DIFFERS, holding_ref, key[0], key[1], line.posted_at, fields))
+            found.append(Divergence(DIFFERS, holding_ref, holding, *key, line.posted_at, fields))
     for (journal, line_ref), line in stored.items():
-        found.append(Divergence(UNKNOWN, holding_ref, journal, line_ref, line.posted_at))
+        found.append(Divergence(UNKNOWN, holding_ref, holding, journal, line_ref, line.posted_at))
     for divergence in found:
         audit.counts[divergence.kind] += 1
     return audit, found

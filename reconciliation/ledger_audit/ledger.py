@@ -122,17 +122,14 @@ def read_horizon(session: Session, holding_id: int) -> Horizon:
             ActivityCursor.high_water_posted_at,
         ).where(ActivityCursor.holding_id == holding_id)
     ).first()
-    if row is None:
-        return Horizon(pruned_through=pruned)
-    posted, receipt, line, direction, high_water = row
-    if direction == OLDEST_FIRST and posted and receipt and line:
-        return Horizon(
-            position=(datetime.fromisoformat(posted), UUID(receipt), UUID(line)),
-            pruned_through=pruned,
-        )
-    if high_water:
-        return Horizon(walk_top=datetime.fromisoformat(high_water), pruned_through=pruned)
-    return Horizon(pruned_through=pruned)
+    position, walk_top = None, None
+    if row is not None:
+        posted, receipt, line, direction, high_water = row
+        if direction == OLDEST_FIRST and posted and receipt and line:
+            position = (datetime.fromisoformat(posted), UUID(receipt), UUID(line))
+        elif high_water:
+            walk_top = datetime.fromisoformat(high_water)
+    return Horizon(position=position, walk_top=walk_top, pruned_through=pruned)
 
 
 def stored_lines(
@@ -140,19 +137,8 @@ def stored_lines(
 ) -> Iterator[tuple[Key, Line]]:
     """The holding's stored postings (from `since`), streamed."""
     p = Posting
-    query = select(
-        p.journal_ref,
-        p.line_ref,
-        p.receipt_ref,
-        p.posted_at,
-        p.side,
-        p.effect,
-        p.kind,
-        p.amount_minor,
-        p.currency,
-        p.partition,
-        p.normal_side,
-    ).where(p.holding_id == holding_id)
+    fields = (getattr(p, name) for name in FIELDS)  # the columns are named as the fields
+    query = select(p.journal_ref, p.line_ref, *fields).where(p.holding_id == holding_id)
     if since is not None:
         query = query.where(p.posted_at >= since)
     for row in session.execute(query.execution_options(yield_per=5_000)):

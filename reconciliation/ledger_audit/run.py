@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Final
 from uuid import UUID
@@ -26,13 +26,7 @@ import structlog
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from reconciliation.alerts.lifecycle import (
-    ACKNOWLEDGED,
-    AUTO_RESOLVER,
-    OPEN,
-    raise_alert,
-    resolve_alert,
-)
+from reconciliation.alerts.lifecycle import ACTIVE_STATES, AUTO_RESOLVER, raise_alert, resolve_alert
 from reconciliation.ledger_audit.compare import (
     KINDS,
     SEVERITY,
@@ -156,8 +150,8 @@ class AuditResult:
             "alertsResolved": self.alerts_resolved,
             "holdingsDiffering": [
                 {
-                    **h.named.as_evidence(),
-                    "holding": h.named.label,
+                    **h.holding.as_evidence(),
+                    "holding": h.holding.label,
                     "gateway": h.gateway.as_dict(),
                     "store": h.store.as_dict(),
                     "beyondHorizon": h.beyond_horizon,
@@ -186,21 +180,13 @@ def paging_terms(session: Session, page_size: int) -> PagingTerms:
 
 
 def _holdings(session: Session, holding_ref: UUID | None) -> list[tuple[int, HoldingAddress]]:
-    query = select(Holding.id, Holding.account_ref, Holding.endpoint_ref, Holding.holding_ref)
-    if holding_ref is not None:
-        query = query.where(Holding.holding_ref == holding_ref)
-    else:
-        query = query.where(Holding.watched.is_(True))
+    refs = select(Holding.account_ref, Holding.endpoint_ref, Holding.holding_ref, Holding.id)
+    scope = Holding.watched.is_(True) if holding_ref is None else Holding.holding_ref == holding_ref
     found = [
-        (
-            row.id,
-            HoldingAddress(
-                account_ref=row.account_ref,
-                endpoint_ref=row.endpoint_ref,
-                holding_ref=row.holding_ref,
-            ),
+        (holding_id, HoldingAddress(account_ref=account, endpoint_ref=endpoint, holding_ref=ref))
+        for account, endpoint, ref, holding_id in session.execute(
+            refs.where(scope).order_by(Holding.id)
         )
-        for row in session.execute(query.order_by(Holding.id))
     ]
     if holding_ref is not None and not found:
         raise AuditScopeError(
@@ -280,15 +266,10 @@ def _audit_one(
         stored = dict(stored_lines(session, holding_id, since))
         named = holding_identity(session, address.holding_ref)
     try:
-        audit, found = compare_holding(
-            address.holding_ref, stored, gateway_lines(fetch_for(address), terms, since), horizon
-        )
-        audit.holding = named
-        return audit, [replace(d, holding=named) for d in found]
+        lines = gateway_lines(fetch_for(address), terms, since)
+        return compare_holding(address.holding_ref, named, stored, lines, horizon)
     except ProviderError as exc:
-        audit = HoldingAudit(
-            address.holding_ref, error=f"{type(exc).__name__}: {exc}", holding=named
-        )
+        audit = HoldingAudit(address.holding_ref, named, error=f"{type(exc).__name__}: {exc}")
         log.warning(
             "audit.holding_unreadable", holding_ref=str(address.holding_ref), error=audit.error
         )
@@ -327,7 +308,7 @@ def _resolve_cleared(
     resolved = 0
     with transaction(factory) as session:
         active = session.scalars(
-            select(Alert).where(Alert.kind.in_(KINDS), Alert.state.in_((OPEN, ACKNOWLEDGED)))
+            select(Alert).where(Alert.kind.in_(KINDS), Alert.state.in_(ACTIVE_STATES))
         ).all()
         for alert in active:
             if alert.fingerprint in seen:

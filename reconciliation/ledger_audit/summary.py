@@ -14,7 +14,7 @@ every format (`reconciliation.reports`), and the console's overview shows it as 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import date, datetime
 from typing import Any
 
@@ -143,18 +143,9 @@ def last_audit(session: Session) -> AuditSummary | None:
         return None
     return AuditSummary(
         run_id=run.id,
-        finished_at=run.finished_at,
-        status=run.status,
-        holdings=run.holdings,
-        postings=run.postings,
-        divergences=run.divergences,
-        missing=run.missing,
-        unknown=run.unknown,
-        differing=run.differing,
-        digest=run.digest,
+        # Every other field the run stores under the same name, as it is.
+        **{f.name: getattr(run, f.name) for f in fields(AuditSummary) if hasattr(AuditRun, f.name)},
         partial=run.holding_ref is not None or run.since is not None,
-        first_day=run.first_day,
-        last_day=run.last_day,
         # One small count (holdings, not postings): cheap enough for the overview's every visit.
         watched_now=session.scalar(
             select(func.count()).select_from(Holding).where(Holding.watched.is_(True))
