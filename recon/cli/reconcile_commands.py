@@ -15,30 +15,13 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from recon.cli.operator_door import BY, act
 from recon.cli.startup import cli_options, existing_store, fail, settings_or_exit
 from recon.cli.terminal import say
-
-if TYPE_CHECKING:
-    from sqlalchemy.orm import Session, sessionmaker
-
-    from foundation import Settings
-
-
-@contextmanager
-def open_store(settings: Settings) -> Iterator[sessionmaker[Session]]:
-    """A session factory on the configured store, which must exist: none is ever created here.
-
-    An unreachable, missing or empty store ends the command with one line saying what to do.
-    """
-    with existing_store(settings) as factory:
-        yield factory
 
 
 class RichProgress:
@@ -139,7 +122,7 @@ def reconcile(dry_run: bool, as_json: bool) -> None:
     from reconciliation import SilentProgress, run_pass
 
     settings = settings_or_exit()
-    with open_store(settings) as factory:
+    with existing_store(settings) as factory:
         if sys.stderr.isatty() and not as_json:
             with RichProgress() as bars:
                 result = run_pass(factory, settings, dry_run=dry_run, progress=bars)

@@ -58,15 +58,19 @@ def _run(action: Callable[[], T]) -> T:
         fail(f"database unreachable: {reason} (check DATABASE_URL; run `recon db upgrade` first)")
 
 
+#: `--wait` of the commands that register: another registration may be under way.
+WAIT = click.option(
+    "--wait", default=30.0, show_default=True, help="Seconds to wait for another registration."
+)
+
+
 @click.group()
 def webhooks() -> None:
     """Register, inspect and rotate recon's webhook at the company API."""
 
 
 @webhooks.command()
-@click.option(
-    "--wait", default=30.0, show_default=True, help="Seconds to wait for another registration."
-)
+@WAIT
 @BY
 def register(wait: float, by: str | None) -> None:
     """Register RECON_PUBLIC_URL + RECON_WEBHOOK_PATH unless an ACTIVE webhook points there."""
@@ -146,9 +150,7 @@ def list_webhooks(width: int | None) -> None:
 
 
 @webhooks.command()
-@click.option(
-    "--wait", default=30.0, show_default=True, help="Seconds to wait for another registration."
-)
+@WAIT
 @BY
 def rotate(wait: float, by: str | None) -> None:
     """Register a new secret; the old ones stay accepted for RECON_WEBHOOK_ROTATION_OVERLAP_SECONDS."""
