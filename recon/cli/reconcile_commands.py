@@ -21,7 +21,7 @@ import click
 
 from recon.cli.operator_door import BY, act
 from recon.cli.startup import cli_options, existing_store, fail, settings_or_exit
-from recon.cli.terminal import say
+from recon.cli.terminal import say, took
 
 
 class RichProgress:
@@ -105,11 +105,10 @@ def _print_result(result: Any, as_json: bool) -> None:
                 say(f"  {fp}")
     if summary["alertsHeldBack"]:
         say(f"alerts held back by the per-pass cap: {summary['alertsHeldBack']}")
-    if verbose:
-        took = ", ".join(f"{k} {v:.2f}s" for k, v in summary["seconds"].items())
-    else:
-        took = f"{sum(summary['seconds'].values()):.2f}s"
-    say(f"took {took}" + ("; nothing was written (dry run)" if result.dry_run else ""))
+    say(
+        f"took {took(summary['seconds'], each=verbose)}"
+        + ("; nothing was written (dry run)" if result.dry_run else "")
+    )
 
 
 @click.command()
