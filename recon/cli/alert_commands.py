@@ -11,8 +11,7 @@ import click
 
 from foundation import time_ago, words
 from recon.cli.operator_door import BY, act
-from recon.cli.reconcile_commands import open_store
-from recon.cli.startup import settings_or_exit
+from recon.cli.startup import existing_store, settings_or_exit
 from recon.cli.terminal import output_width, say, shown_time, shown_time_and_age
 
 
@@ -139,7 +138,7 @@ def list_command(
     from reconciliation.store import utcnow
 
     settings = settings_or_exit(store_only=True)
-    with open_store(settings) as factory, factory() as session:
+    with existing_store(settings) as factory, factory() as session:
         found = [
             alert_as_dict(a)
             for a in list_alerts(
@@ -157,28 +156,33 @@ def list_command(
     say("\n".join(lines))
 
 
-@alerts.command()
-@click.argument("alert_id", type=int)
-@BY
-@click.option("--note", required=True, help="What you are doing about it; recorded.")
-def ack(alert_id: int, by: str | None, note: str) -> None:
-    """Acknowledge ALERT_ID: you have seen it and own it."""
-    from reconciliation.operator import actions
+def _decision(name: str, action: str, doc: str, note_help: str) -> None:
+    """`recon alerts NAME ALERT_ID --note ...`: the operator action `action` on one alert."""
 
-    alert = act(settings_or_exit(store_only=True), by, actions.acknowledge, alert_id, note)
-    say(f"alert {alert.id} is {alert.state}")
+    @alerts.command(name, help=doc)
+    @click.argument("alert_id", type=int)
+    @BY
+    @click.option("--note", required=True, help=note_help)
+    def decide(alert_id: int, by: str | None, note: str) -> None:
+        from reconciliation.operator import actions
+
+        settings = settings_or_exit(store_only=True)
+        alert = act(settings, by, getattr(actions, action), alert_id, note)
+        say(f"alert {alert.id} is {alert.state}")
 
 
-@alerts.command()
-@click.argument("alert_id", type=int)
-@BY
-@click.option("--note", required=True, help="How it was resolved; recorded.")
-def resolve(alert_id: int, by: str | None, note: str) -> None:
-    """Resolve ALERT_ID (it reopens if its condition clears and later comes back)."""
-    from reconciliation.operator import actions
-
-    alert = act(settings_or_exit(store_only=True), by, actions.resolve, alert_id, note)
-    say(f"alert {alert.id} is {alert.state}")
+_decision(
+    "ack",
+    "acknowledge",
+    "Acknowledge ALERT_ID: you have seen it and own it.",
+    "What you are doing about it; recorded.",
+)
+_decision(
+    "resolve",
+    "resolve",
+    "Resolve ALERT_ID (it reopens if its condition clears and later comes back).",
+    "How it was resolved; recorded.",
+)
 
 
 COMMANDS = [alerts]

@@ -15,29 +15,13 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import UTC, date, datetime
 from typing import Any
 from uuid import UUID
 
 import click
 
 from recon.cli.startup import cli_options, existing_store, fail, settings_or_exit
-from recon.cli.terminal import shown_time
-
-
-def parse_since(text: str | None) -> datetime | None:
-    """A date (its UTC midnight) or an ISO 8601 time with a zone; a zoneless time is refused."""
-    if text is None:
-        return None
-    try:
-        if len(text) == 10:
-            return datetime.combine(date.fromisoformat(text), datetime.min.time(), tzinfo=UTC)
-        when = datetime.fromisoformat(text)
-    except ValueError:
-        fail(f"--since {text!r} is not a date (2026-11-01) or a time (2026-11-01T00:00:00Z)")
-    if when.tzinfo is None:
-        fail(f"--since {text!r} has no time zone: add Z (UTC) or an offset such as +01:00")
-    return when.astimezone(UTC)
+from recon.cli.terminal import shown_time, took
 
 
 def _print_digest(title: str, digest: dict[str, Any]) -> None:
@@ -62,10 +46,14 @@ def audit(holding: str | None, since: str | None, as_json: bool) -> None:
     from reconciliation.ledger_audit import AuditScopeError, audit_ledger, fetch_from
     from reconciliation.postings import HoldingLookupError, resolve_holding
     from reconciliation.rebuild import state_digest
+    from reconciliation.reports import ReportError, parse_moment
     from workers import build_runtime
 
     settings = settings_or_exit()
-    window = parse_since(since)
+    try:  # the report's reading of a moment: a date is its UTC midnight, a time needs a zone
+        window = None if since is None else parse_moment(since, "--since")
+    except ReportError as exc:
+        fail(str(exc))
     holding_ref = None
     with existing_store(settings) as sessions:  # the store exists with its schema: it may run
         if holding is not None:
@@ -202,11 +190,7 @@ def _print_rebuild(summary: dict[str, Any]) -> None:
         _print_digest("live derived state after the swap", summary["afterSwap"])
     _print_digest("live derived state", comparison["live"])
     _print_digest("rebuilt derived state", comparison["rebuilt"])
-    if cli_options().verbose:
-        took = ", ".join(f"{k} {v:.2f}s" for k, v in summary["seconds"].items())
-    else:
-        took = f"{sum(summary['seconds'].values()):.2f}s"
-    click.echo(f"took {took}")
+    click.echo(f"took {took(summary['seconds'], each=cli_options().verbose)}")
 
 
 COMMANDS = [audit, rebuild]

@@ -79,3 +79,6 @@ def generate_key() -> None:
     from cryptography.fernet import Fernet
 
     click.echo(Fernet.generate_key().decode())
+
+
+COMMANDS = [config]

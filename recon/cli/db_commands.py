@@ -94,3 +94,6 @@ def downgrade(revision: str, drop_everything: bool) -> None:
     elif target not in (known := migrate.revision_ids(settings.store.database_url)):
         fail(f"no revision {target!r}: name one of {', '.join([*known, BASE])}")
     _run("downgrade", target)
+
+
+COMMANDS = [db]

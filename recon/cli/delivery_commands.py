@@ -44,14 +44,6 @@ def _session(settings: Settings) -> Iterator[Session]:
         engine.dispose()
 
 
-def _checked(action: Callable[[], T]) -> T:
-    """Bad filters and unknown ids end with the store's one-line explanation."""
-    try:
-        return action()
-    except (ValueError, LookupError) as exc:
-        fail(str(exc).strip("'\""))
-
-
 @click.group()
 def deliveries() -> None:
     """Inspect the webhook inbox and replay deliveries."""
@@ -79,11 +71,12 @@ def list_deliveries(
 
     settings = settings_or_exit(store_only=True)
     with _session(settings) as session:
-        page = _checked(
-            lambda: list_deliveries(
+        try:
+            page = list_deliveries(
                 session, state=state, event_type=event_type, cursor=cursor, limit=limit
             )
-        )
+        except (ValueError, LookupError) as exc:  # a bad filter or cursor: the store's own words
+            fail(str(exc).strip("'\""))
         items = [summarise(row) for row in page.items]
     if as_json:
         out = DeliveryPageOut(items=items, next_cursor=page.next_cursor)

@@ -137,24 +137,25 @@ def _lifecycle(endpoint_ref: uuid.UUID, operation: str, reason: str, by: str | N
     )
 
 
-@endpoints.command("suspend")
-@click.argument("endpoint_ref", type=click.UUID)
-@click.option("--reason", type=click.Choice(SUSPEND_REASONS), default="operator_hold")
-@BY
-@provider_errors
-def endpoints_suspend(endpoint_ref: uuid.UUID, reason: str, by: str | None) -> None:
-    """Suspend an endpoint: it stays readable but refuses new operations."""
-    _lifecycle(endpoint_ref, "suspend", reason, by)
+def _lifecycle_command(operation: str, reasons: tuple[str, ...], default: str, doc: str) -> None:
+    """`recon endpoints suspend|resume ENDPOINT_REF`: one lifecycle command, audited."""
+
+    @endpoints.command(operation, help=doc)
+    @click.argument("endpoint_ref", type=click.UUID)
+    @click.option("--reason", type=click.Choice(reasons), default=default)
+    @BY
+    @provider_errors
+    def change(endpoint_ref: uuid.UUID, reason: str, by: str | None) -> None:
+        _lifecycle(endpoint_ref, operation, reason, by)
 
 
-@endpoints.command("resume")
-@click.argument("endpoint_ref", type=click.UUID)
-@click.option("--reason", type=click.Choice(RESUME_REASONS), default="operator_cleared")
-@BY
-@provider_errors
-def endpoints_resume(endpoint_ref: uuid.UUID, reason: str, by: str | None) -> None:
-    """Resume a suspended endpoint."""
-    _lifecycle(endpoint_ref, "resume", reason, by)
+_lifecycle_command(
+    "suspend",
+    SUSPEND_REASONS,
+    "operator_hold",
+    "Suspend an endpoint: it stays readable but refuses new operations.",
+)
+_lifecycle_command("resume", RESUME_REASONS, "operator_cleared", "Resume a suspended endpoint.")
 
 
 COMMANDS = [endpoints]

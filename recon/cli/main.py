@@ -45,41 +45,16 @@ def cli(ctx: click.Context, env_file: Path | None, verbose: bool) -> None:
 
 
 def _register() -> None:
-    from recon.cli import config_commands, db_commands
-
-    cli.add_command(db_commands.db)
-    cli.add_command(config_commands.config)
-    # Later command groups register here, one line each.
-    for name in (
-        "recon.cli.sandbox_commands",
-        "recon.cli.provider_commands",
-        "recon.cli.transfer_commands",
-        "recon.cli.endpoint_commands",
-        "recon.cli.web_commands",
-        "recon.cli.webhook_commands",
-        "recon.cli.delivery_commands",
-        "recon.cli.worker_commands",
-        "recon.cli.reconcile_commands",
-        "recon.cli.prune_commands",
-        "recon.cli.alert_commands",
-        "recon.cli.report_commands",
-        "recon.cli.audit_commands",
-        "recon.cli.demo_commands",
-        "recon.cli.console_commands",
-    ):
-        _add_module_commands(name)
-
-
-def _add_module_commands(module_name: str) -> None:
-    """Add every click command a module exports in `COMMANDS`; a module not written yet is skipped."""
+    """Add the commands each command module (`recon.cli.*_commands`) exports in `COMMANDS`."""
     import importlib
-    import importlib.util
+    import pkgutil
 
-    if importlib.util.find_spec(module_name) is None:
-        return
-    module = importlib.import_module(module_name)
-    for command in getattr(module, "COMMANDS", ()):
-        cli.add_command(command)
+    from recon import cli as package
+
+    for module in pkgutil.iter_modules(package.__path__):
+        if module.name.endswith("_commands"):
+            for command in importlib.import_module(f"recon.cli.{module.name}").COMMANDS:
+                cli.add_command(command)
 
 
 _register()

@@ -175,10 +175,6 @@ def resolve_holding(
     return found.address, f"{found.label} (holding {found.address.holding_ref})"
 
 
-def _receipts(evidence: tuple[Any, ...]) -> str:
-    return ", ".join(f"{e.receipt_ref}{f' ({e.source})' if e.source else ''}" for e in evidence)
-
-
 # -- recon check ------------------------------------------------------------------------------
 
 

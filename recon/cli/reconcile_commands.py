@@ -15,30 +15,13 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from recon.cli.operator_door import BY, act
 from recon.cli.startup import cli_options, existing_store, fail, settings_or_exit
-from recon.cli.terminal import say
-
-if TYPE_CHECKING:
-    from sqlalchemy.orm import Session, sessionmaker
-
-    from foundation import Settings
-
-
-@contextmanager
-def open_store(settings: Settings) -> Iterator[sessionmaker[Session]]:
-    """A session factory on the configured store, which must exist: none is ever created here.
-
-    An unreachable, missing or empty store ends the command with one line saying what to do.
-    """
-    with existing_store(settings) as factory:
-        yield factory
+from recon.cli.terminal import say, took
 
 
 class RichProgress:
@@ -122,11 +105,10 @@ def _print_result(result: Any, as_json: bool) -> None:
                 say(f"  {fp}")
     if summary["alertsHeldBack"]:
         say(f"alerts held back by the per-pass cap: {summary['alertsHeldBack']}")
-    if verbose:
-        took = ", ".join(f"{k} {v:.2f}s" for k, v in summary["seconds"].items())
-    else:
-        took = f"{sum(summary['seconds'].values()):.2f}s"
-    say(f"took {took}" + ("; nothing was written (dry run)" if result.dry_run else ""))
+    say(
+        f"took {took(summary['seconds'], each=verbose)}"
+        + ("; nothing was written (dry run)" if result.dry_run else "")
+    )
 
 
 @click.command()
@@ -139,7 +121,7 @@ def reconcile(dry_run: bool, as_json: bool) -> None:
     from reconciliation import SilentProgress, run_pass
 
     settings = settings_or_exit()
-    with open_store(settings) as factory:
+    with existing_store(settings) as factory:
         if sys.stderr.isatty() and not as_json:
             with RichProgress() as bars:
                 result = run_pass(factory, settings, dry_run=dry_run, progress=bars)

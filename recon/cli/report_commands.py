@@ -9,8 +9,7 @@ import click
 
 from recon.cli.operator_door import BY, act
 from recon.cli.output_file import OutputFileError, is_stdout, write_atomically
-from recon.cli.reconcile_commands import open_store
-from recon.cli.startup import fail, settings_or_exit
+from recon.cli.startup import existing_store, fail, settings_or_exit
 from recon.cli.terminal import output_width, say
 
 if TYPE_CHECKING:
@@ -82,7 +81,7 @@ def report(
         fail(str(exc))
     if output is None:
         try:
-            with open_store(settings) as factory, factory() as session:
+            with existing_store(settings) as factory, factory() as session:
                 built = build_asked(session, asked, rules, utcnow())
         except ReportError as exc:
             fail(str(exc))

@@ -78,26 +78,18 @@ SCHEMES = (
     "and <bearer>.flat / <bearer>.bp. Empty: no fees.",
 )
 @click.pass_context
-def sandbox(
-    ctx: click.Context,
-    host: str,
-    port: int,
-    seed: int,
-    finality_delay: float,
-    projection_lag: float,
-    signature_scheme: str,
-    variant: str,
-    fees: str,
-) -> None:
+def sandbox(ctx: click.Context, /, **options: object) -> None:
     """Run the provider sandbox (gateway /v1, company API /company/v1, control API /_sandbox).
 
     With a command after it, that command instead: `recon sandbox traffic` drives a day's
     business against a sandbox already running. The options above are the server's only.
     """
+    # Each option goes to the sandbox's own command line under the same name.
+    flags = {name: f"--{name.replace('_', '-')}" for name in options}
     if ctx.invoked_subcommand is not None:
         given = [
-            f"--{name.replace('_', '-')}"
-            for name in ctx.params
+            flag
+            for name, flag in flags.items()
             if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
         ]
         if given:
@@ -109,18 +101,7 @@ def sandbox(
         return
     from sandbox.__main__ import main as sandbox_main
 
-    sandbox_main(
-        [
-            f"--host={host}",
-            f"--port={port}",
-            f"--seed={seed}",
-            f"--finality-delay={finality_delay}",
-            f"--projection-lag={projection_lag}",
-            f"--signature-scheme={signature_scheme}",
-            f"--variant={variant}",
-            f"--fees={fees}",
-        ]
-    )
+    sandbox_main([f"{flags[name]}={value}" for name, value in options.items()])
 
 
 @sandbox.command(

@@ -38,15 +38,12 @@ def output_width(requested: int | None) -> int | None:
     return max(columns, MIN_WIDTH)
 
 
-#: What every list command's `--width` says (alerts, webhooks, endpoints, deliveries).
-WIDTH_HELP: Final = (
-    "Lay out for this many columns (default: the terminal's; a pipe gets every value whole)."
+#: `--width N`, as every list command takes it (webhooks, endpoints, deliveries).
+width_option = click.option(
+    "--width",
+    type=click.IntRange(min=1),
+    help="Lay out for this many columns (default: the terminal's; a pipe gets every value whole).",
 )
-
-
-def width_option(func: Any) -> Any:
-    """`--width N`, as every list command takes it."""
-    return click.option("--width", type=click.IntRange(min=1), help=WIDTH_HELP)(func)
 
 
 def table_lines(rows: Sequence[Sequence[str]], width: int | None) -> list[str]:
@@ -97,3 +94,10 @@ def shown_time_and_age(value: datetime | None, now: datetime) -> str:
     if value is None:
         return shown_time(None)
     return f"{shown_time(value)} ({time_ago(value, now)})"
+
+
+def took(seconds: dict[str, float], *, each: bool) -> str:
+    """How long a run took: in all (`1.23s`), or with `each`, phase by phase (`match 0.50s, ...`)."""
+    if each:
+        return ", ".join(f"{phase} {value:.2f}s" for phase, value in seconds.items())
+    return f"{sum(seconds.values()):.2f}s"

@@ -58,25 +58,32 @@ def _run(action: Callable[[], T]) -> T:
         fail(f"database unreachable: {reason} (check DATABASE_URL; run `recon db upgrade` first)")
 
 
+def _registration(action: Callable[..., T], wait: float, by: str | None) -> tuple[Settings, T]:
+    """Register (or rotate) as `by`, through the operator service; the settings it ran with."""
+    settings = settings_or_exit(keeps_secrets=True)
+    with _store_and_client(settings) as (factory, client):
+        return settings, _run(lambda: act_at_provider(factory, by, action, settings, client, wait))
+
+
+#: `--wait` of the commands that register: another registration may be under way.
+WAIT = click.option(
+    "--wait", default=30.0, show_default=True, help="Seconds to wait for another registration."
+)
+
+
 @click.group()
 def webhooks() -> None:
     """Register, inspect and rotate recon's webhook at the company API."""
 
 
 @webhooks.command()
-@click.option(
-    "--wait", default=30.0, show_default=True, help="Seconds to wait for another registration."
-)
+@WAIT
 @BY
 def register(wait: float, by: str | None) -> None:
     """Register RECON_PUBLIC_URL + RECON_WEBHOOK_PATH unless an ACTIVE webhook points there."""
     from reconciliation.operator import register_webhook
 
-    settings = settings_or_exit(keeps_secrets=True)
-    with _store_and_client(settings) as (factory, client):
-        result = _run(
-            lambda: act_at_provider(factory, by, register_webhook, settings, client, wait)
-        )
+    _, result = _registration(register_webhook, wait, by)
     if result.created:
         say(f"registered webhook {result.webhook_id} -> {result.url} ({result.status})")
     else:
@@ -146,19 +153,13 @@ def list_webhooks(width: int | None) -> None:
 
 
 @webhooks.command()
-@click.option(
-    "--wait", default=30.0, show_default=True, help="Seconds to wait for another registration."
-)
+@WAIT
 @BY
 def rotate(wait: float, by: str | None) -> None:
     """Register a new secret; the old ones stay accepted for RECON_WEBHOOK_ROTATION_OVERLAP_SECONDS."""
     from reconciliation.operator import rotate_webhook_secret
 
-    settings = settings_or_exit(keeps_secrets=True)
-    with _store_and_client(settings) as (factory, client):
-        result = _run(
-            lambda: act_at_provider(factory, by, rotate_webhook_secret, settings, client, wait)
-        )
+    settings, result = _registration(rotate_webhook_secret, wait, by)
     hours = settings.webhooks.rotation_overlap_seconds / 3600
     say(
         f"registered webhook {result.webhook_id} -> {result.url} with a new secret; the old "

@@ -22,6 +22,7 @@ from upstream import (
     BEARERS,
     CreditRequest,
     Destination,
+    Endpoint,
     EndpointRequest,
     GatewayClient,
     HoldingAddress,
@@ -82,16 +83,10 @@ class SandboxControl:
         self._http = httpx.Client(base_url=f"{base_url}/_sandbox", timeout=10.0)
 
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        response = self._http.post(path, json=body)
-        response.raise_for_status()
-        result: dict[str, Any] = response.json()
-        return result
+        return _answer(self._http.post(path, json=body))
 
     def get(self, path: str) -> dict[str, Any]:
-        response = self._http.get(path)
-        response.raise_for_status()
-        result: dict[str, Any] = response.json()
-        return result
+        return _answer(self._http.get(path))
 
     def event_count(self, event_type: str | None = None) -> int:
         """Events the sandbox has emitted so far, of one type or of every type."""
@@ -100,20 +95,14 @@ class SandboxControl:
 
     def delivered_labels(self, event_id: str) -> list[str]:
         """Labels (original, other_body, ...) of the attempts the receiver acknowledged, in order."""
-        response = self._http.get("/deliveries")
-        response.raise_for_status()
         return [
             d["label"]
-            for d in response.json()["deliveries"]
+            for d in self.get("/deliveries")["deliveries"]
             if d["eventId"] == event_id and d["outcome"] == "delivered"
         ]
 
     def last_event_id(self, event_type: str) -> str:
-        response = self._http.get("/events")
-        response.raise_for_status()
-        events = response.json()
-        rows = events["events"] if isinstance(events, dict) else events
-        return str([e for e in rows if e["event"] == event_type][-1]["id"])
+        return str([e for e in self.get("/events")["events"] if e["event"] == event_type][-1]["id"])
 
     def delivery_fault(self, event_type: str, kind: str) -> None:
         self.post("/faults/deliveries", {"eventType": event_type, "kind": kind, "count": 1})
@@ -127,6 +116,34 @@ class SandboxControl:
 
     def close(self) -> None:
         self._http.close()
+
+
+def _answer(response: httpx.Response) -> dict[str, Any]:
+    response.raise_for_status()
+    result: dict[str, Any] = response.json()
+    return result
+
+
+def open_customer_account(
+    gateway: GatewayClient, unit: ValueUnit, owner: uuid.UUID
+) -> tuple[HoldingAddress, Endpoint]:
+    """A new customer account (a collection endpoint of `owner`) in `unit`: its holding's
+    address, and the endpoint itself for what else a caller shows of it."""
+    created = gateway.create_programmable_endpoint(
+        EndpointRequest(
+            template=COLLECTION_TEMPLATE,
+            owner_ref=owner,
+            owner_kind="business-entity",
+            value_unit=unit,
+        )
+    )
+    assert not isinstance(created, WriteReplayed), "each create is sent once, never replayed"
+    ep = created.value.endpoint
+    assert ep.holding_ref is not None, "a created endpoint always names its holding"
+    address = HoldingAddress(
+        account_ref=ep.account_ref, endpoint_ref=ep.endpoint_ref, holding_ref=ep.holding_ref
+    )
+    return address, ep
 
 
 def _wait_for(condition: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
@@ -149,20 +166,7 @@ def run_scenario(
     owner = uuid.uuid4()
 
     def open_account(unit: ValueUnit) -> HoldingAddress:
-        created = gateway.create_programmable_endpoint(
-            EndpointRequest(
-                template=COLLECTION_TEMPLATE,
-                owner_ref=owner,
-                owner_kind="business-entity",
-                value_unit=unit,
-            )
-        )
-        assert not isinstance(created, WriteReplayed), "each create is sent once, never replayed"
-        ep = created.value.endpoint
-        assert ep.holding_ref is not None, "a created endpoint always names its holding"
-        address = HoldingAddress(
-            account_ref=ep.account_ref, endpoint_ref=ep.endpoint_ref, holding_ref=ep.holding_ref
-        )
+        address, _ = open_customer_account(gateway, unit, owner)
         record.endpoints.append(address)
         return address
 

@@ -22,13 +22,12 @@ from typing import Final
 from sqlalchemy.orm import Session, sessionmaker
 
 from foundation import format_money, said_back
-from recon.demo.scenario import COLLECTION_TEMPLATE, SandboxControl
+from recon.demo.scenario import COLLECTION_TEMPLATE, SandboxControl, open_customer_account
 from recon.gateway_holdings import GatewayHolding, gateway_holdings
 from reconciliation.transfers import DENIED, request_transfer
 from upstream import (
     CreditRequest,
     Destination,
-    EndpointRequest,
     GatewayClient,
     HoldingAddress,
     TransferRequest,
@@ -182,22 +181,10 @@ def _accounts(traffic: Traffic, wanted: int, unit: str) -> list[GatewayHolding]:
 
 
 def _open_account(gateway: GatewayClient, unit: str) -> GatewayHolding:
-    created = gateway.create_programmable_endpoint(
-        EndpointRequest(
-            template=COLLECTION_TEMPLATE,
-            owner_ref=uuid.uuid4(),
-            owner_kind="business-entity",
-            value_unit=ValueUnit.fiat(unit),
-        )
-    )
-    assert not isinstance(created, WriteReplayed), "a fresh owner's endpoint is new, never replayed"
-    ep = created.value.endpoint
-    assert ep.holding_ref is not None, "a created endpoint always names its holding"
+    address, ep = open_customer_account(gateway, ValueUnit.fiat(unit), uuid.uuid4())
     numbers = [loc.account_number for loc in ep.locators if loc.account_number]
     return GatewayHolding(
-        address=HoldingAddress(
-            account_ref=ep.account_ref, endpoint_ref=ep.endpoint_ref, holding_ref=ep.holding_ref
-        ),
+        address=address,
         template=ep.template,
         unit=unit,
         account_number=numbers[0] if numbers else None,
@@ -212,9 +199,7 @@ def _credit(
     traffic.say(f"{_fault_prefix(fault)}crediting {said_back(amount, unit)} to {to.label}")
     before = traffic.control.event_count(CREDIT_EVENT)
     if kind is not None:
-        traffic.control.post(
-            "/faults/deliveries", {"eventType": CREDIT_EVENT, "kind": kind, "count": 1}
-        )
+        traffic.control.delivery_fault(CREDIT_EVENT, kind)
     result = traffic.gateway.simulate_inbound_credit(
         CreditRequest(target=to.address, value_unit=ValueUnit.fiat(unit), amount_minor_units=amount)
     )
