@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, get, post
@@ -12,7 +13,7 @@ from litestar.response import Template
 from sqlalchemy.orm import Session
 
 import app.console.forms as form_fields
-from app.console.rendering import Change, Outcome, act, page, read
+from app.console.rendering import Change, Outcome, act, answered, page, read
 from app.console.session import console_guard
 from app.path_ids import RowId
 from reconciliation.alerts import SEVERITIES, STATES, AlertNotFoundError
@@ -34,34 +35,24 @@ AnyRequest = Request[Any, Any, Any]
 
 
 def _list(session: Session, chosen: AlertFilter, cursor: str | None) -> AlertPage:
-    try:
+    with answered(ValidationException, BrowseError):
         return alert_page(session, chosen, now=utcnow(), cursor=cursor)
-    except BrowseError as exc:
-        raise ValidationException(detail=str(exc)) from None
 
 
 def _evidence(session: Session, alert_id: int) -> tuple[Evidence, dict[str, HoldingIdentity]]:
     """The alert with its items, and how people name the items' holdings."""
-    try:
+    with answered(NotFoundException, AlertNotFoundError):
         found = evidence_of(session, alert_id)
-    except AlertNotFoundError as exc:
-        raise NotFoundException(detail=str(exc)) from None
     refs = [i.holding_ref for items in found.items.values() for i in items if i.holding_ref]
     return found, holding_identities(session, refs)
 
 
-def _acknowledge(alert_id: int) -> Change:
+def _on_alert(alert_id: int, action: Callable[..., object], done: str) -> Change:
+    """Acknowledge or resolve the alert, with the comment the person typed as its reason."""
+
     def change(acting: OperatorService, form: FormMultiDict) -> Outcome:
-        acting.perform(operator_actions.acknowledge, alert_id, form_fields.text(form, "comment"))
-        return Outcome(f"/console/alerts/{alert_id}", "acknowledged")
-
-    return change
-
-
-def _resolve(alert_id: int) -> Change:
-    def change(acting: OperatorService, form: FormMultiDict) -> Outcome:
-        acting.perform(operator_actions.resolve, alert_id, form_fields.text(form, "comment"))
-        return Outcome(f"/console/alerts/{alert_id}", "resolved")
+        acting.perform(action, alert_id, form_fields.text(form, "comment"))
+        return Outcome(f"/console/alerts/{alert_id}", done)
 
     return change
 
@@ -101,8 +92,10 @@ class AlertPages(Controller):
 
     @post("/{alert_id:int}/acknowledge")
     async def acknowledge(self, request: AnyRequest, alert_id: RowId) -> Response[Any]:
-        return await act(request, _acknowledge(alert_id), f"/console/alerts/{alert_id}")
+        change = _on_alert(alert_id, operator_actions.acknowledge, "acknowledged")
+        return await act(request, change, f"/console/alerts/{alert_id}")
 
     @post("/{alert_id:int}/resolve")
     async def resolve(self, request: AnyRequest, alert_id: RowId) -> Response[Any]:
-        return await act(request, _resolve(alert_id), f"/console/alerts/{alert_id}")
+        change = _on_alert(alert_id, operator_actions.resolve, "resolved")
+        return await act(request, change, f"/console/alerts/{alert_id}")

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 import app.console.forms as form_fields
 from app import state_keys
-from app.console.rendering import Change, Outcome, act, page, read
+from app.console.rendering import Change, Outcome, act, answered, page, read
 from app.console.session import console_guard
 from app.path_ids import RowId
 from reconciliation.notifications import (
@@ -57,12 +57,10 @@ def _search(
             [summarise(r) for r in find_by_delivery_id(session, delivery_id)[:50]],
             None,
         )
-    try:
+    with answered(ValidationException, ValueError):
         found = list_deliveries(
             session, state=state, event_type=event_type, cursor=cursor, limit=50
         )
-    except ValueError as exc:
-        raise ValidationException(detail=str(exc)) from None
     return InboxPage([summarise(r) for r in found.items], found.next_cursor)
 
 

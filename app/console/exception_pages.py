@@ -14,7 +14,7 @@ from litestar.response import Template
 from sqlalchemy.orm import Session
 
 import app.console.forms as form_fields
-from app.console.rendering import Outcome, act, back_field, page, policy, read
+from app.console.rendering import Outcome, act, answered, back_field, page, policy, read
 from app.console.session import console_guard
 from app.path_ids import RowId
 from reconciliation import ReconcilePolicy
@@ -40,7 +40,7 @@ def _queue(
     session: Session, rules: ReconcilePolicy, stream: str, bucket: str | None, cursor: str | None
 ) -> tuple[QueuePage, dict[str, HoldingIdentity]]:
     """One page of the queue, and how people name the holdings it lists."""
-    try:
+    with answered(ValidationException, QueueError):
         found = queue_page(
             session,
             now=utcnow(),
@@ -50,8 +50,6 @@ def _queue(
             bucket=bucket,
             cursor=cursor,
         )
-    except QueueError as exc:
-        raise ValidationException(detail=str(exc)) from None
     return found, holding_identities(session, [i.holding_ref for i in found.items if i.holding_ref])
 
 
@@ -59,10 +57,8 @@ def _explain(
     session: Session, kind: str, item_id: int, window: int
 ) -> tuple[Explanation, dict[str, HoldingIdentity]]:
     """The item and its counterparts, and how people name the item's holding."""
-    try:
+    with answered(NotFoundException, CandidateError):
         found = explain(session, kind, item_id, window_seconds=window)
-    except CandidateError as exc:
-        raise NotFoundException(detail=str(exc)) from None
     refs = [found.item.holding_ref] if found.item.holding_ref else []
     return found, holding_identities(session, refs)
 

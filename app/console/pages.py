@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 
 from app import state_keys
 from app.console.chart import balance_chart
-from app.console.rendering import page, policy, read, service
+from app.console.rendering import answered, page, policy, read, service
 from app.console.session import console_guard
 from app.path_ids import QueryRowId, RowId
 from app.report_formats import FORMATS, check_format, render, render_body
@@ -38,7 +38,6 @@ from reconciliation.operator import actions as operator_actions
 from reconciliation.postings import (
     HoldingError,
     HoldingIdentity,
-    HoldingList,
     HoldingView,
     ReadBudget,
     find_holdings,
@@ -132,19 +131,13 @@ def _overview(
     )
 
 
-def _holdings(session: Session, after: int | None, search: str | None) -> HoldingList:
-    return list_holdings(session, after=after, search=search)
-
-
 def _holding(
     session: Session, holding_id: int, cursor: str | None
 ) -> tuple[HoldingView, list[FeeTotal]]:
     """The holding's page, and the fees of its settled transfers over the page's window (the
     report's own figures, `reconciliation.reports.fees`)."""
-    try:
+    with answered(NotFoundException, HoldingError):
         view = holding_view(session, holding_id, cursor=cursor)
-    except HoldingError as exc:
-        raise NotFoundException(detail=str(exc)) from None
     now = utcnow()
     window = ReportWindow(until=now, since=now - timedelta(days=ON_PAGE_DAYS))
     return view, fee_figures(session, window, holding_id)
@@ -159,10 +152,8 @@ def _on_page(
 ) -> ReportView:
     """The report when the window is one holding and at most ON_PAGE_DAYS; else why not, and
     the holdings to pick from."""
-    try:
+    with answered(ValidationException, ReportError):
         window = parse_window(since, until, holding, utcnow())
-    except ReportError as exc:
-        raise ValidationException(detail=str(exc)) from None
     if window.holding is None:
         every = list_identities(session, limit=PICK_LISTED + 1)
         reason = "it covers every holding: pick one below, or download it"
@@ -182,12 +173,9 @@ def _on_page(
         return ReportView(None, reason, found[:PICK_LISTED], len(found) > PICK_LISTED)
     if window.since is None or window.until - window.since > timedelta(days=ON_PAGE_DAYS):
         return ReportView(None, f"its window is longer than {ON_PAGE_DAYS} days", [])
-    try:
-        report = build_asked(
-            session, ReportAsked("html", None, since, until, found[0].ref), rules, utcnow()
-        )
-    except ReportError as exc:
-        raise ValidationException(detail=str(exc)) from None
+    with answered(ValidationException, ReportError):
+        asked = ReportAsked("html", None, since, until, found[0].ref)
+        report = build_asked(session, asked, rules, utcnow())
     return ReportView(report, None, [])
 
 
@@ -223,7 +211,7 @@ class ReadPages(Controller):
         return page(
             request,
             "holdings.html",
-            found=read(request, _holdings, after, wanted),
+            found=read(request, list_holdings, after=after, search=wanted),
             search=wanted,
         )
 
@@ -298,7 +286,7 @@ class ReadPages(Controller):
         """The report as a file (a CSV: one section of it), recorded in the audit trail through
         the operator service, as every door's downloads are."""
         section = section or None
-        try:
+        with answered(ValidationException, ReportError, ActionRefusedError):
             check_format(report_format, section)
             text = service(request).perform(
                 operator_actions.download_report,
@@ -306,8 +294,6 @@ class ReadPages(Controller):
                 policy(request),
                 lambda report: render(report, report_format, section=section),
             )
-        except (ReportError, ActionRefusedError) as exc:
-            raise ValidationException(detail=str(exc)) from None
         part = f"-{section}" if section else ""
         media_type, extension = FORMATS[report_format]
         name = f"recon-report-{utcnow():%Y%m%d-%H%M%S}{part}.{extension}"

@@ -14,7 +14,8 @@ is answered at once with a page naming the reason (400) and a way back, never vi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 from urllib.parse import urlencode
@@ -22,6 +23,7 @@ from urllib.parse import urlencode
 import anyio.to_thread
 from litestar import Request, Response
 from litestar.datastructures import FormMultiDict
+from litestar.exceptions import HTTPException
 from litestar.response import Redirect, Template
 from markupsafe import escape
 from sqlalchemy import text
@@ -99,6 +101,16 @@ def read(request: AnyRequest, query: Callable[..., T], *args: Any, **kwargs: Any
         if session.get_bind().dialect.name == "postgresql":
             session.execute(text("SET LOCAL jit = off"))
         return query(session, *args, **kwargs)
+
+
+@contextmanager
+def answered(answer: type[HTTPException], *errors: type[Exception]) -> Iterator[None]:
+    """A read's `errors` as the page's `answer` (a 400 or 404) with their message, which says
+    what to change."""
+    try:
+        yield
+    except errors as exc:
+        raise answer(detail=str(exc)) from None
 
 
 def page(request: AnyRequest, template: str, **context: Any) -> Template:

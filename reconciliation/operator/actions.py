@@ -24,7 +24,8 @@ each says which of its transactions carries its one audit row.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Concatenate, Final, ParamSpec, TypeVar
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -127,6 +128,18 @@ class OperatorService:
         return action(self._store, self.actor, *args, **kwargs)
 
 
+@contextmanager
+def _refused(*errors: type[Exception]) -> Iterator[None]:
+    """The service's errors below, as `ActionRefusedError` carrying their message (which says
+    what to do instead); `AlertNotFoundError` as `UnknownSubjectError`, its kind."""
+    try:
+        yield
+    except AlertNotFoundError as exc:
+        raise UnknownSubjectError(str(exc)) from None
+    except errors as exc:
+        raise ActionRefusedError(str(exc)) from None
+
+
 def _need_reason(reason: str | None, what: str) -> str:
     text = (reason or "").strip()
     if not text:
@@ -141,10 +154,8 @@ def _need_reason(reason: str | None, what: str) -> str:
 
 def _row_id(row_id: int) -> int:
     """A number no row can have is refused here, before the database driver overflows on it."""
-    try:
+    with _refused(ValueError):
         return inbox_access.checked_row_id(row_id)
-    except ValueError as exc:
-        raise ActionRefusedError(str(exc)) from None
 
 
 def _delivery(session: Session, row_id: int) -> Delivery:
@@ -186,39 +197,32 @@ def download_report(
     it, and the CLI writes its file), and record who took which window. The row is written
     last, in the transaction that read the report, so a report that could not be built or
     delivered leaves none, and on SQLite the store is locked for writing only at the end."""
-    try:
+    with _refused(ReportError):
         report = build_asked(session, asked, rules, utcnow())
-    except ReportError as exc:
-        raise ActionRefusedError(str(exc)) from None
     delivered = deliver(report)
     audit.record(session, actor=actor, action=REPORT_DOWNLOADED, subject=asked.described(report))
     return delivered
 
 
-def acknowledge(session: Session, actor: Actor, alert_id: int, note: str | None) -> Alert:
-    """Own an alert; the reason becomes its note."""
-    why = _need_reason(note, "acknowledge it")
-    try:
-        alert = acknowledge_alert(session, alert_id, by=actor.name, note=why)
-    except AlertNotFoundError as exc:
-        raise UnknownSubjectError(str(exc)) from None
-    except AlertError as exc:
-        raise ActionRefusedError(str(exc)) from None
-    audit.record(session, actor=actor, action=ACKNOWLEDGED, subject=f"alert {alert_id}", reason=why)
-    return alert
+def _alert_change(
+    change: Callable[..., Alert], action: str, what: str
+) -> Callable[[Session, Actor, int, str | None], Alert]:
+    """An action on one alert: `change` with the reason as its note, and the audit row."""
+
+    def act(session: Session, actor: Actor, alert_id: int, note: str | None) -> Alert:
+        why = _need_reason(note, what)
+        with _refused(AlertError):
+            alert = change(session, alert_id, by=actor.name, note=why)
+        audit.record(session, actor=actor, action=action, subject=f"alert {alert_id}", reason=why)
+        return alert
+
+    return act
 
 
-def resolve(session: Session, actor: Actor, alert_id: int, note: str | None) -> Alert:
-    """Close an alert with the reason it is closed."""
-    why = _need_reason(note, "resolve it")
-    try:
-        alert = resolve_alert(session, alert_id, by=actor.name, note=why)
-    except AlertNotFoundError as exc:
-        raise UnknownSubjectError(str(exc)) from None
-    except AlertError as exc:
-        raise ActionRefusedError(str(exc)) from None
-    audit.record(session, actor=actor, action=RESOLVED, subject=f"alert {alert_id}", reason=why)
-    return alert
+#: Own an alert; the reason becomes its note.
+acknowledge: Final = _alert_change(acknowledge_alert, ACKNOWLEDGED, "acknowledge it")
+#: Close an alert with the reason it is closed.
+resolve: Final = _alert_change(resolve_alert, RESOLVED, "resolve it")
 
 
 def match(
@@ -231,7 +235,7 @@ def match(
     notification_id: int | None = None,
 ) -> list[Match]:
     """Match an item with at least one counterpart by hand."""
-    try:
+    with _refused(ManualMatchError):
         rows = manual_match(
             session,
             posting_ids=posting_ids,
@@ -240,8 +244,6 @@ def match(
             by=actor.name,
             reason=reason,
         )
-    except ManualMatchError as exc:
-        raise ActionRefusedError(str(exc)) from None
     subject = "match " + ", ".join(str(r.id) for r in rows)
     audit.record(session, actor=actor, action=MATCHED, subject=subject, reason=reason)
     return rows
@@ -252,10 +254,8 @@ def accept_without_counterpart(
 ) -> Match:
     """Close one item with no counterpart, with the reason it needs none."""
     why = _need_reason(reason, "accept it without a counterpart")
-    try:
+    with _refused(ManualMatchError):
         row = accept_alone(session, kind, item_id, by=actor.name, reason=why)
-    except ManualMatchError as exc:
-        raise ActionRefusedError(str(exc)) from None
     audit.record(
         session,
         actor=actor,
@@ -272,10 +272,8 @@ def unmatch(
     """Take a match apart; each item left with no counterpart gets its `unmatched_by_hand`
     alert at once (opened, or reopened), in the same transaction, so the decision never leaves
     an unexplained item silent until the next pass."""
-    try:
+    with _refused(ManualMatchError):
         row = manual_unmatch(session, match_id, by=actor.name, reason=reason)
-    except ManualMatchError as exc:
-        raise ActionRefusedError(str(exc)) from None
     audit.record(session, actor=actor, action=UNMATCHED, subject=f"match {match_id}", reason=reason)
     found = taken_apart.findings(session, items_of(row))
     alerts = apply_assessments(
@@ -291,10 +289,8 @@ def unmatch(
 def replay(session: Session, actor: Actor, row_id: int) -> Delivery:
     """Reset one delivery to pending (the door enqueues it after the commit)."""
     _delivery(session, row_id)
-    try:
+    with _refused(inbox_access.RejectedBodyError):
         row = inbox_access.reset_for_replay(session, row_id)
-    except inbox_access.RejectedBodyError as exc:
-        raise ActionRefusedError(str(exc)) from None
     audit.record(session, actor=actor, action=REPLAYED, subject=f"delivery {row_id}")
     return row
 
@@ -306,10 +302,8 @@ def replay_many(
     `limit`, through the inbox's own bulk reset (`inbox_access.replay_deliveries`); the door
     enqueues the row ids after the commit. The audit row names every row put back, so the
     trail says exactly which ones (and that none were, when none waited)."""
-    try:
+    with _refused(ValueError):
         done = inbox_access.replay_deliveries(session, state=state, limit=limit)
-    except ValueError as exc:
-        raise ActionRefusedError(str(exc)) from None
     rows = ", ".join(str(i) for i in done.row_ids) or "none"
     audit.record(
         session,
@@ -327,10 +321,8 @@ def choose_body(
     """Mark which body of a delivery id is true (`body_conflicts.choose_true_body`)."""
     why = _need_reason(reason, "chose this body")
     _delivery(session, row_id)
-    try:
+    with _refused(BodyChoiceError):
         chosen = choose_true_body(session, row_id, by=actor.name, reason=why, reader=reader)
-    except BodyChoiceError as exc:
-        raise ActionRefusedError(str(exc)) from None
     audit.record(
         session,
         actor=actor,

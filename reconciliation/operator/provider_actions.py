@@ -162,14 +162,7 @@ def change_endpoint(
             f"{reason}: {a.previous_posture} -> {a.current_posture} "
             f"(state version {a.previous_state_version} -> {a.current_state_version})"
         )
-    with transaction(store) as session:
-        audit.record(
-            session,
-            actor=actor,
-            action=ENDPOINT_CHANGED[operation],
-            subject=f"endpoint {endpoint_ref}",
-            reason=done,
-        )
+    _record_accepted(store, actor, ENDPOINT_CHANGED[operation], f"endpoint {endpoint_ref}", done)
     return result
 
 
@@ -191,15 +184,17 @@ def simulate_credit(
         done = f"{moved}: the gateway had taken it in before (replayed); nothing credited twice"
     else:
         done = f"{moved}: simulation {result.value.simulation_ref}"
-    with transaction(store) as session:
-        audit.record(
-            session,
-            actor=actor,
-            action=SIMULATED_CREDIT,
-            subject=f"holding {credit.target.holding_ref}",
-            reason=done,
-        )
+    _record_accepted(store, actor, SIMULATED_CREDIT, f"holding {credit.target.holding_ref}", done)
     return result
+
+
+def _record_accepted(
+    store: sessionmaker[Session], actor: Actor, action: str, subject: str, reason: str
+) -> None:
+    """The row of a change recon keeps nothing of, in its own transaction once the gateway
+    has accepted it (the module docstring says why then)."""
+    with transaction(store) as session:
+        audit.record(session, actor=actor, action=action, subject=subject, reason=reason)
 
 
 def register_webhook(

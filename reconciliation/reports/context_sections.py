@@ -6,6 +6,7 @@ and HTML say the same in sentences above the figures, so these are `people=False
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Final
 
@@ -30,14 +31,7 @@ def window(report: Report) -> Section:
         ("holding_name", scope.account_name or ""),
         ("holding_ref", scope.ref),
     ]
-    return Section(
-        key="window",
-        title="Window",
-        columns=(Column("name", "name"), Column("value", "value")),
-        rows=tuple(rows),
-        empty="",
-        people=False,
-    )
+    return _csv_only("window", "Window", ("name", "value"), rows)
 
 
 def audit(report: Report) -> Section:
@@ -63,22 +57,25 @@ def audit(report: Report) -> Section:
             (metric, value if isinstance(value, datetime) else str(value))
             for metric, value in facts
         ]
-    return Section(
-        key="audit",
-        title="Last ledger audit",
-        columns=(Column("metric", "metric"), Column("value", "value")),
-        rows=tuple(rows),
-        empty="",
-        people=False,
-    )
+    return _csv_only("audit", "Last ledger audit", ("metric", "value"), rows)
 
 
 def legend_section(report: Report) -> Section:
+    terms = legend_terms(report.grace_seconds)
+    return _csv_only("legend", "What the figures count", ("term", "definition"), terms)
+
+
+def _csv_only(
+    key: str, title: str, names: tuple[str, str], rows: Iterable[tuple[Cell, ...]]
+) -> Section:
+    """A table of name and value that only CSV draws (text and HTML say it in sentences); its
+    second column may wrap."""
+    name, value = names
     return Section(
-        key="legend",
-        title="What the figures count",
-        columns=(Column("term", "term"), Column("definition", "definition", prose=True)),
-        rows=tuple(legend_terms(report.grace_seconds)),
+        key=key,
+        title=title,
+        columns=(Column(name, name), Column(value, value, prose=True)),
+        rows=tuple(rows),
         empty="",
         people=False,
     )

@@ -90,18 +90,6 @@ class HoldingTotals:
         return sum(self.states.values())
 
     @property
-    def matched_count(self) -> int:
-        return self.states[MATCHED]
-
-    @property
-    def accepted_count(self) -> int:
-        return self.states[ACCEPTED]
-
-    @property
-    def waiting_count(self) -> int:
-        return self.states[WAITING]
-
-    @property
     def exception_count(self) -> int:
         return self.states[EXCEPTION]
 

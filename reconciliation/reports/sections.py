@@ -189,10 +189,7 @@ def totals(report: Report) -> Section:
                 report.holding(t.holding_ref),
                 t.currency,
                 t.items,
-                t.matched_count,
-                t.accepted_count,
-                t.waiting_count,
-                t.exception_count,
+                *t.states.values(),  # matched, accepted, waiting, exceptions (ITEM_STATES)
                 t.posted_count,
                 Money(t.credits_minor, t.currency),
                 Money(t.debits_minor, t.currency),
