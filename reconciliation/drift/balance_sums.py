@@ -127,7 +127,7 @@ def _judged_snapshot() -> Any:
     return func.coalesce(caught_up, latest_per_holding(s, s.c.id))
 
 
-def _basis_select(only: list[int] | None) -> Any:
+def _basis_select(only: list[int] | None, *, fenced: bool) -> Any:
     s, c, h = snapshots, checks, holdings
     latest_check = latest_per_holding(c, c.c.id)
     judged = select(
@@ -137,7 +137,12 @@ def _basis_select(only: list[int] | None) -> Any:
     ).select_from(h.outerjoin(cursors, cursors.c.holding_id == h.c.id))
     if only is not None:
         judged = judged.where(h.c.id.in_(only))
-    latest = judged.subquery("latest")
+    # `fenced` (PostgreSQL): OFFSET 0 keeps the planner from pulling the subquery up. Pulled up,
+    # the join below would match `s.id` against an expression of sub-plans, which no index probe
+    # can take, so it hashed every snapshot in the store for each chunk of holdings (a read that
+    # grew with the number of holdings, not with those judged). SQLite probes either way, and
+    # its OFFSET needs a LIMIT bound that a CREATE TABLE AS cannot carry.
+    latest = (judged.offset(0) if fenced else judged).subquery("latest")
     prev = c.alias("prev")
     usable = prev.c.observed_at <= s.c.observed_at
     caught_up = or_(
@@ -172,12 +177,13 @@ def read_bases(session: Session, only: frozenset[int] | None = None) -> tuple[li
     if only is not None and not only:
         return [], int(session.execute(through_query).scalar_one())
     parts = [None] if only is None else list(chunks(sorted(only)))
-    build = CreateTableAs(_basis_select(parts[0]), "balance_basis", temporary=True)
+    fenced = session.get_bind().dialect.name == "postgresql"
+    build = CreateTableAs(_basis_select(parts[0], fenced=fenced), "balance_basis", temporary=True)
     session.execute(build)
     basis = build.table
     names = list(basis.c.keys())
     for part in parts[1:]:
-        session.execute(insert(basis).from_select(names, _basis_select(part)))
+        session.execute(insert(basis).from_select(names, _basis_select(part, fenced=fenced)))
     if session.get_bind().dialect.name == "postgresql":
         session.execute(text("ANALYZE balance_basis"))
     try:
