@@ -166,6 +166,22 @@ def test_a_pass_after_postings_past_every_check_sums_no_holding_again(
     assert _alert(session_factory, holdings[0]) is None
 
 
+def _balance_rows_of_a_pass(
+    engine: Engine, factory: sessionmaker[Session], minutes: float
+) -> Counter[str]:
+    """Rows of holdings and the balance tables that the balance statements of one pass read,
+    after fresh statistics (as a running store's would be), by table."""
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("ANALYZE"))
+    plans = explain_everything(engine, analyze=True)
+    _pass(factory, minutes)
+    read: Counter[str] = Counter()
+    for explained in plans.explained:
+        if "balance_" in explained.statement:
+            read.update(explained.rows_read)
+    return Counter({t: read[t] for t in ("holdings", "balance_snapshots", "balance_checks")})
+
+
 #: Holdings in the store whose pass must not read them all, and what one pass may read of the
 #: balance tables for the one that changed (its probes and its sum's, a few rows each).
 MANY = 1000
@@ -187,16 +203,8 @@ def test_a_pass_reads_the_balance_rows_of_the_holding_that_changed_not_of_every_
         _pass(factory, 12)  # and the rows that pass saw looked at once more (one read back)
         changed = holdings[MANY // 2]
         store.snapshot(changed, 12_000, observed=T0 + timedelta(minutes=13))
-        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.execute(text("ANALYZE"))  # as a running store's statistics would be
-        plans = explain_everything(engine, analyze=True)
-        _pass(factory, 14)
-        read: Counter[str] = Counter()
-        for explained in plans.explained:
-            if "balance_" in explained.statement:
-                read.update(explained.rows_read)
-        balance_rows = read["holdings"] + read["balance_snapshots"] + read["balance_checks"]
-        assert balance_rows <= ONE_HOLDINGS_ROWS, read
+        read = _balance_rows_of_a_pass(engine, factory, 14)
+        assert sum(read.values()) <= ONE_HOLDINGS_ROWS, read
         alert = _alert(factory, changed)
         assert alert is not None and alert.evidence["driftMinor"] == "2000"  # it was judged
         assert _alert(factory, holdings[0]) is None
@@ -229,16 +237,8 @@ def test_holdings_waiting_for_their_poller_are_not_read_again_until_a_read_passe
         release_lease(
             factory, lease, None, caught_up_at=SNAPSHOT_AT + timedelta(seconds=30), completed=True
         )
-        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.execute(text("ANALYZE"))  # as a running store's statistics would be
-        plans = explain_everything(engine, analyze=True)
-        _pass(factory, 14)
-        read: Counter[str] = Counter()
-        for explained in plans.explained:
-            if "balance_" in explained.statement:
-                read.update(explained.rows_read)
-        balance_rows = read["holdings"] + read["balance_snapshots"] + read["balance_checks"]
-        assert balance_rows <= ONE_HOLDINGS_ROWS, read
+        read = _balance_rows_of_a_pass(engine, factory, 14)
+        assert sum(read.values()) <= ONE_HOLDINGS_ROWS, read
         alert = _alert(factory, read_past)
         assert alert is not None and alert.evidence["driftMinor"] == "2000"  # judged, at last
         assert _alert(factory, holdings[0]) is None  # still waiting: undecided
